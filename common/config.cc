@@ -1,0 +1,232 @@
+// The configuration file: a JSON object of known keys. Every problem is
+// collected and reported at once, each with its file and line, so a user fixes
+// a config in one pass instead of one error per daemon start.
+#include "common/config.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/size.h"
+
+namespace fad {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kKnownKeys =
+    "memory_budget, reserve, swap, max_parallel_units, nvcc_threads, nvcc, unit_memory_prior, "
+    "poll_interval_ms, log_level, socket, state_dir, kernels_dir";
+
+struct Problem {
+  std::size_t offset;  ///< where in the text, for file order
+  std::string message;
+};
+
+/// 1-based line of byte `offset` in `text`.
+std::size_t line_of(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+/// Offset of `"key"` followed by optional whitespace and ':' in the raw text.
+std::size_t key_offset(std::string_view text, const std::string& key) {
+  std::string quoted = "\"" + key + "\"";
+  for (std::size_t pos = text.find(quoted); pos != std::string_view::npos; pos = text.find(quoted, pos + 1)) {
+    std::size_t after = pos + quoted.size();
+    while (after < text.size() && std::isspace(static_cast<unsigned char>(text[after]))) ++after;
+    if (after < text.size() && text[after] == ':') return pos;
+  }
+  return 0;  // e.g. a key written with escapes: report line 1 rather than nothing
+}
+
+/// The value as an integer in [lo, hi]; nullopt for non-integers (floats, bools, strings) and out of range.
+std::optional<std::int64_t> integer_in(const json& v, std::int64_t lo, std::int64_t hi) {
+  if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return std::nullopt;
+  auto i = v.get<std::int64_t>();
+  if (i < lo || i > hi) return std::nullopt;
+  return i;
+}
+
+/// A size written as a string ("4G") or a non-negative integer of bytes.
+Result<std::uint64_t> size_value(const json& v) {
+  if (v.is_string()) return parse_size(v.get<std::string>());
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
+  return make_error("expected a size such as \"4G\" or a number of bytes, got " + v.dump());
+}
+
+/// Applies one key's value to `config`; returns what is wrong, or "" when fine.
+std::string apply_key(Config& config, const std::string& key, const json& v) {
+  if (key == "memory_budget") {
+    if (v.is_string() && v.get<std::string>() == "auto") {
+      config.memory_budget.reset();
+      return "";
+    }
+    Result<std::uint64_t> size = size_value(v);
+    if (!size) return size.error() + " (or \"auto\")";
+    if (*size == 0) return "must be more than 0 (or \"auto\")";
+    config.memory_budget = *size;
+  } else if (key == "reserve") {
+    if (v.is_number_integer()) {
+      Result<std::uint64_t> size = size_value(v);
+      if (!size) return size.error();
+      config.reserve = Reserve{*size, 0.0};
+    } else if (v.is_string()) {
+      Result<Reserve> reserve = parse_reserve(v.get<std::string>());
+      if (!reserve) return reserve.error();
+      config.reserve = *reserve;
+    } else {
+      return "expected a size such as \"2G\" or a percentage such as \"10%\", got " + v.dump();
+    }
+  } else if (key == "swap") {
+    if (v == "use") config.swap_use = true;
+    else if (v == "ignore") config.swap_use = false;
+    else return "expected \"ignore\" or \"use\", got " + v.dump();
+  } else if (key == "max_parallel_units") {
+    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
+    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
+    config.max_parallel_units = static_cast<int>(*n);
+  } else if (key == "nvcc_threads") {
+    if (v == "auto") {
+      config.nvcc_threads = 0;
+      return "";
+    }
+    auto n = integer_in(v, 1, 64);
+    if (!n) return "expected \"auto\" or an integer from 1 to 64, got " + v.dump();
+    config.nvcc_threads = static_cast<int>(*n);
+  } else if (key == "nvcc") {
+    if (!v.is_string()) return "expected a string (the nvcc program), got " + v.dump();
+    config.nvcc = v.get<std::string>();
+  } else if (key == "unit_memory_prior") {
+    Result<std::uint64_t> size = size_value(v);
+    if (!size) return size.error();
+    if (*size == 0) return "must be more than 0";
+    config.unit_memory_prior = *size;
+  } else if (key == "poll_interval_ms") {
+    auto n = integer_in(v, 50, 60000);
+    if (!n) return "expected an integer from 50 to 60000, got " + v.dump();
+    config.poll_interval_ms = static_cast<int>(*n);
+  } else if (key == "log_level") {
+    if (!v.is_string() || !is_log_level(v.get<std::string>())) {
+      return "expected one of trace, debug, info, warn, error, got " + v.dump();
+    }
+    config.log_level = v.get<std::string>();
+  } else if (key == "socket" || key == "state_dir" || key == "kernels_dir") {
+    if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
+    std::optional<std::string>& field =
+        key == "socket" ? config.socket : key == "state_dir" ? config.state_dir : config.kernels_dir;
+    field = v.get<std::string>();
+  } else {
+    return "unknown key (known keys: " + std::string(kKnownKeys) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::uint64_t Reserve::resolve(std::uint64_t total) const {
+  if (bytes > 0) return bytes;
+  return static_cast<std::uint64_t>(static_cast<long double>(total) * percent / 100.0L);
+}
+
+Result<Reserve> parse_reserve(std::string_view text) {
+  std::string s(text);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  if (!s.empty() && s.back() == '%') {
+    std::string number = s.substr(0, s.size() - 1);
+    char* end = nullptr;
+    errno = 0;
+    double pct = std::strtod(number.c_str(), &end);
+    bool is_number = !number.empty() && end == number.c_str() + number.size() && errno == 0 &&
+                     (std::isdigit(static_cast<unsigned char>(number.front())) || number.front() == '.');
+    if (!is_number || !std::isfinite(pct) || pct <= 0 || pct >= 100) {
+      return make_error("invalid reserve '" + std::string(text) +
+                        "': a percentage must be more than 0% and less than 100%");
+    }
+    return Reserve{0, pct};
+  }
+  Result<std::uint64_t> size = parse_size(text);
+  if (!size) return make_error(size.error() + " or a percentage such as 10%");
+  return Reserve{*size, 0.0};
+}
+
+bool is_log_level(std::string_view level) {
+  return level == "trace" || level == "debug" || level == "info" || level == "warn" || level == "error";
+}
+
+Result<Config> parse_config(std::string_view text, std::string_view filename) {
+  const std::string file(filename);
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest is for humans.
+    if (std::size_t tag = what.find("] "); what.rfind("[json.exception", 0) == 0 && tag != std::string::npos) {
+      what = what.substr(tag + 2);
+    }
+    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    return make_error(file + ":" + std::to_string(line_of(text, offset)) + ": invalid JSON: " + what);
+  }
+  if (!root.is_object()) {
+    std::size_t first = text.find_first_not_of(" \t\r\n");
+    return make_error(file + ":" + std::to_string(line_of(text, first == std::string_view::npos ? 0 : first)) +
+                      ": the config must be a JSON object ({...}), got " + root.type_name());
+  }
+
+  Config config;
+  std::vector<Problem> problems;
+  for (const auto& [key, value] : root.items()) {
+    std::string wrong;
+    try {
+      wrong = apply_key(config, key, value);
+    } catch (const json::exception& e) {  // defensive: a get<> on an unexpected type
+      wrong = e.what();
+    }
+    if (wrong.empty()) continue;
+    std::size_t offset = key_offset(text, key);
+    problems.push_back({offset, file + ":" + std::to_string(line_of(text, offset)) + ": key '" + key + "': " + wrong});
+  }
+  if (problems.empty()) return config;
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const Problem& a, const Problem& b) { return a.offset < b.offset; });
+  std::string message;
+  for (const Problem& p : problems) {
+    if (!message.empty()) message += '\n';
+    message += p.message;
+  }
+  return make_error(message);
+}
+
+Result<Config> load_config(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("cannot read config file " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return make_error("cannot read config file " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return parse_config(text, path);
+}
+
+}  // namespace fad

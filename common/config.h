@@ -1,0 +1,50 @@
+// The daemon's configuration file (JSON), per the contract's keys, plus the
+// documented additions socket, state_dir and kernels_dir.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace fad {
+
+/// The memory kept free for everything that is not fad: bytes or a percentage of total.
+struct Reserve {
+  std::uint64_t bytes = 0;
+  double percent = 10.0;  ///< used when bytes == 0
+  /// The reserve in bytes for a machine (or cgroup) with `total` bytes.
+  std::uint64_t resolve(std::uint64_t total) const;
+};
+
+/// Parses "2G" or "10%". Errors quote the text.
+Result<Reserve> parse_reserve(std::string_view text);
+
+struct Config {
+  std::optional<std::uint64_t> memory_budget;  ///< nullopt = "auto"
+  Reserve reserve;
+  bool swap_use = false;                       ///< "swap": "use" | "ignore"
+  int max_parallel_units = 0;                  ///< 0 = no cap beyond memory and cores
+  int nvcc_threads = 0;                        ///< 0 = "auto"
+  std::string nvcc;                            ///< empty = nvcc from PATH
+  std::uint64_t unit_memory_prior = 5ull << 30;  ///< per nvcc thread, never-seen unit
+  int poll_interval_ms = 500;
+  std::string log_level = "info";
+  std::optional<std::string> socket;
+  std::optional<std::string> state_dir;
+  std::optional<std::string> kernels_dir;
+};
+
+/// Parses config text. Every problem is collected; the error holds one line per
+/// problem, each "FILE:LINE: key 'k': what is wrong" (unknown keys included).
+Result<Config> parse_config(std::string_view text, std::string_view filename);
+
+/// Reads and parses a config file; a missing or unreadable file is an error naming it.
+Result<Config> load_config(const std::string& path);
+
+/// Valid log levels: trace debug info warn error.
+bool is_log_level(std::string_view level);
+
+}  // namespace fad

@@ -1,0 +1,70 @@
+// Default locations of the socket, state and config, per the contract's table,
+// and the flag > env > config > default resolution shared by fad and fadd.
+#include "common/paths.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace fad {
+namespace {
+
+/// An XDG base directory variable; the XDG spec says relative values are invalid
+/// and must be ignored.
+std::optional<std::string> xdg_dir(const EnvLookup& env, std::string_view name) {
+  std::optional<std::string> dir = env(name);
+  if (!dir || dir->empty() || dir->front() != '/') return std::nullopt;
+  return dir;
+}
+
+/// $HOME, else the password database's home of the current user.
+std::string home_dir(const EnvLookup& env) {
+  if (std::optional<std::string> home = env("HOME")) return *home;
+  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) return pw->pw_dir;
+  return "/";
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (!value || !*value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::string default_socket_path(const EnvLookup& env, unsigned uid) {
+  if (std::optional<std::string> runtime = xdg_dir(env, "XDG_RUNTIME_DIR")) return *runtime + "/fad/fad.sock";
+  return "/tmp/fad-" + std::to_string(uid) + "/fad.sock";
+}
+
+std::string default_state_dir(const EnvLookup& env) {
+  if (std::optional<std::string> state = xdg_dir(env, "XDG_STATE_HOME")) return *state + "/fad";
+  return home_dir(env) + "/.local/state/fad";
+}
+
+std::optional<std::string> default_config_path(const EnvLookup& env) {
+  std::string path;
+  if (std::optional<std::string> config = xdg_dir(env, "XDG_CONFIG_HOME")) {
+    path = *config + "/fad/fad.json";
+  } else {
+    path = home_dir(env) + "/.config/fad/fad.json";
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || ec) return std::nullopt;
+  return path;
+}
+
+std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,
+                         const std::optional<std::string>& config_value, const std::string& fallback) {
+  if (flag && !flag->empty()) return *flag;
+  if (std::optional<std::string> from_env = env(env_name); from_env && !from_env->empty()) return *from_env;
+  if (config_value && !config_value->empty()) return *config_value;
+  return fallback;
+}
+
+}  // namespace fad

@@ -1,0 +1,34 @@
+// Where the socket, state and config live. Resolution order is the contract's:
+// flag, environment variable, config file, default.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fad {
+
+/// Looks an environment variable up; nullopt when unset or empty.
+/// A function so tests can pass a fake environment.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+/// The real process environment.
+EnvLookup process_env();
+
+/// `$XDG_RUNTIME_DIR/fad/fad.sock`, else `/tmp/fad-$UID/fad.sock`.
+std::string default_socket_path(const EnvLookup& env, unsigned uid);
+
+/// `$XDG_STATE_HOME/fad`, else `$HOME/.local/state/fad`.
+std::string default_state_dir(const EnvLookup& env);
+
+/// `$XDG_CONFIG_HOME/fad/fad.json` (or `~/.config/fad/fad.json`) when the file
+/// exists; nullopt otherwise (running without a config file is normal).
+std::optional<std::string> default_config_path(const EnvLookup& env);
+
+/// First present of flag, env var `env_name`, config value, else `fallback`.
+std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env,
+                         std::string_view env_name, const std::optional<std::string>& config_value,
+                         const std::string& fallback);
+
+}  // namespace fad

@@ -1,0 +1,20 @@
+// Byte sizes as users write them ("512M", "1.5G", "4GiB") and as fad prints them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace fad {
+
+/// Parses a size: a plain number is bytes; suffixes K, M, G, T (optionally
+/// followed by "i", "B" or "iB", any case) are powers of 1024. Fractions are
+/// allowed with a suffix ("1.5G"). Errors name the offending text.
+Result<std::uint64_t> parse_size(std::string_view text);
+
+/// Formats bytes for humans with one decimal: "512 B", "3.0 KiB", "4.0 GiB".
+std::string format_size(std::uint64_t bytes);
+
+}  // namespace fad

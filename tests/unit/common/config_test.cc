@@ -1,0 +1,175 @@
+// Tests for common/config: every key, every error path, file:line reporting.
+#include <catch2/catch.hpp>
+
+#include "common/config.h"
+
+using fad::Config;
+using fad::parse_config;
+
+namespace {
+const std::string kFixtures = FAD_FIXTURES_DIR;
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+/// The error lines of a failed parse.
+std::vector<std::string> error_lines(const fad::Result<Config>& r) {
+  REQUIRE_FALSE(r.ok());
+  std::vector<std::string> lines;
+  std::string_view rest = r.error();
+  while (!rest.empty()) {
+    std::size_t nl = rest.find('\n');
+    lines.emplace_back(rest.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    rest.remove_prefix(nl + 1);
+  }
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("load_config: every key set", "[config]") {
+  auto r = fad::load_config(kFixtures + "/config_good_full.json");
+  REQUIRE(r.ok());
+  CHECK(r->memory_budget == 20 * kGiB);
+  CHECK(r->reserve.bytes == 0);
+  CHECK(r->reserve.percent == Approx(15.0));
+  CHECK(r->reserve.resolve(100 * kGiB) == 15 * kGiB);
+  CHECK(r->swap_use);
+  CHECK(r->max_parallel_units == 4);
+  CHECK(r->nvcc_threads == 2);
+  CHECK(r->nvcc == "/usr/local/cuda-13.0/bin/nvcc");
+  CHECK(r->unit_memory_prior == 7 * kGiB / 2);
+  CHECK(r->poll_interval_ms == 250);
+  CHECK(r->log_level == "debug");
+  CHECK(r->socket == std::optional<std::string>("/run/fad/fad.sock"));
+  CHECK(r->state_dir == std::optional<std::string>("/var/lib/fad"));
+  CHECK(r->kernels_dir == std::optional<std::string>("/usr/share/fad/kernels"));
+}
+
+TEST_CASE("load_config: auto values, sizes as strings and integers", "[config]") {
+  auto r = fad::load_config(kFixtures + "/config_good_auto.json");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->memory_budget.has_value());
+  CHECK(r->reserve.bytes == 2 * kGiB);
+  CHECK(r->reserve.resolve(100 * kGiB) == 2 * kGiB);
+  CHECK_FALSE(r->swap_use);
+  CHECK(r->nvcc_threads == 0);
+  CHECK(r->unit_memory_prior == kGiB);
+}
+
+TEST_CASE("an empty object gives the documented defaults", "[config]") {
+  auto r = fad::load_config(kFixtures + "/config_good_empty.json");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->memory_budget.has_value());
+  CHECK(r->reserve.bytes == 0);
+  CHECK(r->reserve.percent == Approx(10.0));
+  CHECK(r->reserve.resolve(10 * kGiB) == kGiB);
+  CHECK_FALSE(r->swap_use);
+  CHECK(r->max_parallel_units == 0);
+  CHECK(r->nvcc_threads == 0);
+  CHECK(r->nvcc.empty());
+  CHECK(r->unit_memory_prior == 5 * kGiB);
+  CHECK(r->poll_interval_ms == 500);
+  CHECK(r->log_level == "info");
+  CHECK_FALSE(r->socket.has_value());
+  CHECK_FALSE(r->state_dir.has_value());
+  CHECK_FALSE(r->kernels_dir.has_value());
+}
+
+TEST_CASE("every bad value and unknown key is reported, in file order, with its line", "[config]") {
+  std::string file = kFixtures + "/config_bad_values.json";
+  auto lines = error_lines(fad::load_config(file));
+  REQUIRE(lines.size() == 10);
+  CHECK(lines[0] == file + ":2: key 'memory_budget': invalid size '4X': expected a number with an optional K, M, G "
+                           "or T suffix (e.g. 512M, 1.5G) (or \"auto\")");
+  CHECK(lines[1] ==
+        file + ":3: key 'reserve': invalid reserve '150%': a percentage must be more than 0% and less than 100%");
+  CHECK(lines[2] == file + ":4: key 'swap': expected \"ignore\" or \"use\", got \"maybe\"");
+  CHECK(lines[3] == file + ":5: key 'max_parallel_units': expected an integer >= 0 (0 = no limit), got -1");
+  CHECK(lines[4] == file + ":6: key 'nvcc_threads': expected \"auto\" or an integer from 1 to 64, got 65");
+  CHECK(lines[5] == file + ":7: key 'nvcc': expected a string (the nvcc program), got 42");
+  CHECK(lines[6] == file + ":8: key 'unit_memory_prior': must be more than 0");
+  CHECK(lines[7] == file + ":9: key 'poll_interval_ms': expected an integer from 50 to 60000, got 10");
+  CHECK(lines[8] == file + ":10: key 'log_level': expected one of trace, debug, info, warn, error, got \"verbose\"");
+  CHECK(lines[9].rfind(file + ":11: key 'colour': unknown key (known keys: memory_budget, reserve,", 0) == 0);
+}
+
+TEST_CASE("value checks, one key at a time", "[config]") {
+  auto one = [](const std::string& body) { return parse_config("{\n  " + body + "\n}\n", "f.json"); };
+  CHECK(*one(R"("memory_budget": 1073741824)")->memory_budget == kGiB);
+  CHECK(one(R"("memory_budget": 0)").error() == "f.json:2: key 'memory_budget': must be more than 0 (or \"auto\")");
+  CHECK(one(R"("memory_budget": -5)").error().find("f.json:2: key 'memory_budget': expected a size") == 0);
+  CHECK(one(R"("memory_budget": 1.5)").error().find("f.json:2: key 'memory_budget': expected a size") == 0);
+  CHECK(one(R"("reserve": "0")")->reserve.resolve(100) == 0);
+  CHECK(one(R"("reserve": 1024)")->reserve.resolve(1 << 20) == 1024);
+  CHECK(one(R"("reserve": "7.5%")")->reserve.percent == Approx(7.5));
+  CHECK(one(R"("reserve": "0%")").error() ==
+        "f.json:2: key 'reserve': invalid reserve '0%': a percentage must be more than 0% and less than 100%");
+  CHECK(one(R"("reserve": "100%")").ok() == false);
+  CHECK(one(R"("reserve": "x%")").ok() == false);
+  CHECK(one(R"("reserve": true)").error() ==
+        "f.json:2: key 'reserve': expected a size such as \"2G\" or a percentage such as \"10%\", got true");
+  CHECK(one(R"("max_parallel_units": 0)")->max_parallel_units == 0);
+  CHECK(one(R"("max_parallel_units": 2.0)").ok() == false);
+  CHECK(one(R"("max_parallel_units": "2")").ok() == false);
+  CHECK(one(R"("nvcc_threads": 64)")->nvcc_threads == 64);
+  CHECK(one(R"("nvcc_threads": 0)").ok() == false);
+  CHECK(one(R"("nvcc_threads": "4")").ok() == false);
+  CHECK(one(R"("poll_interval_ms": 60000)")->poll_interval_ms == 60000);
+  CHECK(one(R"("poll_interval_ms": 60001)").ok() == false);
+  CHECK(one(R"("unit_memory_prior": "5G")")->unit_memory_prior == 5 * kGiB);
+  CHECK(one(R"("swap": true)").error() == "f.json:2: key 'swap': expected \"ignore\" or \"use\", got true");
+  CHECK(one(R"("log_level": 3)").ok() == false);
+  CHECK(one(R"("socket": "")").error() == "f.json:2: key 'socket': expected a non-empty path string, got \"\"");
+  CHECK(one(R"("state_dir": null)").error() ==
+        "f.json:2: key 'state_dir': expected a non-empty path string, got null");
+  CHECK(one(R"("kernels_dir": ["a"])").ok() == false);
+}
+
+TEST_CASE("the line is the key's, even when its name also appears as a value", "[config]") {
+  auto r = parse_config("{\n  \"nvcc\": \"swap\",\n\n  \"swap\" :\n    \"no\"\n}", "c.json");
+  CHECK(r.error() == "c.json:4: key 'swap': expected \"ignore\" or \"use\", got \"no\"");
+}
+
+TEST_CASE("invalid JSON names the line", "[config]") {
+  std::string file = kFixtures + "/config_bad_json.json";
+  auto r = fad::load_config(file);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().rfind(file + ":4: invalid JSON: parse error at line 4", 0) == 0);
+  CHECK(r.error().find("[json.exception") == std::string::npos);
+
+  auto empty = parse_config("", "e.json");
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().rfind("e.json:1: invalid JSON: ", 0) == 0);
+  auto trailing = parse_config("{\"swap\": \"use\",\n}\n", "t.json");
+  CHECK(trailing.error().rfind("t.json:2: invalid JSON: ", 0) == 0);
+}
+
+TEST_CASE("the top level must be an object", "[config]") {
+  std::string file = kFixtures + "/config_bad_toplevel.json";
+  auto r = fad::load_config(file);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error() == file + ":2: the config must be a JSON object ({...}), got array");
+  CHECK(parse_config("42", "n.json").error() == "n.json:1: the config must be a JSON object ({...}), got number");
+}
+
+TEST_CASE("load_config: unreadable files name the path and the reason", "[config]") {
+  auto missing = fad::load_config("/nonexistent/fad.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error() == "cannot read config file /nonexistent/fad.json: No such file or directory");
+  auto dir = fad::load_config(kFixtures);
+  REQUIRE_FALSE(dir.ok());
+  CHECK(dir.error() == "cannot read config file " + kFixtures + ": Is a directory");
+}
+
+TEST_CASE("parse_reserve and is_log_level", "[config]") {
+  CHECK(fad::parse_reserve("2G")->bytes == 2 * kGiB);
+  CHECK(fad::parse_reserve("10%")->resolve(1000) == 100);
+  auto bad = fad::parse_reserve("lots");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() == "invalid size 'lots': expected a number with an optional K, M, G or T suffix (e.g. 512M, "
+                       "1.5G) or a percentage such as 10%");
+  CHECK_FALSE(fad::parse_reserve("-5%").ok());
+  CHECK_FALSE(fad::parse_reserve("%").ok());
+  for (const char* level : {"trace", "debug", "info", "warn", "error"}) CHECK(fad::is_log_level(level));
+  CHECK_FALSE(fad::is_log_level("warning"));
+  CHECK_FALSE(fad::is_log_level(""));
+}
