@@ -1,0 +1,100 @@
+// Starting compilers with Boost.Process v2; see boost_launcher.h.
+#include "daemon/boost_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/process/v2/process.hpp>
+#include <boost/process/v2/stdio.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace fad {
+
+namespace bp = boost::process::v2;
+
+namespace {
+
+// Runs in the child between fork and exec: a process group of its own lets fadd
+// suspend, stop and measure the whole nvcc tree at once; the parent-death signal
+// stops the compiler when fadd is killed, so a crash leaves no unit running
+// unaccounted for (leftover grandchildren are killed by pgid on restart).
+// Only async-signal-safe calls here: the child of a forked daemon.
+struct UnitProcessSetup {
+  pid_t parent;
+  bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&, const char* const*&) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // If the kernel must kill something, a compiler (requeued by fadd) is the
+    // right victim, not the daemon or the user's desktop.
+    if (int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
+      [[maybe_unused]] ssize_t n = ::write(fd, "500", 3);
+      ::close(fd);
+    }
+    if (::getppid() != parent) ::_exit(127);  // fadd died between fork and prctl
+    return {};
+  }
+};
+
+}  // namespace
+
+struct BoostLauncher::Child {
+  bp::process proc;
+};
+
+BoostLauncher::BoostLauncher(boost::asio::io_context& io) : io_(io) {}
+
+BoostLauncher::~BoostLauncher() {
+  for (auto& [pgid, child] : children_) ::kill(-pgid, SIGKILL);
+  for (auto& [pgid, child] : children_) {
+    boost::system::error_code ec;
+    child->proc.wait(ec);
+  }
+}
+
+Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) {
+  if (spec.argv.empty()) return make_error("empty command");
+  std::error_code fs_ec;
+  std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), fs_ec);
+  FILE* log = std::fopen(spec.log_path.c_str(), "a");
+  if (!log) return make_error("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
+  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  boost::system::error_code ec;
+  bp::process proc(io_.get_executor(), bp::filesystem::path(spec.argv[0]), args,
+                   bp::process_stdio{nullptr, log, log}, UnitProcessSetup{::getpid()}, ec);
+  std::fclose(log);
+  if (ec) return make_error("cannot start " + spec.argv[0] + ": " + ec.message());
+  const int pid = proc.id();
+  ::setpgid(pid, pid);  // also from this side, so a signal sent right away reaches the group
+  auto child = std::make_unique<Child>(Child{std::move(proc)});
+  child->proc.async_wait([this, pid, on_exit = std::move(on_exit)](boost::system::error_code wait_ec, int code) {
+    ExitInfo info;
+    info.exit_code = wait_ec ? -1 : code;
+    // Boost.Process reports a signal death as the signal number's exit status;
+    // the native status tells them apart.
+    auto it = children_.find(pid);
+    if (it != children_.end()) {
+      const int native = it->second->proc.native_exit_code();
+      if (WIFSIGNALED(native)) {
+        info.signaled = true;
+        info.exit_code = 128 + WTERMSIG(native);
+      }
+      // Destroy later: we are inside the process object's own handler.
+      boost::asio::post(io_, [this, pid] { children_.erase(pid); });
+    }
+    on_exit(info);
+  });
+  children_.emplace(pid, std::move(child));
+  return pid;
+}
+
+void BoostLauncher::signal_group(int pgid, int sig) { ::kill(-pgid, sig); }
+
+std::uint64_t BoostLauncher::group_memory(int pgid) { return process_group_rss("/proc", pgid); }
+
+}  // namespace fad

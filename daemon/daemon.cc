@@ -1,0 +1,157 @@
+// Wiring of fadd; see daemon.h.
+#include "daemon/daemon.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/size.h"
+#include "daemon/boost_launcher.h"
+#include "daemon/clock.h"
+#include "daemon/engine.h"
+#include "daemon/instance_lock.h"
+#include "daemon/memory_probe.h"
+#include "daemon/request_handler.h"
+#include "daemon/server.h"
+#include "daemon/store.h"
+#include "daemon/toolchain.h"
+
+namespace fad {
+
+namespace asio = boost::asio;
+
+namespace {
+
+EngineOptions engine_options(const DaemonOptions& o) {
+  const Config& c = o.config;
+  EngineOptions e;
+  e.state_dir = o.state_dir;
+  e.kernels_dir = o.kernels_dir;
+  e.nvcc = c.nvcc.empty() ? "nvcc" : c.nvcc;
+  e.scheduler.budget = c.memory_budget;
+  e.scheduler.reserve = c.reserve;
+  e.scheduler.swap_use = c.swap_use;
+  e.scheduler.max_parallel_units = c.max_parallel_units;
+  e.scheduler.nvcc_threads = c.nvcc_threads;
+  e.scheduler.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  e.estimator.prior_per_thread = c.unit_memory_prior;
+  return e;
+}
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& o) {
+  namespace fs = std::filesystem;
+  // 1. The state dir, private to its owner: it holds compiler logs and outputs.
+  std::error_code ec;
+  if (!fs::exists(o.state_dir, ec)) {
+    fs::create_directories(o.state_dir, ec);
+    if (ec) {
+      spdlog::critical("cannot create state dir {}: {}", o.state_dir, ec.message());
+      return 1;
+    }
+    ::chmod(o.state_dir.c_str(), 0700);
+  }
+
+  // 2. One daemon per state dir.
+  auto lock = InstanceLock::acquire(o.state_dir);
+  if (!lock) {
+    spdlog::critical("{}", lock.error());
+    return 1;
+  }
+
+  // 3. The database, migrated to this version's schema.
+  std::unique_ptr<Store> store;
+  try {
+    store = std::make_unique<Store>(o.state_dir + "/fad.db");
+  } catch (const StoreError& e) {
+    spdlog::critical("{}", e.what());
+    return 1;
+  }
+
+  // 4. The engine with the real clock, memory probe and process launcher;
+  //    crash recovery requeues what a previous fadd left running.
+  asio::io_context io;
+  SystemClock clock;
+  ProcMemoryProbe probe;
+  BoostLauncher launcher(io);
+  ToolchainCache toolchains;
+  Engine engine(engine_options(o), *store, clock, probe, launcher,
+                [&toolchains](const std::string& nvcc) { return toolchains.get(nvcc); });
+  try {
+    engine.recover();
+  } catch (const StoreError& e) {
+    spdlog::critical("recovering state from {}/fad.db: {}", o.state_dir, e.what());
+    return 1;
+  }
+
+  // 5. The socket.
+  bool stopping = false;
+  bool shutdown_requested = false;
+  RequestHandler handler(engine, [&shutdown_requested] { shutdown_requested = true; });
+  Server server(io, handler);
+  if (auto st = server.listen(o.socket); !st) {
+    spdlog::critical("{}", st.error());
+    return 1;
+  }
+
+  // 6. SIGTERM/SIGINT: stop admitting, stop running units (requeued), then exit.
+  auto begin_stop = [&](const char* why) {
+    if (stopping) return;
+    stopping = true;
+    spdlog::info("stopping ({}): {} running unit(s) will be requeued", why, engine.running_count());
+    server.close();
+    engine.begin_shutdown();
+  };
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](boost::system::error_code sec, int sig) {
+    if (!sec) begin_stop(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  });
+
+  // 7. The loop: one tick per poll interval; exit once stopped and idle.
+  const auto interval = std::chrono::milliseconds(std::max(10, o.config.poll_interval_ms));
+  asio::steady_timer timer(io);
+  std::function<void()> tick = [&] {
+    if (shutdown_requested) begin_stop("shutdown request");
+    engine.tick();
+    if (stopping && engine.idle()) {
+      signals.cancel();
+      io.stop();
+      return;
+    }
+    timer.expires_after(interval);
+    timer.async_wait([&](boost::system::error_code tec) {
+      if (!tec) tick();
+    });
+  };
+  tick();
+  // An extra pass right after a unit ends or a build arrives: a free slot is
+  // filled now, not a poll interval later. Coalesced: one pending pass at most.
+  bool wake_pending = false;
+  engine.set_wake([&] {
+    if (wake_pending || stopping) return;
+    wake_pending = true;
+    asio::post(io, [&] {
+      wake_pending = false;
+      engine.tick();
+    });
+  });
+
+  spdlog::info("fadd {} listening on {} (state {}, kernels {}, budget {}, reserve {})", FAD_VERSION, o.socket,
+               o.state_dir, o.kernels_dir,
+               o.config.memory_budget ? format_size(*o.config.memory_budget) : std::string("auto"),
+               o.config.reserve.bytes ? format_size(o.config.reserve.bytes)
+                                      : std::to_string(static_cast<int>(o.config.reserve.percent)) + "%");
+  io.run();
+  spdlog::info("fadd stopped");
+  return 0;
+}
+
+}  // namespace fad

@@ -1,0 +1,85 @@
+// The daemon's records: builds and their units, as stored and as reported.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fad {
+
+enum class BuildState { queued, running, paused, succeeded, failed, cancelled };
+enum class UnitState { queued, running, succeeded, failed, cancelled };
+/// compile: one nvcc -c; link: the final shared library, run once all compiles succeeded.
+enum class UnitKind { compile, link };
+
+std::string_view to_string(BuildState s);
+std::string_view to_string(UnitState s);
+std::string_view to_string(UnitKind k);
+std::optional<BuildState> build_state_from(std::string_view s);
+std::optional<UnitState> unit_state_from(std::string_view s);
+std::optional<UnitKind> unit_kind_from(std::string_view s);
+bool is_final(BuildState s);
+
+struct BuildRecord {
+  std::int64_t id = 0;
+  std::string name;
+  BuildState state = BuildState::queued;
+  std::vector<std::string> archs;  ///< display form
+  std::string kernels_glob = "*";
+  std::string nvcc;
+  std::string created_at;  ///< RFC 3339
+  std::optional<std::string> finished_at;
+  std::uint64_t peak_bytes = 0;
+  std::optional<std::string> artifact;
+  std::string error;  ///< why it failed, for users
+};
+
+struct UnitRecord {
+  std::int64_t id = 0;
+  std::int64_t build_id = 0;
+  int seq = 0;  ///< order within the build
+  std::string name;
+  UnitKind kind = UnitKind::compile;
+  std::string source;  ///< relative to the kernels dir
+  std::string family;
+  std::vector<std::string> archs;
+  std::vector<std::string> argv;  ///< the full command, argv[0] = compiler
+  std::string output_path;
+  std::string log_path;
+  std::string key;  ///< estimator exact key
+  std::string content_hash;
+  std::string flags;
+  std::string compiler;  ///< compiler version
+  std::uint64_t prior_peak = 0;
+  double prior_duration_s = 0;
+  UnitState state = UnitState::queued;
+  int attempts = 0;
+  int threads = 0;
+  std::uint64_t estimate_bytes = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t requeued_peak = 0;
+  std::optional<int> exit_code;
+  std::optional<std::string> started_at;
+  std::optional<std::string> finished_at;
+  double duration_s = 0;
+  std::string wait_reason;
+  std::optional<std::int64_t> pgid;  ///< process group while running (for crash cleanup)
+};
+
+/// A finished unit's measurements, feeding the estimator.
+struct HistoryRecord {
+  std::string key;
+  std::string source;
+  std::string content_hash;
+  std::string flags;
+  std::string archs;
+  std::string compiler;
+  std::string family;
+  int arch_count = 1;
+  int threads = 1;
+  std::string profile;  ///< Profile::serialize()
+};
+
+}  // namespace fad

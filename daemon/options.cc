@@ -1,0 +1,91 @@
+// fadd's options; see options.h.
+#include "daemon/options.h"
+
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+
+#include "common/size.h"
+
+namespace fad {
+
+Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
+  DaemonFlags f;
+  CLI::App app{"fadd: the fad build daemon. Schedules CUDA compile units by memory, not job count.", "fadd"};
+  app.set_help_flag("-h,--help", "Show this help and exit");
+  auto opt = [&](const char* name, std::optional<std::string>& target, const char* help) {
+    app.add_option_function<std::string>(name, [&target](const std::string& v) { target = v; }, help);
+  };
+  opt("--config", f.config, "Config file (JSON); default ~/.config/fad/fad.json if present");
+  opt("--state-dir", f.state_dir, "State directory (database, logs, outputs)");
+  opt("--socket", f.socket, "Unix socket path");
+  opt("--memory-budget", f.memory_budget, "Memory fad may use: SIZE (e.g. 16G) or auto");
+  opt("--reserve", f.reserve, "Memory kept free for everything else: SIZE or PCT% (default 10%)");
+  opt("--nvcc", f.nvcc, "Default compiler (nvcc or an nvcc-compatible program)");
+  opt("--log-level", f.log_level, "trace|debug|info|warn|error");
+  opt("--kernels-dir", f.kernels_dir, "Directory of the bundled kernels (holding manifest.json)");
+  app.add_flag("--version", f.version, "Print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    f.help = true;
+    f.help_text = app.help();
+    return f;
+  } catch (const CLI::ParseError& e) {
+    return make_error(std::string(e.what()) + " (see 'fadd --help')");
+  }
+  return f;
+}
+
+std::string default_kernels_dir(const EnvLookup& env) {
+  if (auto dir = env("FAD_KERNELS_DIR")) return *dir;
+  std::error_code ec;
+  if (std::filesystem::exists(std::string(FAD_DEFAULT_KERNELS_DIR) + "/manifest.json", ec))
+    return FAD_DEFAULT_KERNELS_DIR;
+  return FAD_SOURCE_KERNELS_DIR;
+}
+
+Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLookup& env, unsigned uid) {
+  DaemonOptions o;
+  std::optional<std::string> config_path = f.config ? f.config : env("FAD_CONFIG");
+  if (!config_path) config_path = default_config_path(env);
+  if (config_path) {
+    auto cfg = load_config(*config_path);
+    if (!cfg) return make_error(cfg.error());
+    o.config = *cfg;
+    o.config_path = *config_path;
+  }
+  Config& c = o.config;
+  if (f.memory_budget) {
+    if (*f.memory_budget == "auto") {
+      c.memory_budget.reset();
+    } else {
+      auto b = parse_size(*f.memory_budget);
+      if (!b) return make_error("--memory-budget: " + b.error());
+      if (*b == 0) return make_error("--memory-budget: must be more than 0 (or 'auto')");
+      c.memory_budget = *b;
+    }
+  }
+  if (f.reserve) {
+    auto r = parse_reserve(*f.reserve);
+    if (!r) return make_error("--reserve: " + r.error());
+    c.reserve = *r;
+  }
+  if (f.nvcc) c.nvcc = *f.nvcc;
+  if (f.log_level) {
+    if (!is_log_level(*f.log_level))
+      return make_error("--log-level: '" + *f.log_level + "' is not one of trace, debug, info, warn, error");
+    c.log_level = *f.log_level;
+  }
+  o.socket = resolve_path(f.socket, env, "FAD_SOCKET", c.socket, default_socket_path(env, uid));
+  o.state_dir = resolve_path(f.state_dir, env, "FAD_STATE_DIR", c.state_dir, default_state_dir(env));
+  o.kernels_dir = resolve_path(f.kernels_dir, env, "FAD_KERNELS_DIR", c.kernels_dir, default_kernels_dir(env));
+  std::error_code ec;
+  o.state_dir = std::filesystem::absolute(o.state_dir, ec).lexically_normal().string();
+  o.kernels_dir = std::filesystem::absolute(o.kernels_dir, ec).lexically_normal().string();
+  if (!o.state_dir.empty() && o.state_dir.size() > 1 && o.state_dir.back() == '/') o.state_dir.pop_back();
+  if (!o.kernels_dir.empty() && o.kernels_dir.size() > 1 && o.kernels_dir.back() == '/') o.kernels_dir.pop_back();
+  return o;
+}
+
+}  // namespace fad

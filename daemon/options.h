@@ -1,0 +1,43 @@
+// fadd's command line and how it combines with the environment and the config
+// file (flag, then environment, then config, then default; see the contract).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/config.h"
+#include "common/paths.h"
+#include "common/result.h"
+
+namespace fad {
+
+/// What was given on the command line, unresolved.
+struct DaemonFlags {
+  std::optional<std::string> config, state_dir, socket, memory_budget, reserve, nvcc, log_level, kernels_dir;
+  bool help = false;
+  bool version = false;
+  std::string help_text;
+};
+
+/// Parses fadd's arguments. Errors are one line naming the bad flag.
+Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv);
+
+/// Everything fadd needs to start, resolved.
+struct DaemonOptions {
+  std::string socket;
+  std::string state_dir;
+  std::string kernels_dir;
+  std::string config_path;  ///< empty when running without a config file
+  Config config;
+};
+
+/// Loads the config file (flag, FAD_CONFIG, default path) and applies flags and
+/// environment over it. The system unit passes /run/fad, /var/lib/fad and
+/// /etc/fad explicitly.
+Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& flags, const EnvLookup& env, unsigned uid);
+
+/// Where the bundled kernels are: flag/config, FAD_KERNELS_DIR, the installed
+/// copy, else the source tree fadd was built from.
+std::string default_kernels_dir(const EnvLookup& env);
+
+}  // namespace fad

@@ -1,0 +1,43 @@
+// Measuring a unit's memory over its whole process tree. nvcc runs cicc, ptxas
+// and the host compiler as children; they all stay in the process group fadd
+// created for the unit, so summing VmRSS over the group measures the unit.
+#include <dirent.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+
+#include "common/meminfo.h"
+#include "daemon/memory_probe.h"
+#include "daemon/process_launcher.h"
+
+namespace fad {
+
+std::optional<int> parse_stat_pgid(std::string_view stat) {
+  // "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+  auto close = stat.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string rest(stat.substr(close + 1));
+  char state = 0;
+  int ppid = 0, pgrp = 0;
+  if (std::sscanf(rest.c_str(), " %c %d %d", &state, &ppid, &pgrp) != 3) return std::nullopt;
+  return pgrp;
+}
+
+std::uint64_t process_group_rss(const std::string& proc_root, int pgid) {
+  std::uint64_t total = 0;
+  DIR* dir = ::opendir(proc_root.c_str());
+  if (!dir) return 0;
+  while (auto* entry = ::readdir(dir)) {
+    const char* name = entry->d_name;
+    if (name[0] < '0' || name[0] > '9') continue;
+    const std::string base = proc_root + "/" + name;
+    auto group = parse_stat_pgid(read_small_file(base + "/stat"));
+    if (!group || *group != pgid) continue;
+    if (auto rss = parse_status_rss(read_small_file(base + "/status"))) total += *rss;
+  }
+  ::closedir(dir);
+  return total;
+}
+
+}  // namespace fad

@@ -1,0 +1,45 @@
+// Starting, signalling and measuring compiler processes, behind an interface so
+// the daemon loop is tested against a launcher that only records.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace fad {
+
+struct LaunchSpec {
+  std::int64_t unit_id = 0;
+  std::vector<std::string> argv;  ///< argv[0] is the program; never run through a shell
+  std::string log_path;           ///< stdout and stderr are appended here
+};
+
+struct ExitInfo {
+  int exit_code = 0;       ///< the program's exit status, or 128 + signal
+  bool signaled = false;   ///< killed by a signal
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  /// Starts the process in a new process group; `on_exit` runs on the daemon's
+  /// event loop when it ends. Returns the process group id (== pid).
+  virtual Result<int> launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) = 0;
+  /// Sends `sig` to the whole process group (nvcc and its cicc/ptxas children).
+  virtual void signal_group(int pgid, int sig) = 0;
+  /// Bytes the process group uses now (resident memory summed over its processes).
+  virtual std::uint64_t group_memory(int pgid) = 0;
+};
+
+/// Sums VmRSS over every process of a process group by scanning `proc_root`.
+std::uint64_t process_group_rss(const std::string& proc_root, int pgid);
+
+/// Process group (field 5) from /proc/PID/stat text; nullopt when malformed.
+std::optional<int> parse_stat_pgid(std::string_view stat);
+
+}  // namespace fad

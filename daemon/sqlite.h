@@ -1,0 +1,97 @@
+// A thin RAII layer over the sqlite3 C API: a connection, prepared statements
+// with typed binds and reads, and a transaction guard. SQLite failures here are
+// unexpected (disk full, corruption): they throw StoreError, which the daemon
+// catches at the request boundary and at startup.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace fad {
+
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Statement;
+
+class Database {
+ public:
+  /// Opens (creating if needed) the database file. Throws StoreError naming the path.
+  explicit Database(const std::string& path);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  /// Runs one or more statements without results.
+  void exec(std::string_view sql);
+  Statement prepare(std::string_view sql);
+  std::int64_t last_insert_id() const;
+  int changes() const;
+  sqlite3* handle() { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, std::string_view sql);
+  ~Statement();
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&&) = delete;
+  Statement(const Statement&) = delete;
+
+  Statement& bind(int index, std::int64_t value);
+  Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
+  Statement& bind(int index, std::uint64_t value) { return bind(index, static_cast<std::int64_t>(value)); }
+  Statement& bind(int index, double value);
+  Statement& bind(int index, std::string_view value);
+  Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
+  Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
+  Statement& bind_null(int index);
+  template <class T>
+  Statement& bind(int index, const std::optional<T>& value) {
+    return value ? bind(index, *value) : bind_null(index);
+  }
+
+  /// Advances to the next row; false when done. Throws on error.
+  bool step();
+  /// Runs a statement that returns no rows, then resets it for reuse.
+  void run();
+  /// Clears the result so the statement can run again with new binds.
+  void reset();
+
+  std::int64_t int64(int col) const;
+  double real(int col) const;
+  std::string text(int col) const;
+  bool is_null(int col) const;
+  std::optional<std::string> opt_text(int col) const;
+  std::optional<std::int64_t> opt_int64(int col) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+/// BEGIN IMMEDIATE on construction, ROLLBACK on destruction unless commit() ran:
+/// every state change is one transaction, so a crash leaves no half-done change.
+class Transaction {
+ public:
+  explicit Transaction(Database& db);
+  ~Transaction();
+  void commit();
+
+ private:
+  Database& db_;
+  bool done_ = false;
+};
+
+}  // namespace fad

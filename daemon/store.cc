@@ -1,0 +1,446 @@
+// SQLite-backed state; see store.h. Lists (archs, argv) are stored as JSON text.
+#include "daemon/store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace fad {
+
+namespace {
+
+// Ordered migrations: entry i upgrades user_version i to i + 1. Never edit a
+// released entry; append a new one.
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations{{
+    R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE builds(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  archs TEXT NOT NULL,
+  kernels_glob TEXT NOT NULL,
+  nvcc TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  finished_at TEXT,
+  peak_bytes INTEGER NOT NULL DEFAULT 0,
+  artifact TEXT,
+  error TEXT NOT NULL DEFAULT '');
+CREATE TABLE units(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  build_id INTEGER NOT NULL REFERENCES builds(id),
+  seq INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  source TEXT NOT NULL,
+  family TEXT NOT NULL,
+  archs TEXT NOT NULL,
+  argv TEXT NOT NULL,
+  output_path TEXT NOT NULL,
+  log_path TEXT NOT NULL,
+  key TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  compiler TEXT NOT NULL,
+  prior_peak INTEGER NOT NULL DEFAULT 0,
+  prior_duration_s REAL NOT NULL DEFAULT 0,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  threads INTEGER NOT NULL DEFAULT 0,
+  estimate_bytes INTEGER NOT NULL DEFAULT 0,
+  peak_bytes INTEGER NOT NULL DEFAULT 0,
+  requeued_peak INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  started_at TEXT,
+  finished_at TEXT,
+  duration_s REAL NOT NULL DEFAULT 0,
+  wait_reason TEXT NOT NULL DEFAULT '',
+  pgid INTEGER,
+  UNIQUE(build_id, name));
+CREATE INDEX units_by_state ON units(state);
+CREATE TABLE samples(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at TEXT NOT NULL,
+  total INTEGER NOT NULL,
+  available INTEGER NOT NULL,
+  swap_free INTEGER NOT NULL,
+  fad_bytes INTEGER NOT NULL,
+  committed INTEGER NOT NULL,
+  psi_some_avg10 REAL);
+CREATE TABLE unit_history(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  key TEXT NOT NULL,
+  source TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  archs TEXT NOT NULL,
+  compiler TEXT NOT NULL,
+  family TEXT NOT NULL,
+  arch_count INTEGER NOT NULL,
+  threads INTEGER NOT NULL,
+  profile TEXT NOT NULL,
+  recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));
+CREATE INDEX history_by_key ON unit_history(key);
+)sql",
+}};
+
+std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
+std::vector<std::string> from_json_text(const std::string& s) {
+  auto j = nlohmann::json::parse(s, nullptr, false);
+  if (!j.is_array()) return {};
+  std::vector<std::string> out;
+  for (const auto& e : j)
+    if (e.is_string()) out.push_back(e.get<std::string>());
+  return out;
+}
+
+constexpr std::string_view kBuildColumns =
+    "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error";
+
+BuildRecord read_build(const Statement& s) {
+  BuildRecord b;
+  b.id = s.int64(0);
+  b.name = s.text(1);
+  b.state = build_state_from(s.text(2)).value_or(BuildState::failed);
+  b.archs = from_json_text(s.text(3));
+  b.kernels_glob = s.text(4);
+  b.nvcc = s.text(5);
+  b.created_at = s.text(6);
+  b.finished_at = s.opt_text(7);
+  b.peak_bytes = static_cast<std::uint64_t>(s.int64(8));
+  b.artifact = s.opt_text(9);
+  b.error = s.text(10);
+  return b;
+}
+
+constexpr std::string_view kUnitColumns =
+    "id, build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, content_hash, flags, "
+    "compiler, prior_peak, prior_duration_s, state, attempts, threads, estimate_bytes, peak_bytes, requeued_peak, "
+    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid";
+
+UnitRecord read_unit(const Statement& s) {
+  UnitRecord u;
+  u.id = s.int64(0);
+  u.build_id = s.int64(1);
+  u.seq = static_cast<int>(s.int64(2));
+  u.name = s.text(3);
+  u.kind = unit_kind_from(s.text(4)).value_or(UnitKind::compile);
+  u.source = s.text(5);
+  u.family = s.text(6);
+  u.archs = from_json_text(s.text(7));
+  u.argv = from_json_text(s.text(8));
+  u.output_path = s.text(9);
+  u.log_path = s.text(10);
+  u.key = s.text(11);
+  u.content_hash = s.text(12);
+  u.flags = s.text(13);
+  u.compiler = s.text(14);
+  u.prior_peak = static_cast<std::uint64_t>(s.int64(15));
+  u.prior_duration_s = s.real(16);
+  u.state = unit_state_from(s.text(17)).value_or(UnitState::failed);
+  u.attempts = static_cast<int>(s.int64(18));
+  u.threads = static_cast<int>(s.int64(19));
+  u.estimate_bytes = static_cast<std::uint64_t>(s.int64(20));
+  u.peak_bytes = static_cast<std::uint64_t>(s.int64(21));
+  u.requeued_peak = static_cast<std::uint64_t>(s.int64(22));
+  if (auto e = s.opt_int64(23)) u.exit_code = static_cast<int>(*e);
+  u.started_at = s.opt_text(24);
+  u.finished_at = s.opt_text(25);
+  u.duration_s = s.real(26);
+  u.wait_reason = s.text(27);
+  u.pgid = s.opt_int64(28);
+  return u;
+}
+
+std::string replace_build_id(std::string s, std::int64_t id) {
+  const std::string token = "{build}";
+  for (auto pos = s.find(token); pos != std::string::npos; pos = s.find(token, pos))
+    s.replace(pos, token.size(), std::to_string(id));
+  return s;
+}
+
+std::vector<BuildRecord> query_builds(Database& db, const std::string& where, std::optional<int> limit) {
+  std::string sql = "SELECT " + std::string(kBuildColumns) + " FROM builds " + where;
+  auto st = db.prepare(sql);
+  if (limit) st.bind(1, *limit);
+  std::vector<BuildRecord> out;
+  while (st.step()) out.push_back(read_build(st));
+  return out;
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) : db_(path) {
+  // WAL: readers (status) never block the writer; synchronous=NORMAL is durable
+  // against process crashes, which is the failure fadd must survive.
+  db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+  migrate();
+}
+
+int Store::schema_version() {
+  auto st = db_.prepare("PRAGMA user_version");
+  st.step();
+  return static_cast<int>(st.int64(0));
+}
+
+void Store::migrate() {
+  int version = schema_version();
+  if (version > kSchemaVersion)
+    throw StoreError("database schema version " + std::to_string(version) + " is newer than this fadd supports (" +
+                     std::to_string(kSchemaVersion) + "); upgrade fad or use another --state-dir");
+  for (; version < kSchemaVersion; ++version) {
+    Transaction tx(db_);
+    db_.exec(kMigrations[static_cast<std::size_t>(version)]);
+    db_.exec("PRAGMA user_version = " + std::to_string(version + 1));
+    tx.commit();
+  }
+}
+
+std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> units) {
+  Transaction tx(db_);
+  db_.prepare("INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at) VALUES(?,?,?,?,?,?)")
+      .bind(1, build.name)
+      .bind(2, to_string(build.state))
+      .bind(3, to_json_text(build.archs))
+      .bind(4, build.kernels_glob)
+      .bind(5, build.nvcc)
+      .bind(6, build.created_at)
+      .run();
+  const auto id = db_.last_insert_id();
+  auto st = db_.prepare(
+      "INSERT INTO units(build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, "
+      "content_hash, flags, compiler, prior_peak, prior_duration_s, state) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (auto& u : units) {
+    for (auto& a : u.argv) a = replace_build_id(a, id);
+    st.bind(1, id)
+        .bind(2, u.seq)
+        .bind(3, u.name)
+        .bind(4, to_string(u.kind))
+        .bind(5, u.source)
+        .bind(6, u.family)
+        .bind(7, to_json_text(u.archs))
+        .bind(8, to_json_text(u.argv))
+        .bind(9, replace_build_id(u.output_path, id))
+        .bind(10, replace_build_id(u.log_path, id))
+        .bind(11, u.key)
+        .bind(12, u.content_hash)
+        .bind(13, u.flags)
+        .bind(14, u.compiler)
+        .bind(15, u.prior_peak)
+        .bind(16, u.prior_duration_s)
+        .bind(17, to_string(UnitState::queued))
+        .run();
+  }
+  tx.commit();
+  return id;
+}
+
+std::optional<BuildRecord> Store::build(std::int64_t id) {
+  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) + " FROM builds WHERE id = ?");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  return read_build(st);
+}
+
+std::vector<BuildRecord> Store::active_builds() {
+  return query_builds(db_, "WHERE state IN ('queued','running','paused') ORDER BY id", std::nullopt);
+}
+
+std::vector<BuildRecord> Store::status_builds(int recent) {
+  auto out = active_builds();
+  auto done = finished_builds(recent);
+  // Oldest first, like a queue: finished builds precede active ones by id order.
+  out.insert(out.end(), done.begin(), done.end());
+  std::sort(out.begin(), out.end(), [](const BuildRecord& a, const BuildRecord& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<BuildRecord> Store::finished_builds(int limit) {
+  return query_builds(db_, "WHERE state IN ('succeeded','failed','cancelled') ORDER BY id DESC LIMIT ?", limit);
+}
+
+std::vector<UnitRecord> Store::units(std::int64_t build_id) {
+  auto st = db_.prepare("SELECT " + std::string(kUnitColumns) + " FROM units WHERE build_id = ? ORDER BY seq");
+  st.bind(1, build_id);
+  std::vector<UnitRecord> out;
+  while (st.step()) out.push_back(read_unit(st));
+  return out;
+}
+
+std::optional<UnitRecord> Store::unit(std::int64_t unit_id) {
+  auto st = db_.prepare("SELECT " + std::string(kUnitColumns) + " FROM units WHERE id = ?");
+  st.bind(1, unit_id);
+  if (!st.step()) return std::nullopt;
+  return read_unit(st);
+}
+
+void Store::set_build_state(std::int64_t id, BuildState state, const std::optional<std::string>& finished_at,
+                            const std::string& error) {
+  db_.prepare("UPDATE builds SET state = ?, finished_at = ?, error = ? WHERE id = ?")
+      .bind(1, to_string(state))
+      .bind(2, finished_at)
+      .bind(3, error)
+      .bind(4, id)
+      .run();
+}
+
+void Store::set_build_artifact(std::int64_t id, const std::string& artifact) {
+  db_.prepare("UPDATE builds SET artifact = ? WHERE id = ?").bind(1, artifact).bind(2, id).run();
+}
+
+void Store::raise_build_peak(std::int64_t id, std::uint64_t peak) {
+  db_.prepare("UPDATE builds SET peak_bytes = max(peak_bytes, ?) WHERE id = ?").bind(1, peak).bind(2, id).run();
+}
+
+void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at) {
+  db_.prepare(
+         "UPDATE units SET state = 'running', attempts = attempts + 1, threads = ?, estimate_bytes = ?, "
+         "started_at = ?, finished_at = NULL, exit_code = NULL, wait_reason = '', pgid = NULL WHERE id = ?")
+      .bind(1, threads)
+      .bind(2, estimate)
+      .bind(3, started_at)
+      .bind(4, unit_id)
+      .run();
+}
+
+void Store::set_unit_pgid(std::int64_t unit_id, std::int64_t pgid) {
+  db_.prepare("UPDATE units SET pgid = ? WHERE id = ?").bind(1, pgid).bind(2, unit_id).run();
+}
+
+void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int> exit_code, std::uint64_t peak,
+                        double duration_s, const std::string& finished_at,
+                        const std::optional<HistoryRecord>& history) {
+  Transaction tx(db_);
+  db_.prepare(
+         "UPDATE units SET state = ?, exit_code = ?, peak_bytes = ?, duration_s = ?, finished_at = ?, pgid = NULL "
+         "WHERE id = ?")
+      .bind(1, to_string(state))
+      .bind(2, exit_code)
+      .bind(3, peak)
+      .bind(4, duration_s)
+      .bind(5, finished_at)
+      .bind(6, unit_id)
+      .run();
+  db_.prepare("UPDATE builds SET peak_bytes = max(peak_bytes, ?) WHERE id = (SELECT build_id FROM units WHERE id = ?)")
+      .bind(1, peak)
+      .bind(2, unit_id)
+      .run();
+  if (history) {
+    db_.prepare(
+           "INSERT INTO unit_history(key, source, content_hash, flags, archs, compiler, family, arch_count, threads, "
+           "profile) VALUES(?,?,?,?,?,?,?,?,?,?)")
+        .bind(1, history->key)
+        .bind(2, history->source)
+        .bind(3, history->content_hash)
+        .bind(4, history->flags)
+        .bind(5, history->archs)
+        .bind(6, history->compiler)
+        .bind(7, history->family)
+        .bind(8, history->arch_count)
+        .bind(9, history->threads)
+        .bind(10, history->profile)
+        .run();
+  }
+  tx.commit();
+}
+
+void Store::requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak) {
+  db_.prepare(
+         "UPDATE units SET state = 'queued', pgid = NULL, started_at = NULL, "
+         "requeued_peak = max(requeued_peak, ?) WHERE id = ? AND state = 'running'")
+      .bind(1, observed_peak)
+      .bind(2, unit_id)
+      .run();
+}
+
+int Store::set_pending_units(std::int64_t build_id, UnitState state, bool include_running) {
+  std::string sql = "UPDATE units SET state = ?, pgid = NULL WHERE build_id = ? AND (state = 'queued'";
+  sql += include_running ? " OR state = 'running')" : ")";
+  db_.prepare(sql).bind(1, to_string(state)).bind(2, build_id).run();
+  return db_.changes();
+}
+
+int Store::requeue_failed_units(std::int64_t build_id) {
+  db_.prepare(
+         "UPDATE units SET state = 'queued', exit_code = NULL, finished_at = NULL "
+         "WHERE build_id = ? AND state IN ('failed','cancelled')")
+      .bind(1, build_id)
+      .run();
+  return db_.changes();
+}
+
+void Store::set_wait_reason(std::int64_t unit_id, const std::string& reason) {
+  db_.prepare("UPDATE units SET wait_reason = ? WHERE id = ? AND wait_reason != ?")
+      .bind(1, reason)
+      .bind(2, unit_id)
+      .bind(3, reason)
+      .run();
+}
+
+std::vector<std::int64_t> Store::recover_running_units() {
+  Transaction tx(db_);
+  std::vector<std::int64_t> pgids;
+  auto st = db_.prepare("SELECT pgid FROM units WHERE state = 'running' AND pgid IS NOT NULL");
+  while (st.step()) pgids.push_back(st.int64(0));
+  db_.exec("UPDATE units SET state = 'queued', pgid = NULL, started_at = NULL WHERE state = 'running'");
+  tx.commit();
+  return pgids;
+}
+
+void Store::add_sample(const MemorySample& s) {
+  db_.prepare(
+         "INSERT INTO samples(at, total, available, swap_free, fad_bytes, committed, psi_some_avg10) "
+         "VALUES(?,?,?,?,?,?,?)")
+      .bind(1, s.at)
+      .bind(2, s.total)
+      .bind(3, s.available)
+      .bind(4, s.swap_free)
+      .bind(5, s.fad_bytes)
+      .bind(6, s.committed)
+      .bind(7, s.psi_some_avg10)
+      .run();
+}
+
+void Store::trim_samples(int keep) {
+  db_.prepare("DELETE FROM samples WHERE id <= (SELECT max(id) FROM samples) - ?").bind(1, keep).run();
+}
+
+std::vector<HistoryRecord> Store::history() {
+  auto st = db_.prepare(
+      "SELECT key, source, content_hash, flags, archs, compiler, family, arch_count, threads, profile "
+      "FROM unit_history ORDER BY id");
+  std::vector<HistoryRecord> out;
+  while (st.step()) {
+    HistoryRecord h;
+    h.key = st.text(0);
+    h.source = st.text(1);
+    h.content_hash = st.text(2);
+    h.flags = st.text(3);
+    h.archs = st.text(4);
+    h.compiler = st.text(5);
+    h.family = st.text(6);
+    h.arch_count = static_cast<int>(st.int64(7));
+    h.threads = static_cast<int>(st.int64(8));
+    h.profile = st.text(9);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::optional<std::string> Store::meta(const std::string& key) {
+  auto st = db_.prepare("SELECT value FROM meta WHERE key = ?");
+  st.bind(1, key);
+  if (!st.step()) return std::nullopt;
+  return st.text(0);
+}
+
+void Store::set_meta(const std::string& key, const std::string& value) {
+  db_.prepare("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+      .bind(1, key)
+      .bind(2, value)
+      .run();
+}
+
+}  // namespace fad

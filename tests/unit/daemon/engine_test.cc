@@ -1,0 +1,623 @@
+// The Engine wired to a fake clock, a settable memory probe and a launcher that
+// only records, over a real Store and a kernels tree in a temp dir. The test
+// ends "processes" by hand and asserts on launches, signals and the store.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "daemon/engine.h"
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using Catch::Contains;
+using test::EngineFixture;
+using test::kCompileUnits;
+namespace fs = std::filesystem;
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+/// Runs the four compile units of build `id` to success.
+void finish_compiles(EngineFixture& f) {
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
+}
+
+}  // namespace
+
+TEST_CASE("engine: submit then tick launches every compile unit with --threads", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  CHECK(f.build_state(id) == BuildState::queued);
+  CHECK(f.launcher.launches.empty());
+
+  f.engine->tick();
+  REQUIRE(f.launcher.launches.size() == 4);
+  CHECK(f.launcher.live() == kCompileUnits);
+  CHECK(f.engine->running_count() == 4);
+  CHECK(f.build_state(id) == BuildState::running);
+
+  const std::string dir = f.build_dir(id);
+  const auto* a = f.launcher.find("a_one");
+  REQUIRE(a);
+  CHECK(a->spec.argv == std::vector<std::string>{"/opt/fake/nvcc", "-c", f.kernels + "/src/a_one.cu", "-o",
+                                                 dir + "/obj/a_one.o", "-O3", "-std=c++17",
+                                                 "-I" + f.kernels + "/include", "-gencode",
+                                                 "arch=compute_90,code=sm_90", "-gencode",
+                                                 "arch=compute_120,code=sm_120", "--threads", "2"});
+  CHECK(a->spec.log_path == dir + "/logs/a_one.log");
+  CHECK(a->spec.unit_id == f.unit(id, "a_one")->id);
+  // The command is logged and the output directories exist before launch.
+  CHECK_THAT(test::slurp(dir + "/logs/a_one.log"), Contains("$ /opt/fake/nvcc -c"));
+  CHECK(fs::is_directory(dir + "/obj"));
+
+  for (const auto& name : kCompileUnits) {
+    auto u = f.unit(id, name);
+    CHECK(u->state == UnitState::running);
+    CHECK(u->attempts == 1);
+    CHECK(u->threads == 2);
+    CHECK(u->estimate_bytes > 0);
+    CHECK(u->pgid == std::optional<std::int64_t>(f.launcher.pgid_of(name)));
+    CHECK(u->started_at == std::optional<std::string>(f.clock.wall_));
+  }
+  CHECK(f.unit(id, "link")->state == UnitState::queued);
+
+  // A second tick starts nothing more: the link waits for the compiles.
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 4);
+}
+
+TEST_CASE("engine: the link runs after all compiles and publishes the artifact", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  f.launcher.memory[f.launcher.pgid_of("a_one")] = 300ull << 20;
+  f.launcher.memory[f.launcher.pgid_of("a_two")] = 100ull << 20;
+  f.clock.advance(1);
+  f.engine->tick();
+  CHECK(f.store->build(id)->peak_bytes == 400ull << 20);
+
+  f.launcher.exit("a_one", 0);
+  f.launcher.exit("a_two", 0);
+  f.launcher.exit("b_one", 0);
+  f.engine->tick();
+  CHECK(f.launcher.find("link") == nullptr);  // b_two still compiles
+  f.launcher.exit("b_two", 0);
+  CHECK(f.engine->idle());
+  CHECK(f.unit(id, "a_one")->state == UnitState::succeeded);
+  CHECK(f.unit(id, "a_one")->peak_bytes == 300ull << 20);
+  CHECK(f.unit(id, "a_one")->exit_code == std::optional<int>(0));
+  CHECK(f.store->history().size() == 4);  // every clean compile teaches the estimator
+  CHECK(f.build_state(id) == BuildState::running);
+
+  f.engine->tick();
+  const auto* link = f.launcher.find("link");
+  REQUIRE(link);
+  const std::string dir = f.build_dir(id);
+  CHECK(link->spec.argv == std::vector<std::string>{"/opt/fake/nvcc", "-shared", "-o", f.artifact(id) + ".tmp",
+                                                    dir + "/obj/a_one.o", dir + "/obj/a_two.o", dir + "/obj/b_one.o",
+                                                    dir + "/obj/b_two.o", "-lcudart", "-gencode",
+                                                    "arch=compute_90,code=sm_90", "-gencode",
+                                                    "arch=compute_120,code=sm_120"});
+
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  CHECK(fs::exists(f.artifact(id)));
+  CHECK_FALSE(fs::exists(f.artifact(id) + ".tmp"));
+  auto b = f.store->build(id);
+  CHECK(b->state == BuildState::succeeded);
+  CHECK(b->artifact == std::optional<std::string>(f.artifact(id)));
+  CHECK(b->finished_at == std::optional<std::string>(f.clock.wall_));
+  CHECK(b->peak_bytes == 400ull << 20);
+  CHECK(f.store->history().size() == 4);  // the link is not a compile profile
+  CHECK_THAT(test::slurp(dir + "/build.log"), Contains("build succeeded"));
+}
+
+TEST_CASE("engine: a link that exits 0 without writing its output fails the build", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  finish_compiles(f);
+  f.engine->tick();
+  f.launcher.exit("link", 0);  // no .tmp file: nothing to publish
+  CHECK(f.unit(id, "link")->state == UnitState::failed);
+  auto b = f.store->build(id);
+  CHECK(b->state == BuildState::failed);
+  CHECK_FALSE(b->artifact);
+  CHECK_THAT(b->error, Contains("link"));
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/logs/link.log"), Contains("cannot publish"));
+}
+
+TEST_CASE("engine: a failing unit cancels queued units; retry requeues and the build can succeed", "[engine]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 2;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+
+  f.launcher.exit("a_one", 1);
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  CHECK(f.unit(id, "a_one")->exit_code == std::optional<int>(1));
+  CHECK(f.unit(id, "b_one")->state == UnitState::cancelled);
+  CHECK(f.unit(id, "b_two")->state == UnitState::cancelled);
+  CHECK(f.unit(id, "link")->state == UnitState::cancelled);
+  CHECK(f.unit(id, "a_two")->state == UnitState::running);
+  CHECK(f.build_state(id) == BuildState::running);  // a_two still runs
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 2);  // nothing new starts
+
+  f.launcher.exit("a_two", 0);
+  auto b = f.store->build(id);
+  CHECK(b->state == BuildState::failed);
+  CHECK(b->finished_at);
+  CHECK_THAT(b->error, Contains("a_one"));
+  CHECK(f.store->history().size() == 1);  // only the clean success
+
+  // Retrying a failed build requeues the failed and cancelled units only.
+  auto r = f.engine->retry(id);
+  REQUIRE(r.ok);
+  CHECK(r.result["requeued"] == 4);
+  CHECK(f.unit(id, "a_two")->state == UnitState::succeeded);
+  CHECK(f.build_state(id) != BuildState::failed);
+
+  f.engine->tick();
+  CHECK(sorted(f.launcher.live()) == std::vector<std::string>{"a_one", "b_one"});
+  CHECK(f.unit(id, "a_one")->attempts == 2);
+  f.launcher.exit("a_one", 0);
+  f.launcher.exit("b_one", 0);
+  f.engine->tick();
+  f.launcher.exit("b_two", 0);
+  f.engine->tick();
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  CHECK(f.build_state(id) == BuildState::succeeded);
+  CHECK(f.launcher.launch_count("a_one") == 2);
+  CHECK(f.launcher.launch_count("a_two") == 1);
+  CHECK(f.launcher.launch_count("link") == 1);
+
+  // Only failed or cancelled builds can be retried.
+  auto again = f.engine->retry(id);
+  CHECK_FALSE(again.ok);
+  CHECK(again.code == ErrorCode::failed);
+}
+
+TEST_CASE("engine: a launch failure fails the unit and cancels the rest", "[engine]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.launcher.fail_next = true;
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  CHECK(f.unit(id, "a_two")->state == UnitState::cancelled);
+  CHECK(f.build_state(id) == BuildState::failed);
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/logs/a_one.log"), Contains("test failure"));
+}
+
+TEST_CASE("engine: cancel terminates running groups and cancels the build", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  auto r = f.engine->cancel(id);
+  REQUIRE(r.ok);
+  CHECK(r.result["state"] == "cancelled");
+  for (const auto& name : kCompileUnits)
+    CHECK(f.launcher.signals_to(f.launcher.pgid_of(name)) == std::vector<int>{SIGTERM});
+  auto b = f.store->build(id);
+  CHECK(b->state == BuildState::cancelled);
+  CHECK(b->finished_at);
+  for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
+
+  // Past the kill grace, a unit that ignored SIGTERM gets SIGKILL.
+  f.launcher.exit("a_one", 128 + SIGTERM, true);
+  f.clock.advance(f.options.kill_grace_s + 1);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(f.launcher.pgid_of("a_one")) == std::vector<int>{SIGTERM});
+  CHECK(f.launcher.signals_to(f.launcher.pgid_of("a_two")) == std::vector<int>{SIGTERM, SIGKILL});
+
+  for (const auto& name : {"a_two", "b_one", "b_two"}) f.launcher.exit(name, 128 + SIGKILL, true);
+  CHECK(f.engine->idle());
+  for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
+  CHECK(f.build_state(id) == BuildState::cancelled);
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 4);
+
+  auto twice = f.engine->cancel(id);
+  CHECK_FALSE(twice.ok);
+  CHECK(twice.code == ErrorCode::failed);
+  CHECK(f.engine->cancel(id + 1).code == ErrorCode::not_found);
+}
+
+TEST_CASE("engine: retry right after cancel, before the stopped units exit, can still finish",
+          "[engine]") {
+  // Bug: cancel() marks running units cancelled at once; retry() requeues them,
+  // but when the old process then exits, on_exit (StopReason::cancel) writes
+  // 'cancelled' over the requeued unit and the build stays 'running' forever.
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.engine->cancel(id).ok);
+  auto r = f.engine->retry(id);
+  if (r.ok) {
+    for (const auto& name : kCompileUnits) f.launcher.exit(name, 128 + SIGTERM, true);
+    f.engine->tick();
+    for (const auto& name : kCompileUnits) {
+      INFO(name);
+      CHECK(f.unit(id, name)->state != UnitState::cancelled);
+    }
+    for (const auto& name : kCompileUnits)
+      if (f.launcher.find(name) && !f.launcher.find(name)->ended) f.launcher.exit(name, 0);
+    f.engine->tick();
+    if (f.launcher.find("link")) {
+      test::write_file(f.artifact(id) + ".tmp", "ELF");
+      f.launcher.exit("link", 0);
+    }
+    CHECK(f.build_state(id) == BuildState::succeeded);
+  } else {
+    // Refusing the retry until the units have stopped is also correct.
+    CHECK(r.code == ErrorCode::failed);
+  }
+}
+
+TEST_CASE("engine: pause stops running groups and admits nothing until resume", "[engine]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 2;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+  const int p1 = f.launcher.pgid_of("a_one");
+  const int p2 = f.launcher.pgid_of("a_two");
+
+  auto r = f.engine->pause(id);
+  REQUIRE(r.ok);
+  CHECK(f.build_state(id) == BuildState::paused);
+  CHECK(f.launcher.signals_to(p1) == std::vector<int>{SIGSTOP});
+  CHECK(f.launcher.signals_to(p2) == std::vector<int>{SIGSTOP});
+  CHECK(f.engine->pause(id).code == ErrorCode::failed);  // already paused
+
+  // A unit ending while paused frees a slot, but nothing new starts.
+  f.launcher.exit("a_one", 0);
+  f.engine->tick();
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 2);
+  CHECK(f.build_state(id) == BuildState::paused);
+  CHECK(f.launcher.signals_to(p2) == std::vector<int>{SIGSTOP});
+
+  r = f.engine->resume(id);
+  REQUIRE(r.ok);
+  CHECK(r.result["state"] == "running");
+  CHECK(f.build_state(id) == BuildState::running);
+  CHECK(f.launcher.signals_to(p2) == std::vector<int>{SIGSTOP, SIGCONT});
+  CHECK(f.launcher.signals_to(p1) == std::vector<int>{SIGSTOP});  // it had ended
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 3);
+  CHECK(f.launcher.find("b_one"));
+  CHECK(f.engine->resume(id).code == ErrorCode::failed);  // not paused
+}
+
+TEST_CASE("engine: cancelling a paused build continues its stopped groups so they can exit", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.engine->pause(id).ok);
+  REQUIRE(f.engine->cancel(id).ok);
+  for (const auto& name : kCompileUnits)
+    CHECK(f.launcher.signals_to(f.launcher.pgid_of(name)) == std::vector<int>{SIGSTOP, SIGTERM, SIGCONT});
+}
+
+TEST_CASE("engine: a paused unit under memory pressure keeps its suspend grace", "[engine]") {
+  // Bug: pause() leaves Running::suspended_at at 0, and schedule() hands paused
+  // units to the scheduler as suspended since then, so under pressure the
+  // scheduler sees them "suspended for ages" and stops them at once instead of
+  // after suspend_grace_s.
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.engine->pause(id).ok);
+  f.probe.snap.available = 1ull << 30;  // under the 10% reserve: pressure
+  f.engine->tick();
+  for (const auto& name : kCompileUnits) {
+    INFO(name);
+    CHECK(f.launcher.signals_to(f.launcher.pgid_of(name)) == std::vector<int>{SIGSTOP});
+  }
+}
+
+TEST_CASE("engine: shutdown stops running units and requeues them as they exit", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  f.engine->begin_shutdown();
+  for (const auto& name : kCompileUnits)
+    CHECK(f.launcher.signals_to(f.launcher.pgid_of(name)) == std::vector<int>{SIGTERM});
+  CHECK_FALSE(f.engine->idle());
+
+  SubmitRequest req;
+  req.archs = {"9.0"};
+  auto refused = f.engine->submit(req);
+  CHECK_FALSE(refused.ok);
+  CHECK(refused.code == ErrorCode::failed);
+
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 128 + SIGTERM, true);
+  CHECK(f.engine->idle());
+  for (const auto& name : kCompileUnits) {
+    auto u = f.unit(id, name);
+    CHECK(u->state == UnitState::queued);
+    CHECK_FALSE(u->pgid);
+    CHECK(u->attempts == 1);
+  }
+  CHECK_FALSE(is_final(f.build_state(id)));
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 4);  // nothing starts while shutting down
+}
+
+TEST_CASE("engine: after a crash a new engine requeues running units and keeps finished ones", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  const int left_b1 = f.launcher.pgid_of("b_one");
+  const int left_b2 = f.launcher.pgid_of("b_two");
+  f.launcher.exit("a_one", 0);
+  f.launcher.exit("a_two", 0);
+
+  // Crash: the engine goes away without its units ending.
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  CHECK(f.unit(id, "b_one")->state == UnitState::running);
+
+  f.make_engine().recover();
+  CHECK(f.unit(id, "b_one")->state == UnitState::queued);
+  CHECK(f.unit(id, "b_two")->state == UnitState::queued);
+  CHECK(f.unit(id, "a_one")->state == UnitState::succeeded);
+  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    // Same boot: the leftover compilers are killed.
+    CHECK(f.launcher.signals_to(left_b1) == std::vector<int>{SIGKILL});
+    CHECK(f.launcher.signals_to(left_b2) == std::vector<int>{SIGKILL});
+  }
+
+  f.engine->tick();
+  CHECK(f.launcher.launch_count("a_one") == 1);
+  CHECK(f.launcher.launch_count("a_two") == 1);
+  CHECK(f.launcher.launch_count("b_one") == 2);
+  CHECK(f.launcher.launch_count("b_two") == 2);
+  CHECK(f.unit(id, "b_one")->attempts == 2);
+  f.launcher.exit("b_one", 0);
+  f.launcher.exit("b_two", 0);
+  f.engine->tick();
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  CHECK(f.build_state(id) == BuildState::succeeded);
+}
+
+TEST_CASE("engine: submit errors are usage errors", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  SubmitRequest req;
+  SECTION("an arch the compiler cannot build names the buildable ones") {
+    req.archs = {"5.0"};
+    auto r = f.engine->submit(req);
+    REQUIRE_FALSE(r.ok);
+    CHECK(r.code == ErrorCode::usage);
+    CHECK_THAT(r.message, Contains("5.0") && Contains("9.0") && Contains("12.0"));
+  }
+  SECTION("an unparsable arch") {
+    req.archs = {"banana"};
+    auto r = f.engine->submit(req);
+    REQUIRE_FALSE(r.ok);
+    CHECK(r.code == ErrorCode::usage);
+    CHECK_THAT(r.message, Contains("banana"));
+  }
+  SECTION("a glob matching no unit") {
+    req.archs = {"9.0"};
+    req.kernels = "zzz*";
+    auto r = f.engine->submit(req);
+    REQUIRE_FALSE(r.ok);
+    CHECK(r.code == ErrorCode::usage);
+    CHECK_THAT(r.message, Contains("zzz*") && Contains("a_one"));
+  }
+  CHECK(f.store->status_builds(10).empty());
+}
+
+TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  const std::string log = f.build_dir(id) + "/logs/a_one.log";
+  {
+    std::ofstream(log, std::ios::app) << "compiling\n";
+  }
+  const std::string full = test::slurp(log);
+
+  LogsRequest req;
+  req.id = id;
+  req.unit = "a_one";
+  auto r = f.engine->logs(req);
+  REQUIRE(r.ok);
+  CHECK(r.result["data"] == full);
+  CHECK(r.result["offset"] == full.size());
+  CHECK(r.result["done"] == false);
+
+  req.offset = 2;
+  req.max_bytes = 3;
+  r = f.engine->logs(req);
+  CHECK(r.result["data"] == full.substr(2, 3));
+  CHECK(r.result["offset"] == 5);
+
+  req.offset = full.size() + 100;
+  req.max_bytes = 1024;
+  r = f.engine->logs(req);
+  CHECK(r.result["data"] == "");
+  CHECK(r.result["offset"] == full.size());
+
+  f.launcher.exit("a_one", 0);
+  req.offset = full.size();
+  r = f.engine->logs(req);
+  CHECK(r.result["data"] == "");
+  CHECK(r.result["done"] == true);
+
+  // Without a unit: the build log, not done while the build runs.
+  LogsRequest build_log;
+  build_log.id = id;
+  r = f.engine->logs(build_log);
+  REQUIRE(r.ok);
+  CHECK_THAT(r.result["data"].get<std::string>(), Contains("submitted: 5 units") && Contains("finished a_one"));
+  CHECK(r.result["done"] == false);
+
+  req.unit = "nope";
+  CHECK(f.engine->logs(req).code == ErrorCode::not_found);
+  build_log.id = id + 7;
+  CHECK(f.engine->logs(build_log).code == ErrorCode::not_found);
+}
+
+TEST_CASE("engine: status has the contract fields", "[engine]") {
+  EngineFixture f;
+  f.probe.snap.swap_total = 8ull << 30;
+  f.probe.snap.swap_free = 4ull << 30;
+  f.probe.snap.psi_some_avg10 = 0.5;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  f.clock.advance(42);
+  f.launcher.exit("a_one", 0);
+
+  auto r = f.engine->status(StatusRequest{});
+  REQUIRE(r.ok);
+  const auto& d = r.result.at("daemon");
+  CHECK(d.at("version").is_string());
+  CHECK(d.at("pid") == static_cast<int>(::getpid()));
+  CHECK(d.at("uptime_s") == 42);
+  const auto& mem = d.at("memory");
+  CHECK(mem.at("total_bytes") == f.probe.snap.total);
+  CHECK(mem.at("available_bytes") == f.probe.snap.available);
+  CHECK(mem.at("swap_total_bytes") == 8ull << 30);
+  CHECK(mem.at("swap_free_bytes") == 4ull << 30);
+  CHECK(mem.at("budget_bytes").get<std::uint64_t>() > 0);
+  CHECK(mem.at("committed_bytes").is_number_unsigned());
+  CHECK(mem.at("cgroup_limit_bytes").is_null());
+  CHECK(mem.at("psi_some_avg10") == Approx(0.5));
+
+  const auto& builds = r.result.at("builds");
+  REQUIRE(builds.size() == 1);
+  const auto& b = builds[0];
+  CHECK(b.at("id") == id);
+  CHECK(b.at("name") == "test");
+  CHECK(b.at("state") == "running");
+  CHECK(b.at("archs") == std::vector<std::string>{"9.0", "12.0"});
+  CHECK(b.at("created_at") == f.clock.wall_);
+  CHECK(b.at("finished_at").is_null());
+  CHECK(b.at("units").at("total") == 5);
+  CHECK(b.at("units").at("queued") == 1);
+  CHECK(b.at("units").at("running") == 3);
+  CHECK(b.at("units").at("succeeded") == 1);
+  CHECK(b.at("units").at("failed") == 0);
+  CHECK(b.at("peak_bytes").is_number());
+  CHECK(b.at("artifact").is_null());
+  CHECK_FALSE(b.contains("unit_list"));
+
+  StatusRequest one;
+  one.id = id;
+  r = f.engine->status(one);
+  REQUIRE(r.ok);
+  const auto& list = r.result.at("builds").at(0).at("unit_list");
+  REQUIRE(list.size() == 5);
+  for (const auto& u : list) {
+    for (const char* key : {"name", "state", "archs", "attempts", "threads", "estimate_bytes", "peak_bytes",
+                            "started_at", "finished_at", "wait_reason"}) {
+      INFO(key);
+      CHECK(u.contains(key));
+    }
+  }
+  CHECK(list[0].at("name") == "a_one");
+  CHECK(list[0].at("state") == "succeeded");
+  CHECK(list[0].at("attempts") == 1);
+  CHECK(list[0].at("threads") == 2);
+  CHECK(list[0].at("started_at") == f.clock.wall_);
+  CHECK(list[0].at("finished_at") == f.clock.wall_);
+  CHECK(list[0].at("wait_reason").is_null());
+  CHECK(list[1].at("state") == "running");
+  CHECK(list[1].at("finished_at").is_null());
+  CHECK(list[4].at("name") == "link");
+  CHECK(list[4].at("state") == "queued");
+  CHECK(list[4].at("started_at").is_null());
+  CHECK(list[4].at("archs") == std::vector<std::string>{"9.0", "12.0"});
+
+  one.id = id + 1;
+  CHECK(f.engine->status(one).code == ErrorCode::not_found);
+}
+
+TEST_CASE("engine: under memory pressure queued units wait with a reason", "[engine]") {
+  EngineFixture f;
+  f.probe.snap.available = 1ull << 30;  // below the 10% reserve of 64 GiB
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());
+
+  StatusRequest req;
+  req.id = id;
+  auto r = f.engine->status(req);
+  REQUIRE(r.ok);
+  for (const auto& u : r.result["builds"][0]["unit_list"]) {
+    if (u["name"] == "link") continue;  // not in the queue until the compiles are done
+    INFO(u["name"]);
+    CHECK(u["state"] == "queued");
+    REQUIRE(u["wait_reason"].is_string());
+    CHECK_FALSE(u["wait_reason"].get<std::string>().empty());
+  }
+
+  // Memory comes back: everything starts and the reasons are cleared.
+  f.probe.snap.available = 60ull << 30;
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 4);
+  for (const auto& name : kCompileUnits) CHECK(f.unit(id, name)->wait_reason.empty());
+}
+
+TEST_CASE("engine: a tiny budget runs one unit alone and says why the others wait", "[engine]") {
+  EngineFixture f;
+  f.options.scheduler.budget = 1;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one"});
+  for (const auto& name : {"a_two", "b_one", "b_two"}) {
+    INFO(name);
+    CHECK_THAT(f.unit(id, name)->wait_reason, Contains("needs"));
+  }
+  f.launcher.exit("a_one", 0);
+  f.engine->tick();
+  CHECK(f.launcher.live() == std::vector<std::string>{"a_two"});
+}
+
+TEST_CASE("engine: history lists finished builds with a duration", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.engine->cancel(id).ok);
+  auto r = f.engine->history(HistoryRequest{});
+  REQUIRE(r.ok);
+  REQUIRE(r.result["builds"].size() == 1);
+  CHECK(r.result["builds"][0]["id"] == id);
+  CHECK(r.result["builds"][0]["state"] == "cancelled");
+  CHECK(r.result["builds"][0]["duration_s"] == 0);
+}
+
+}  // namespace fad

@@ -1,0 +1,260 @@
+// Test doubles for the daemon core: a hand-driven clock, a settable memory
+// probe, a launcher that only records, a temp dir, and a fixture wiring the
+// real Engine and Store to them over a tiny kernels tree written by the test.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include "common/arch.h"
+#include "daemon/clock.h"
+#include "daemon/engine.h"
+#include "daemon/memory_probe.h"
+#include "daemon/process_launcher.h"
+#include "daemon/store.h"
+#include "daemon/toolchain.h"
+
+namespace fad::test {
+
+namespace fs = std::filesystem;
+
+/// A unique directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "fad-test") {
+    static std::atomic<int> counter{0};
+    for (;;) {
+      fs::path p = fs::temp_directory_path() /
+                   (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+      if (fs::create_directory(p)) {
+        path_ = p;
+        break;
+      }
+    }
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+  std::string operator/(const std::string& rel) const { return (path_ / rel).string(); }
+
+ private:
+  fs::path path_;
+};
+
+inline void write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+inline std::string slurp(const fs::path& path) { return read_small_file(path.string()); }
+
+class FakeClock final : public Clock {
+ public:
+  double now() const override { return now_; }
+  std::string wall() const override { return wall_; }
+  void advance(double seconds) { now_ += seconds; }
+  double now_ = 1000;
+  std::string wall_ = "2026-01-02T03:04:05Z";
+};
+
+class FakeMemoryProbe final : public MemoryProbe {
+ public:
+  FakeMemoryProbe() {
+    snap.total = 64ull << 30;
+    snap.available = 60ull << 30;
+    snap.swap_total = 0;
+    snap.swap_free = 0;
+  }
+  MemorySnapshot sample() override { return snap; }
+  MemorySnapshot snap;
+};
+
+/// Records every launch and signal; the test ends processes by hand.
+class RecordingLauncher final : public ProcessLauncher {
+ public:
+  struct Launch {
+    LaunchSpec spec;
+    int pgid = 0;
+    std::function<void(ExitInfo)> on_exit;
+    bool ended = false;
+  };
+
+  Result<int> launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) override {
+    if (fail_next) {
+      fail_next = false;
+      return make_error("cannot start " + (spec.argv.empty() ? std::string("?") : spec.argv[0]) + ": test failure");
+    }
+    const int pgid = next_pgid++;
+    launches.push_back(Launch{spec, pgid, std::move(on_exit), false});
+    return pgid;
+  }
+  void signal_group(int pgid, int sig) override { signals.emplace_back(pgid, sig); }
+  std::uint64_t group_memory(int pgid) override {
+    auto it = memory.find(pgid);
+    return it == memory.end() ? 0 : it->second;
+  }
+
+  /// The unit name of a launch: its log file is ".../logs/<name>.log".
+  static std::string name_of(const Launch& l) { return fs::path(l.spec.log_path).stem().string(); }
+
+  /// The newest launch of `name`; nullptr when never launched.
+  Launch* find(const std::string& name) {
+    for (auto it = launches.rbegin(); it != launches.rend(); ++it)
+      if (name_of(*it) == name) return &*it;
+    return nullptr;
+  }
+  int pgid_of(const std::string& name) {
+    auto* l = find(name);
+    return l ? l->pgid : -1;
+  }
+  int launch_count(const std::string& name) const {
+    int n = 0;
+    for (const auto& l : launches)
+      if (name_of(l) == name) ++n;
+    return n;
+  }
+  /// Names of launches that have not ended, in launch order.
+  std::vector<std::string> live() const {
+    std::vector<std::string> out;
+    for (const auto& l : launches)
+      if (!l.ended) out.push_back(name_of(l));
+    return out;
+  }
+  std::vector<int> signals_to(int pgid) const {
+    std::vector<int> out;
+    for (const auto& [p, s] : signals)
+      if (p == pgid) out.push_back(s);
+    return out;
+  }
+  /// Ends the newest launch of `name`, running the daemon's exit callback.
+  void exit(const std::string& name, int code, bool signaled = false) {
+    auto* l = find(name);
+    if (!l || l->ended) throw std::logic_error("no live launch of " + name);
+    l->ended = true;
+    auto cb = l->on_exit;  // the callback may launch more, moving `launches`
+    cb(ExitInfo{code, signaled});
+  }
+  /// After a simulated daemon crash: the old callbacks point at a dead engine.
+  void forget_callbacks() {
+    for (auto& l : launches) {
+      l.on_exit = nullptr;
+      l.ended = true;
+    }
+  }
+
+  std::vector<Launch> launches;
+  std::vector<std::pair<int, int>> signals;  ///< (pgid, signal)
+  std::map<int, std::uint64_t> memory;       ///< group_memory per pgid
+  int next_pgid = 1000;
+  bool fail_next = false;
+};
+
+inline Toolchain fake_toolchain() {
+  Toolchain tc;
+  tc.path = "/opt/fake/nvcc";
+  tc.version = "V13.0-test";
+  for (int n : {75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121}) tc.archs.push_back(Arch{n, 0});
+  return tc;
+}
+
+/// Writes a kernels dir: manifest "fad_test" with units a_one, a_two, b_one,
+/// b_two (sources src/<name>.cu) and one header include/common.cuh.
+inline void write_kernels(const fs::path& dir) {
+  write_file(dir / "manifest.json", R"({
+  "version": 1,
+  "library": "fad_test",
+  "include_dirs": ["include"],
+  "flags": ["-O3", "-std=c++17"],
+  "link_flags": ["-lcudart"],
+  "units": [
+    {"name": "a_one", "source": "src/a_one.cu", "family": "a", "prior": {"peak_bytes": 104857600, "duration_s": 10}},
+    {"name": "a_two", "source": "src/a_two.cu", "family": "a", "flags": ["-DTWO"], "prior": {"peak_bytes": 104857600, "duration_s": 10}},
+    {"name": "b_one", "source": "src/b_one.cu", "family": "b", "prior": {"peak_bytes": 104857600, "duration_s": 10}},
+    {"name": "b_two", "source": "src/b_two.cu", "family": "b", "prior": {"peak_bytes": 104857600, "duration_s": 10}}
+  ]
+})");
+  for (const char* n : {"a_one", "a_two", "b_one", "b_two"})
+    write_file(dir / "src" / (std::string(n) + ".cu"), std::string("#include \"common.cuh\"\n__global__ void ") + n +
+                                                           "() {}\n");
+  write_file(dir / "include" / "common.cuh", "#pragma once\n");
+}
+
+inline const std::vector<std::string> kCompileUnits{"a_one", "a_two", "b_one", "b_two"};
+
+/// The real Engine and Store over fakes, in a temp dir.
+struct EngineFixture {
+  TempDir tmp{"fad-engine"};
+  std::string kernels = tmp / "kernels";
+  std::string state = tmp / "state";
+  FakeClock clock;
+  FakeMemoryProbe probe;
+  RecordingLauncher launcher;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Engine> engine;
+  EngineOptions options;
+  int toolchain_lookups = 0;
+
+  EngineFixture() {
+    write_kernels(kernels);
+    fs::create_directories(state);
+    options.state_dir = state;
+    options.kernels_dir = kernels;
+    options.nvcc = "nvcc";
+    options.scheduler.cores = 16;
+    options.scheduler.nvcc_threads = 2;
+    store = std::make_unique<Store>(state + "/fad.db");
+  }
+  ~EngineFixture() {
+    engine.reset();
+    launcher.forget_callbacks();
+  }
+
+  /// Builds the engine with the current `options` (tests tweak them first).
+  Engine& make_engine() {
+    engine = std::make_unique<Engine>(options, *store, clock, probe, launcher, [this](const std::string&) {
+      ++toolchain_lookups;
+      return Result<Toolchain>(fake_toolchain());
+    });
+    return *engine;
+  }
+
+  /// Submits a build for 9.0 and 12.0 and returns its id.
+  std::int64_t submit(std::vector<std::string> archs = {"9.0", "12.0"}, std::string glob = "*") {
+    SubmitRequest req;
+    req.archs = std::move(archs);
+    req.kernels = std::move(glob);
+    req.name = "test";
+    auto r = engine->submit(req);
+    if (!r.ok) throw std::runtime_error("submit failed: " + r.message);
+    return r.result.at("id").get<std::int64_t>();
+  }
+
+  std::optional<UnitRecord> unit(std::int64_t build, const std::string& name) {
+    for (auto& u : store->units(build))
+      if (u.name == name) return u;
+    return std::nullopt;
+  }
+  BuildState build_state(std::int64_t build) { return store->build(build)->state; }
+  std::string build_dir(std::int64_t build) const { return state + "/builds/" + std::to_string(build); }
+  std::string artifact(std::int64_t build) const { return build_dir(build) + "/lib/libfad_test.so"; }
+};
+
+}  // namespace fad::test

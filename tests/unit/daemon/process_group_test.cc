@@ -1,0 +1,47 @@
+// parse_stat_pgid on awkward comm fields, and process_group_rss over a fake
+// /proc tree.
+#include <catch2/catch.hpp>
+
+#include "daemon/process_launcher.h"
+#include "fakes.h"
+
+namespace fad {
+
+using test::TempDir;
+using test::write_file;
+
+TEST_CASE("process group: parse_stat_pgid reads field 5", "[process_group]") {
+  CHECK(parse_stat_pgid("1234 (nvcc) S 1 1234 1234 0 -1 4194304 100 0") == std::optional<int>(1234));
+  CHECK(parse_stat_pgid("1300 (cc1 plus) R 1234 1234 1200 0 -1") == std::optional<int>(1234));
+  CHECK(parse_stat_pgid("55 (a) b) S 2 200 200 0") == std::optional<int>(200));
+  CHECK(parse_stat_pgid("56 ((x)) (y) Z 7 300 300 0\n") == std::optional<int>(300));
+  CHECK_FALSE(parse_stat_pgid(""));
+  CHECK_FALSE(parse_stat_pgid("garbage"));
+  CHECK_FALSE(parse_stat_pgid("1 (init)"));
+  CHECK_FALSE(parse_stat_pgid("1 (init) S 0"));
+  CHECK_FALSE(parse_stat_pgid("1 (init) S x y"));
+}
+
+TEST_CASE("process group: process_group_rss sums VmRSS over the group", "[process_group]") {
+  TempDir tmp("fad-proc");
+  const auto proc = tmp.path() / "proc";
+  auto add = [&](int pid, const std::string& comm, int pgid, const std::string& status) {
+    const auto dir = proc / std::to_string(pid);
+    write_file(dir / "stat", std::to_string(pid) + " (" + comm + ") S 1 " + std::to_string(pgid) + " " +
+                                 std::to_string(pgid) + " 0 -1 0\n");
+    if (!status.empty()) write_file(dir / "status", status);
+  };
+  add(100, "nvcc", 100, "Name:\tnvcc\nVmPeak:\t  99999 kB\nVmRSS:\t   1000 kB\n");
+  add(101, "cc1 plus", 100, "Name:\tcc1plus\nVmRSS:\t   2500 kB\nRssAnon:\t 2000 kB\n");
+  add(200, "ptxas", 200, "Name:\tptxas\nVmRSS:\t   7000 kB\n");
+  add(102, "zombie) x", 100, "Name:\tz\nState:\tZ (zombie)\n");  // no VmRSS: counts 0
+  write_file(proc / "self" / "stat", "1 (self) S 0 100 100 0\n");  // not a pid dir
+  write_file(proc / "meminfo", "MemTotal: 1 kB\n");
+
+  CHECK(process_group_rss(proc.string(), 100) == 3500ull * 1024);
+  CHECK(process_group_rss(proc.string(), 200) == 7000ull * 1024);
+  CHECK(process_group_rss(proc.string(), 300) == 0);
+  CHECK(process_group_rss((tmp.path() / "nowhere").string(), 100) == 0);
+}
+
+}  // namespace fad

@@ -1,0 +1,134 @@
+// RequestHandler on plain strings: every bad message becomes a "usage" error
+// response, never an exception; good ones reach the engine.
+#include <catch2/catch.hpp>
+
+#include "common/protocol.h"
+#include "daemon/request_handler.h"
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using Catch::Contains;
+
+struct HandlerFixture : test::EngineFixture {
+  int shutdowns = 0;
+  std::unique_ptr<RequestHandler> handler;
+  HandlerFixture() {
+    make_engine().recover();
+    handler = std::make_unique<RequestHandler>(*engine, [this] { ++shutdowns; });
+  }
+  /// Handles `line` and parses the response; the line must end with one newline.
+  Response call(std::string_view line) {
+    std::string out;
+    REQUIRE_NOTHROW(out = handler->handle(line));
+    REQUIRE_FALSE(out.empty());
+    CHECK(out.back() == '\n');
+    CHECK(out.find('\n') == out.size() - 1);
+    auto r = parse_response(out);
+    REQUIRE(r);
+    return *r;
+  }
+  void expect_usage(std::string_view line, const std::string& fragment) {
+    auto r = call(line);
+    CHECK_FALSE(r.ok);
+    CHECK(r.code == ErrorCode::usage);
+    CHECK_THAT(r.message, Contains(fragment));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("request handler: malformed messages are usage errors", "[request_handler]") {
+  HandlerFixture f;
+  f.expect_usage("this is not json\n", "malformed JSON");
+  f.expect_usage("", "malformed JSON");
+  f.expect_usage("[1,2]\n", "object");
+  f.expect_usage(R"({"type":"status"})", "version");
+  f.expect_usage(R"({"v":2,"type":"status"})", "version");
+  f.expect_usage(R"({"v":"1","type":"status"})", "version");
+  f.expect_usage(R"({"v":1})", "type");
+  f.expect_usage(R"({"v":1,"type":7})", "type");
+  f.expect_usage(R"({"v":1,"type":"status","body":[]})", "body");
+  f.expect_usage(R"({"v":1,"type":"frobnicate","body":{}})", "frobnicate");
+  CHECK(f.shutdowns == 0);
+}
+
+TEST_CASE("request handler: an oversized line is a usage error", "[request_handler]") {
+  HandlerFixture f;
+  std::string line = R"({"v":1,"type":"status","body":{"pad":")";
+  line += std::string(kMaxMessageBytes, 'x');
+  line += "\"}}\n";
+  f.expect_usage(line, "too long");
+}
+
+TEST_CASE("request handler: bad body fields are usage errors naming the request", "[request_handler]") {
+  HandlerFixture f;
+  f.expect_usage(R"({"v":1,"type":"submit","body":{}})", "archs");
+  f.expect_usage(R"({"v":1,"type":"submit","body":{"archs":"9.0"}})", "archs");
+  f.expect_usage(R"({"v":1,"type":"submit","body":{"archs":[9]}})", "submit");
+  f.expect_usage(R"({"v":1,"type":"submit","body":{"archs":["9.0"],"kernels":5}})", "kernels");
+  f.expect_usage(R"({"v":1,"type":"cancel","body":{}})", "cancel");
+  f.expect_usage(R"({"v":1,"type":"pause","body":{"id":"one"}})", "id");
+  f.expect_usage(R"({"v":1,"type":"retry","body":{"id":-3}})", "id");
+  f.expect_usage(R"({"v":1,"type":"logs","body":{"id":1,"offset":-1}})", "offset");
+  f.expect_usage(R"({"v":1,"type":"status","body":{"id":"x"}})", "id");
+  // An arch the compiler cannot build is also the user's error.
+  f.expect_usage(R"({"v":1,"type":"submit","body":{"archs":["5.0"]}})", "5.0");
+  CHECK(f.store->status_builds(10).empty());
+}
+
+TEST_CASE("request handler: other failures keep their own codes", "[request_handler]") {
+  HandlerFixture f;
+  auto r = f.call(R"({"v":1,"type":"cancel","body":{"id":99}})");
+  CHECK_FALSE(r.ok);
+  CHECK(r.code == ErrorCode::not_found);
+  r = f.call(R"({"v":1,"type":"status","body":{"id":99}})");
+  CHECK(r.code == ErrorCode::not_found);
+}
+
+TEST_CASE("request handler: shutdown is answered, then the callback runs", "[request_handler]") {
+  HandlerFixture f;
+  auto r = f.call(R"({"v":1,"type":"shutdown","body":{}})" "\n");
+  CHECK(r.ok);
+  CHECK(f.shutdowns == 1);
+  r = f.call(R"({"v":1,"type":"shutdown"})");
+  CHECK(r.ok);
+  CHECK(f.shutdowns == 2);
+}
+
+TEST_CASE("request handler: submit and status round-trip", "[request_handler]") {
+  HandlerFixture f;
+  SubmitRequest submit;
+  submit.archs = {"9.0", "12.0"};
+  submit.name = "rt";
+  auto r = f.call(encode_request(Request{"submit", submit.to_json()}));
+  REQUIRE(r.ok);
+  const auto id = r.result.at("id").get<std::int64_t>();
+  f.engine->tick();
+
+  r = f.call(encode_request(Request{"status", StatusRequest{}.to_json()}));
+  REQUIRE(r.ok);
+  REQUIRE(r.result.at("builds").size() == 1);
+  CHECK(r.result["builds"][0]["id"] == id);
+  CHECK(r.result["builds"][0]["name"] == "rt");
+  CHECK(r.result["builds"][0]["state"] == "running");
+  CHECK(r.result["daemon"]["running_units"] == 4);
+
+  StatusRequest one;
+  one.id = id;
+  r = f.call(encode_request(Request{"status", one.to_json()}));
+  REQUIRE(r.ok);
+  CHECK(r.result["builds"][0]["unit_list"].size() == 5);
+
+  BuildRequest cancel;
+  cancel.id = id;
+  r = f.call(encode_request(Request{"cancel", cancel.to_json()}));
+  REQUIRE(r.ok);
+  CHECK(r.result["state"] == "cancelled");
+  r = f.call(encode_request(Request{"history", HistoryRequest{}.to_json()}));
+  REQUIRE(r.ok);
+  CHECK(r.result["builds"].size() == 1);
+}
+
+}  // namespace fad

@@ -1,0 +1,382 @@
+// Store over a real SQLite file in a temp dir: schema versioning, the unit
+// state transitions and the crash-recovery queries.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "daemon/sqlite.h"
+#include "daemon/store.h"
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using test::TempDir;
+
+BuildRecord make_build(const std::string& name = "b") {
+  BuildRecord b;
+  b.name = name;
+  b.archs = {"9.0", "12.0"};
+  b.kernels_glob = "*";
+  b.nvcc = "/opt/fake/nvcc";
+  b.created_at = "2026-01-01T00:00:00Z";
+  return b;
+}
+
+UnitRecord make_unit(const std::string& name, int seq) {
+  UnitRecord u;
+  u.seq = seq;
+  u.name = name;
+  u.kind = UnitKind::compile;
+  u.source = "src/" + name + ".cu";
+  u.family = "fam";
+  u.archs = {"9.0"};
+  u.argv = {"/opt/fake/nvcc", "-c", "src/" + name + ".cu", "-o", "/state/builds/{build}/obj/" + name + ".o"};
+  u.output_path = "/state/builds/{build}/obj/" + name + ".o";
+  u.log_path = "/state/builds/{build}/logs/" + name + ".log";
+  u.key = "key-" + name;
+  u.content_hash = "hash-" + name;
+  u.flags = "-O3";
+  u.compiler = "V13";
+  u.prior_peak = 1000;
+  u.prior_duration_s = 2.5;
+  return u;
+}
+
+std::int64_t make_three_unit_build(Store& store) {
+  return store.create_build(make_build(), {make_unit("u0", 0), make_unit("u1", 1), make_unit("u2", 2)});
+}
+
+std::int64_t count_rows(Store& store, const std::string& table) {
+  auto st = store.db().prepare("SELECT count(*) FROM " + table);
+  st.step();
+  return st.int64(0);
+}
+
+}  // namespace
+
+TEST_CASE("store: a new database is at the current schema version, in WAL mode", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  CHECK(store.schema_version() == kSchemaVersion);
+  auto st = store.db().prepare("PRAGMA journal_mode");
+  REQUIRE(st.step());
+  CHECK(st.text(0) == "wal");
+}
+
+TEST_CASE("store: reopening keeps builds, units and meta", "[store]") {
+  TempDir tmp("fad-store");
+  std::int64_t id = 0;
+  {
+    Store store(tmp / "fad.db");
+    id = make_three_unit_build(store);
+    store.set_meta("boot_id", "abc");
+  }
+  Store again(tmp / "fad.db");
+  CHECK(again.schema_version() == kSchemaVersion);
+  auto b = again.build(id);
+  REQUIRE(b);
+  CHECK(b->name == "b");
+  CHECK(b->archs == std::vector<std::string>{"9.0", "12.0"});
+  CHECK(again.units(id).size() == 3);
+  CHECK(again.meta("boot_id") == std::optional<std::string>("abc"));
+}
+
+TEST_CASE("store: a database from a newer fadd is refused, naming its version", "[store]") {
+  TempDir tmp("fad-store");
+  {
+    Database db(tmp / "fad.db");
+    db.exec("PRAGMA user_version = 99");
+  }
+  REQUIRE_THROWS_AS(Store(tmp / "fad.db"), StoreError);
+  REQUIRE_THROWS_WITH(Store(tmp / "fad.db"), Catch::Contains("99"));
+}
+
+TEST_CASE("store: create_build replaces {build} in paths and argv and queues every unit", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto first = make_three_unit_build(store);
+  const auto id = make_three_unit_build(store);
+  CHECK(id == first + 1);
+  auto units = store.units(id);
+  REQUIRE(units.size() == 3);
+  const std::string dir = "/state/builds/" + std::to_string(id);
+  for (int i = 0; i < 3; ++i) {
+    const auto& u = units[static_cast<std::size_t>(i)];
+    const std::string name = "u" + std::to_string(i);
+    CHECK(u.seq == i);
+    CHECK(u.name == name);
+    CHECK(u.build_id == id);
+    CHECK(u.state == UnitState::queued);
+    CHECK(u.attempts == 0);
+    CHECK(u.output_path == dir + "/obj/" + name + ".o");
+    CHECK(u.log_path == dir + "/logs/" + name + ".log");
+    CHECK(u.argv == std::vector<std::string>{"/opt/fake/nvcc", "-c", "src/" + name + ".cu", "-o",
+                                             dir + "/obj/" + name + ".o"});
+    CHECK(u.prior_peak == 1000);
+    CHECK(u.prior_duration_s == Approx(2.5));
+    CHECK(u.key == "key-" + name);
+    CHECK_FALSE(u.pgid);
+  }
+  auto b = store.build(id);
+  REQUIRE(b);
+  CHECK(b->state == BuildState::queued);
+  CHECK_FALSE(b->finished_at);
+  CHECK_FALSE(b->artifact);
+  CHECK_FALSE(store.build(id + 100));
+}
+
+TEST_CASE("store: start and finish a unit", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto uid = store.units(id)[0].id;
+
+  store.start_unit(uid, 2, 5000, "2026-01-01T00:00:01Z");
+  store.set_unit_pgid(uid, 4242);
+  auto u = store.unit(uid);
+  REQUIRE(u);
+  CHECK(u->state == UnitState::running);
+  CHECK(u->attempts == 1);
+  CHECK(u->threads == 2);
+  CHECK(u->estimate_bytes == 5000);
+  CHECK(u->started_at == std::optional<std::string>("2026-01-01T00:00:01Z"));
+  CHECK(u->pgid == std::optional<std::int64_t>(4242));
+
+  store.finish_unit(uid, UnitState::succeeded, 0, 7777, 3.5, "2026-01-01T00:00:05Z", std::nullopt);
+  u = store.unit(uid);
+  CHECK(u->state == UnitState::succeeded);
+  CHECK(u->exit_code == std::optional<int>(0));
+  CHECK(u->peak_bytes == 7777);
+  CHECK(u->duration_s == Approx(3.5));
+  CHECK(u->finished_at == std::optional<std::string>("2026-01-01T00:00:05Z"));
+  CHECK_FALSE(u->pgid);
+  CHECK(store.build(id)->peak_bytes == 7777);
+  CHECK(store.history().empty());
+
+  // A second start (a retry) counts another attempt and clears the old end.
+  store.start_unit(uid, 1, 10, "2026-01-01T00:01:00Z");
+  u = store.unit(uid);
+  CHECK(u->attempts == 2);
+  CHECK_FALSE(u->exit_code);
+  CHECK_FALSE(u->finished_at);
+
+  // The build peak only ever rises.
+  store.raise_build_peak(id, 10);
+  CHECK(store.build(id)->peak_bytes == 7777);
+  store.raise_build_peak(id, 9000);
+  CHECK(store.build(id)->peak_bytes == 9000);
+}
+
+TEST_CASE("store: finish_unit records history in the same transaction", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto units = store.units(id);
+  HistoryRecord h{"key", "src/u0.cu", "hash", "-O3", "90", "V13", "fam", 1, 2, "0:100;1.5"};
+
+  store.start_unit(units[0].id, 2, 100, "t0");
+  store.finish_unit(units[0].id, UnitState::succeeded, 0, 100, 1.5, "t1", h);
+  auto hist = store.history();
+  REQUIRE(hist.size() == 1);
+  CHECK(hist[0].key == "key");
+  CHECK(hist[0].source == "src/u0.cu");
+  CHECK(hist[0].content_hash == "hash");
+  CHECK(hist[0].flags == "-O3");
+  CHECK(hist[0].archs == "90");
+  CHECK(hist[0].compiler == "V13");
+  CHECK(hist[0].family == "fam");
+  CHECK(hist[0].arch_count == 1);
+  CHECK(hist[0].threads == 2);
+  CHECK(hist[0].profile == "0:100;1.5");
+
+  // When the history insert fails, the unit's end is not recorded either.
+  store.db().exec(
+      "CREATE TRIGGER refuse_history BEFORE INSERT ON unit_history BEGIN SELECT RAISE(ABORT, 'refused'); END;");
+  store.start_unit(units[1].id, 2, 100, "t0");
+  CHECK_THROWS_AS(store.finish_unit(units[1].id, UnitState::succeeded, 0, 99999, 1.5, "t1", h), StoreError);
+  auto u = store.unit(units[1].id);
+  CHECK(u->state == UnitState::running);
+  CHECK(u->peak_bytes == 0);
+  CHECK_FALSE(u->finished_at);
+  CHECK(store.build(id)->peak_bytes == 100);
+  CHECK(store.history().size() == 1);
+}
+
+TEST_CASE("store: requeue_unit goes back to the queue keeping the highest observed peak", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto uid = store.units(id)[0].id;
+
+  store.start_unit(uid, 1, 100, "t0");
+  store.set_unit_pgid(uid, 50);
+  store.requeue_unit(uid, 500);
+  auto u = store.unit(uid);
+  CHECK(u->state == UnitState::queued);
+  CHECK(u->requeued_peak == 500);
+  CHECK_FALSE(u->pgid);
+  CHECK_FALSE(u->started_at);
+  CHECK(u->attempts == 1);
+
+  store.start_unit(uid, 1, 100, "t1");
+  store.requeue_unit(uid, 300);
+  CHECK(store.unit(uid)->requeued_peak == 500);
+
+  store.start_unit(uid, 1, 100, "t2");
+  store.requeue_unit(uid, 800);
+  CHECK(store.unit(uid)->requeued_peak == 800);
+
+  // Only running units are requeued.
+  store.start_unit(uid, 1, 100, "t3");
+  store.finish_unit(uid, UnitState::succeeded, 0, 1, 1, "t4", std::nullopt);
+  store.requeue_unit(uid, 5000);
+  CHECK(store.unit(uid)->state == UnitState::succeeded);
+  CHECK(store.unit(uid)->requeued_peak == 800);
+}
+
+TEST_CASE("store: recover_running_units requeues running units and returns their process groups", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto a = make_three_unit_build(store);
+  const auto b = make_three_unit_build(store);
+  auto ua = store.units(a);
+  auto ub = store.units(b);
+  store.start_unit(ua[0].id, 1, 1, "t");
+  store.set_unit_pgid(ua[0].id, 111);
+  store.start_unit(ub[1].id, 1, 1, "t");
+  store.set_unit_pgid(ub[1].id, 222);
+  store.start_unit(ub[2].id, 1, 1, "t");  // started, crashed before its pgid was recorded
+  store.start_unit(ua[1].id, 1, 1, "t");
+  store.finish_unit(ua[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
+
+  auto pgids = store.recover_running_units();
+  std::sort(pgids.begin(), pgids.end());
+  CHECK(pgids == std::vector<std::int64_t>{111, 222});
+  for (auto uid : {ua[0].id, ub[1].id, ub[2].id}) {
+    auto u = store.unit(uid);
+    CHECK(u->state == UnitState::queued);
+    CHECK_FALSE(u->pgid);
+    CHECK_FALSE(u->started_at);
+  }
+  CHECK(store.unit(ua[1].id)->state == UnitState::succeeded);
+  CHECK(store.recover_running_units().empty());
+}
+
+TEST_CASE("store: set_pending_units touches queued units, and running ones when asked", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto other = make_three_unit_build(store);
+  auto units = store.units(id);
+  store.start_unit(units[0].id, 1, 1, "t");
+  store.set_unit_pgid(units[0].id, 7);
+  store.start_unit(units[1].id, 1, 1, "t");
+  store.finish_unit(units[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
+
+  CHECK(store.set_pending_units(id, UnitState::cancelled, false) == 1);
+  CHECK(store.unit(units[0].id)->state == UnitState::running);
+  CHECK(store.unit(units[1].id)->state == UnitState::succeeded);
+  CHECK(store.unit(units[2].id)->state == UnitState::cancelled);
+
+  CHECK(store.set_pending_units(id, UnitState::cancelled, true) == 1);
+  CHECK(store.unit(units[0].id)->state == UnitState::cancelled);
+  CHECK_FALSE(store.unit(units[0].id)->pgid);
+  CHECK(store.unit(units[1].id)->state == UnitState::succeeded);
+
+  for (const auto& u : store.units(other)) CHECK(u.state == UnitState::queued);
+}
+
+TEST_CASE("store: requeue_failed_units requeues failed and cancelled units only", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  auto units = store.units(id);
+  store.start_unit(units[0].id, 1, 1, "t");
+  store.finish_unit(units[0].id, UnitState::failed, 1, 1, 1, "t", std::nullopt);
+  store.start_unit(units[1].id, 1, 1, "t");
+  store.finish_unit(units[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
+  store.set_pending_units(id, UnitState::cancelled, false);
+
+  CHECK(store.requeue_failed_units(id) == 2);
+  auto u0 = store.unit(units[0].id);
+  CHECK(u0->state == UnitState::queued);
+  CHECK_FALSE(u0->exit_code);
+  CHECK_FALSE(u0->finished_at);
+  CHECK(store.unit(units[1].id)->state == UnitState::succeeded);
+  CHECK(store.unit(units[2].id)->state == UnitState::queued);
+  CHECK(store.requeue_failed_units(id) == 0);
+}
+
+TEST_CASE("store: wait reasons are stored per unit", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto uid = store.units(id)[2].id;
+  store.set_wait_reason(uid, "needs 4.0 GiB");
+  CHECK(store.unit(uid)->wait_reason == "needs 4.0 GiB");
+  store.set_wait_reason(uid, "needs 4.0 GiB");
+  CHECK(store.unit(uid)->wait_reason == "needs 4.0 GiB");
+  store.start_unit(uid, 1, 1, "t");
+  CHECK(store.unit(uid)->wait_reason.empty());
+}
+
+TEST_CASE("store: status_builds and finished_builds order", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(store.create_build(make_build("b" + std::to_string(i)), {}));
+  store.set_build_state(ids[0], BuildState::succeeded, "t");
+  store.set_build_state(ids[1], BuildState::failed, "t", "why");
+  store.set_build_state(ids[2], BuildState::running, std::nullopt);
+  store.set_build_state(ids[3], BuildState::cancelled, "t");
+  store.set_build_state(ids[4], BuildState::paused, std::nullopt);
+  // ids[5] stays queued.
+
+  auto id_list = [](const std::vector<BuildRecord>& v) {
+    std::vector<std::int64_t> out;
+    for (const auto& b : v) out.push_back(b.id);
+    return out;
+  };
+  CHECK(id_list(store.active_builds()) == std::vector<std::int64_t>{ids[2], ids[4], ids[5]});
+  CHECK(id_list(store.finished_builds(10)) == std::vector<std::int64_t>{ids[3], ids[1], ids[0]});
+  CHECK(id_list(store.finished_builds(2)) == std::vector<std::int64_t>{ids[3], ids[1]});
+  CHECK(id_list(store.status_builds(1)) == std::vector<std::int64_t>{ids[2], ids[3], ids[4], ids[5]});
+  CHECK(id_list(store.status_builds(10)) == ids);
+  CHECK(store.build(ids[1])->error == "why");
+  CHECK(store.build(ids[1])->finished_at == std::optional<std::string>("t"));
+}
+
+TEST_CASE("store: trim_samples keeps the newest samples", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  for (int i = 0; i < 10; ++i) {
+    MemorySample s;
+    s.at = "s" + std::to_string(i);
+    s.total = 100;
+    s.available = static_cast<std::uint64_t>(i);
+    if (i % 2) s.psi_some_avg10 = 1.5;
+    store.add_sample(s);
+  }
+  CHECK(count_rows(store, "samples") == 10);
+  store.trim_samples(3);
+  auto st = store.db().prepare("SELECT at, available, psi_some_avg10 FROM samples ORDER BY id");
+  std::vector<std::string> kept;
+  while (st.step()) kept.push_back(st.text(0));
+  CHECK(kept == std::vector<std::string>{"s7", "s8", "s9"});
+  store.trim_samples(100);
+  CHECK(count_rows(store, "samples") == 3);
+}
+
+TEST_CASE("store: meta values are upserted", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  CHECK_FALSE(store.meta("boot_id"));
+  store.set_meta("boot_id", "one");
+  CHECK(store.meta("boot_id") == std::optional<std::string>("one"));
+  store.set_meta("boot_id", "two");
+  CHECK(store.meta("boot_id") == std::optional<std::string>("two"));
+  CHECK(count_rows(store, "meta") == 1);
+}
+
+}  // namespace fad

@@ -1,0 +1,138 @@
+// Estimator: each fallback level, thread scaling, newest-first learning, and
+// learning from a family's first finished unit during a cold build.
+#include "daemon/estimator.h"
+
+#include <catch2/catch.hpp>
+
+namespace fad {
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+UnitKey key(std::string source, std::string family, std::string flags = "-O3", int arch_count = 1) {
+  UnitKey k;
+  k.source = std::move(source);
+  k.content_hash = "h-" + k.source;
+  k.flags = std::move(flags);
+  k.archs = arch_count == 1 ? "90" : "80,90";
+  k.compiler = "13.0";
+  k.family = std::move(family);
+  k.arch_count = arch_count;
+  return k;
+}
+
+/// A trace-like profile: a spike of `peak` for the first fifth, then 30%.
+Profile spiky(std::uint64_t peak, double duration) {
+  Profile p;
+  p.points = {{0, peak / 4}, {duration * 0.1, peak}, {duration * 0.2, peak * 3 / 10}};
+  p.duration_s = duration;
+  return p;
+}
+
+Observation obs(const UnitKey& k, int threads, Profile p) { return Observation{k, threads, std::move(p)}; }
+
+TEST_CASE("Estimator: never-seen unit gets the flat configured prior per thread") {
+  Estimator est({5 * kGiB, 120});
+  auto e = est.estimate(key("a.cu", "fam", "-O3", 2), 2, std::nullopt);
+  CHECK(e.source == EstimateSource::prior);
+  CHECK(e.peak() == 10 * kGiB);
+  CHECK(e.profile.at(0) == 10 * kGiB);  // flat: no optimistic early dip
+  CHECK(e.profile.duration_s == 120);
+  // Threads beyond the arch count compile nothing more in parallel.
+  CHECK(est.estimate(key("a.cu", "fam"), 4, std::nullopt).peak() == 5 * kGiB);
+  CHECK(to_string(EstimateSource::prior) == "prior");
+}
+
+TEST_CASE("Estimator: manifest prior beats the configured prior") {
+  Estimator est({5 * kGiB, 120});
+  auto e = est.estimate(key("a.cu", "fam", "-O3", 2), 2, ManifestPrior{3 * kGiB, 200});
+  CHECK(e.source == EstimateSource::manifest);
+  CHECK(e.peak() == 6 * kGiB);
+  CHECK(e.profile.duration_s == 100);
+}
+
+TEST_CASE("Estimator: exact key returns the learnt profile") {
+  Estimator est({5 * kGiB, 120});
+  est.learn(obs(key("a.cu", "fam"), 1, spiky(4 * kGiB, 300)));
+  auto e = est.estimate(key("a.cu", "fam"), 1, ManifestPrior{9 * kGiB, 10});
+  CHECK(e.source == EstimateSource::exact);
+  CHECK(e.peak() == 4 * kGiB);
+  CHECK(e.profile.at(100) == 4 * kGiB * 3 / 10);
+  CHECK(e.profile.duration_s == 300);
+  CHECK(est.observation_count() == 1);
+}
+
+TEST_CASE("Estimator: pointwise max of the newest three observations") {
+  Estimator est({5 * kGiB, 120});
+  auto k = key("a.cu", "fam");
+  for (std::uint64_t peak : {9, 1, 2, 3}) est.learn(obs(k, 1, spiky(peak * kGiB, 100)));
+  CHECK(est.estimate(k, 1, std::nullopt).peak() == 3 * kGiB);  // the 9 GiB run is too old
+  est.learn(obs(k, 1, spiky(1 * kGiB, 200)));
+  auto e = est.estimate(k, 1, std::nullopt);
+  CHECK(e.peak() == 3 * kGiB);
+  CHECK(e.profile.duration_s == 200);  // the longest of the newest three
+  CHECK(est.observation_count() == 5);
+}
+
+TEST_CASE("Estimator: same source with other flags, with a safety margin") {
+  Estimator est({5 * kGiB, 120});
+  est.learn(obs(key("a.cu", "fam", "-O3"), 1, spiky(4 * kGiB, 300)));
+  auto e = est.estimate(key("a.cu", "fam", "-O2 -G"), 1, std::nullopt);
+  CHECK(e.source == EstimateSource::same_source);
+  CHECK(e.peak() == Approx(4.4 * kGiB).epsilon(0.001));
+  // Twice the archs at one thread: same memory, twice the time.
+  auto two = est.estimate(key("a.cu", "fam", "-O3 -x", 2), 1, std::nullopt);
+  CHECK(two.profile.duration_s == Approx(600));
+  CHECK(two.peak() == Approx(4.4 * kGiB).epsilon(0.001));
+}
+
+TEST_CASE("Estimator: family fallback uses the family's highest peak, with margin") {
+  Estimator est({5 * kGiB, 120});
+  est.learn(obs(key("hdim64.cu", "fwd"), 1, spiky(3 * kGiB, 200)));
+  est.learn(obs(key("hdim96.cu", "fwd"), 1, spiky(4 * kGiB, 250)));
+  est.learn(obs(key("bwd.cu", "bwd"), 1, spiky(9 * kGiB, 250)));
+  auto e = est.estimate(key("hdim128.cu", "fwd"), 1, ManifestPrior{8 * kGiB, 100});
+  CHECK(e.source == EstimateSource::family);
+  CHECK(e.peak() == Approx(4.4 * kGiB).epsilon(0.001));
+  CHECK(e.profile.duration_s == 250);
+}
+
+TEST_CASE("Estimator: learning mid-build, a family's first unit informs the rest") {
+  Estimator est({5 * kGiB, 120});
+  auto sibling = key("hdim128_split1.cu", "fwd_hdim128");
+  CHECK(est.estimate(sibling, 1, std::nullopt).source == EstimateSource::prior);
+  // The first unit of the family finishes while its siblings are still queued.
+  est.learn(obs(key("hdim128_split0.cu", "fwd_hdim128"), 1, spiky(4 * kGiB, 300)));
+  auto e = est.estimate(sibling, 1, std::nullopt);
+  CHECK(e.source == EstimateSource::family);
+  CHECK(e.profile.at(150) < 2 * kGiB);  // a plateau, not the flat 5 GiB prior
+  CHECK(e.peak() < 5 * kGiB);
+}
+
+TEST_CASE("Estimator: thread scaling by effective parallelism") {
+  Estimator est({5 * kGiB, 120});
+  auto k = key("two.cu", "fam", "-O3", 2);
+  SECTION("up: linear memory, inverse time") {
+    est.learn(obs(k, 1, spiky(4 * kGiB, 200)));
+    auto e = est.estimate(k, 2, std::nullopt);
+    CHECK(e.peak() == 8 * kGiB);
+    CHECK(e.profile.duration_s == Approx(100));
+    CHECK(est.estimate(k, 8, std::nullopt).peak() == 8 * kGiB);  // only 2 archs
+  }
+  SECTION("down: memory shrinks less than linearly (measured 7.05 -> 4.1 GiB)") {
+    est.learn(obs(k, 2, spiky(6 * kGiB, 240)));
+    auto e = est.estimate(k, 1, std::nullopt);
+    CHECK(e.peak() == 4 * kGiB);  // 6 * (1 + 1) / (2 + 1)
+    CHECK(e.profile.duration_s == Approx(480));
+  }
+}
+
+TEST_CASE("Estimator: ignores empty observations") {
+  Estimator est({5 * kGiB, 120});
+  est.learn(obs(key("a.cu", "fam"), 1, Profile{}));
+  CHECK(est.observation_count() == 0);
+  CHECK(est.estimate(key("a.cu", "fam"), 1, std::nullopt).source == EstimateSource::prior);
+}
+
+}  // namespace
+}  // namespace fad

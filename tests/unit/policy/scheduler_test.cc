@@ -1,0 +1,369 @@
+// Scheduler: fake time and fake memory drive decide(); a small harness carries
+// its decisions out the way the daemon would and tracks true memory.
+#include "daemon/scheduler.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+namespace fad {
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+UnitKey key(const std::string& source, int arch_count = 1) {
+  UnitKey k;
+  k.source = source;
+  k.content_hash = "h";
+  k.archs = arch_count == 1 ? "90" : "80,90";
+  k.family = "fam-" + source;
+  k.arch_count = arch_count;
+  return k;
+}
+
+/// A unit shaped like the traces: 4 GiB for a minute, then a 0.5 GiB plateau.
+Profile spike_then_plateau() {
+  Profile p;
+  p.points = {{0, 4 * kGiB}, {60, kGiB / 2}};
+  p.duration_s = 300;
+  return p;
+}
+
+/// Carries decisions out like the daemon: starts move queue -> running, and the
+/// true memory of a running unit is its predicted profile at its age.
+struct Harness {
+  Estimator estimator{EstimatorConfig{5 * kGiB, 120}};
+  SchedulerConfig config;
+  MemorySnapshot memory;
+  std::vector<QueuedUnit> queue;
+  std::vector<RunningUnit> running;
+  std::map<std::int64_t, double> started_at;
+
+  Harness() {
+    config.reserve = Reserve{0, 0};
+    config.cores = 16;
+    memory.total = 64 * kGiB;
+  }
+
+  void enqueue(std::int64_t id, const UnitKey& k, std::optional<ManifestPrior> prior = std::nullopt) {
+    QueuedUnit u;
+    u.id = id;
+    u.key = k;
+    u.manifest_prior = prior;
+    queue.push_back(u);
+  }
+
+  std::uint64_t usage() const {
+    std::uint64_t sum = 0;
+    for (const auto& r : running) sum += r.current_bytes;
+    return sum;
+  }
+
+  /// Advances true memory to `now`, drops finished units, decides and applies.
+  SchedulePlan step(double now) {
+    std::erase_if(running, [&](const RunningUnit& r) { return now - r.started_at >= r.predicted.duration_s; });
+    for (auto& r : running) r.current_bytes = r.predicted.at(now - r.started_at);
+    memory.available = memory.total - usage();
+    Scheduler scheduler(config, estimator);
+    SchedulePlan plan = scheduler.decide(now, memory, queue, running);
+    for (const auto& d : plan.decisions) {
+      if (d.kind != Decision::Kind::start) continue;
+      auto it = std::find_if(queue.begin(), queue.end(), [&](const QueuedUnit& q) { return q.id == d.unit; });
+      REQUIRE(it != queue.end());
+      RunningUnit r;
+      r.id = d.unit;
+      r.started_at = now;
+      r.threads = d.threads;
+      r.predicted = d.predicted;
+      r.current_bytes = d.predicted.at(0);
+      running.push_back(r);
+      started_at[d.unit] = now;
+      queue.erase(it);
+    }
+    return plan;
+  }
+};
+
+RunningUnit running_unit(std::int64_t id, double started_at, std::uint64_t current, double duration = 300) {
+  RunningUnit r;
+  r.id = id;
+  r.started_at = started_at;
+  r.predicted = Profile::flat(current, duration);
+  r.current_bytes = current;
+  r.peak_bytes = current;
+  return r;
+}
+
+const Decision* find(const SchedulePlan& plan, Decision::Kind kind) {
+  for (const auto& d : plan.decisions)
+    if (d.kind == kind) return &d;
+  return nullptr;
+}
+
+TEST_CASE("Scheduler staggers spikes and packs plateaus") {
+  Harness h;
+  h.config.budget = 6 * kGiB;
+  for (int i = 1; i <= 4; ++i) {
+    h.estimator.learn({key("u" + std::to_string(i)), 1, spike_then_plateau()});
+    h.enqueue(i, key("u" + std::to_string(i)));
+  }
+  std::size_t most_running = 0;
+  for (double now = 0; now <= 400; now += 5) {
+    auto plan = h.step(now);
+    CHECK(plan.capacity == 6 * kGiB);
+    CHECK(plan.committed <= 6 * kGiB);
+    CHECK(h.usage() <= 6 * kGiB);  // true memory: no overlapping spikes
+    most_running = std::max(most_running, h.running.size());
+    if (now == 0) {
+      CHECK(plan.decisions.size() == 1);
+      CHECK(plan.wait_reasons.at(2).rfind("needs 4.0 GiB, 2.0 GiB free", 0) == 0);
+    }
+  }
+  // Each waits until the previous spike is past, not until it finishes.
+  CHECK(h.started_at.at(1) == 0);
+  CHECK(h.started_at.at(2) == 60);
+  CHECK(h.started_at.at(3) == 120);
+  CHECK(h.started_at.at(4) == 180);
+  CHECK(most_running == 4);  // four plateaus side by side
+}
+
+TEST_CASE("Scheduler: a unit bigger than the budget runs alone") {
+  Harness h;
+  h.config.budget = 3 * kGiB;
+  h.enqueue(1, key("big"));  // never seen: 5 GiB prior
+  h.enqueue(2, key("small"), ManifestPrior{kGiB, 10});
+  auto plan = h.step(0);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].unit == 1);
+  CHECK(plan.decisions[0].reason == "runs alone: needs 5.0 GiB, budget 3.0 GiB");
+  CHECK(plan.decisions[0].estimate_bytes == 5 * kGiB);
+  // While it runs, nothing joins it: fad's usage alone exceeds the capacity.
+  plan = h.step(10);
+  CHECK(plan.decisions.empty());
+  CHECK(plan.wait_reasons.at(2) == "paused by memory pressure");
+  // Once it finishes, the small unit starts.
+  plan = h.step(200);
+  REQUIRE(find(plan, Decision::Kind::start));
+  CHECK(find(plan, Decision::Kind::start)->unit == 2);
+}
+
+TEST_CASE("Scheduler under pressure suspends the newest, never the oldest, then requeues after grace") {
+  Harness h;
+  h.config.suspend_grace_s = 10;
+  h.config.reserve = Reserve{4 * kGiB, 0};
+  h.running = {running_unit(1, 0, 2 * kGiB), running_unit(3, 20, 2 * kGiB), running_unit(2, 10, 2 * kGiB)};
+  h.enqueue(9, key("q"), ManifestPrior{kGiB, 10});
+  h.memory.total = 64 * kGiB;
+  h.memory.available = 3 * kGiB;  // below the 4 GiB reserve
+  Scheduler s(h.config, h.estimator);
+
+  auto plan = s.decide(100, h.memory, h.queue, h.running);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
+  CHECK(plan.decisions[0].unit == 3);
+  CHECK(plan.wait_reasons.at(9) == "paused by memory pressure");
+  h.running[1].suspended = true;
+  h.running[1].suspended_at = 100;
+
+  // One suspension at a time: the monitor needs a moment to show its effect.
+  CHECK(s.decide(101, h.memory, h.queue, h.running).decisions.empty());
+  plan = s.decide(103, h.memory, h.queue, h.running);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
+  CHECK(plan.decisions[0].unit == 2);
+  h.running[2].suspended = true;
+  h.running[2].suspended_at = 103;
+
+  // Only the oldest still runs: it is never suspended.
+  CHECK(s.decide(106, h.memory, h.queue, h.running).decisions.empty());
+
+  // Pressure persists past the grace: stop and requeue the newest suspended.
+  plan = s.decide(111, h.memory, h.queue, h.running);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].kind == Decision::Kind::requeue);
+  CHECK(plan.decisions[0].unit == 3);
+}
+
+TEST_CASE("Scheduler: the only running unit is never suspended") {
+  Harness h;
+  h.running = {running_unit(1, 0, 8 * kGiB)};
+  h.memory.available = 0;
+  h.memory.psi_some_avg10 = 50;
+  Scheduler s(h.config, h.estimator);
+  CHECK(s.decide(5, h.memory, h.queue, h.running).decisions.empty());
+}
+
+TEST_CASE("Scheduler: PSI above the threshold is pressure") {
+  Harness h;
+  h.running = {running_unit(1, 0, kGiB), running_unit(2, 5, kGiB)};
+  h.memory.available = 60 * kGiB;
+  h.memory.psi_some_avg10 = 25;
+  h.enqueue(3, key("q"), ManifestPrior{kGiB, 10});
+  Scheduler s(h.config, h.estimator);
+  auto plan = s.decide(10, h.memory, h.queue, h.running);
+  REQUIRE(find(plan, Decision::Kind::suspend));
+  CHECK(find(plan, Decision::Kind::suspend)->unit == 2);
+  CHECK(plan.wait_reasons.at(3) == "paused by memory pressure");
+  h.memory.psi_some_avg10 = 5;
+  CHECK(find(s.decide(10, h.memory, h.queue, h.running), Decision::Kind::start));
+}
+
+TEST_CASE("Scheduler resumes the oldest suspended unit when headroom returns") {
+  Harness h;
+  h.config.budget = 10 * kGiB;
+  h.running = {running_unit(1, 0, 4 * kGiB), running_unit(2, 10, 3 * kGiB), running_unit(3, 20, 3 * kGiB)};
+  h.running[1].suspended = h.running[2].suspended = true;
+  h.running[1].suspended_at = h.running[2].suspended_at = 30;
+  h.enqueue(9, key("q"), ManifestPrior{kGiB, 10});
+  h.memory.available = 40 * kGiB;
+  Scheduler s(h.config, h.estimator);
+
+  auto plan = s.decide(40, h.memory, h.queue, h.running);
+  // 4 + 3 fits; 4 + 3 + 3 = 10 fits too: both resume, oldest first.
+  REQUIRE(plan.decisions.size() == 2);
+  CHECK(plan.decisions[0].kind == Decision::Kind::resume);
+  CHECK(plan.decisions[0].unit == 2);
+  CHECK(plan.decisions[1].unit == 3);
+  CHECK(plan.wait_reasons.at(9).rfind("needs 1.0 GiB, 0 B free", 0) == 0);
+
+  // The oldest suspended unit's spike is still ahead and would not fit: nothing
+  // resumes (oldest first), and nothing new starts before it.
+  h.running[1].predicted.points.emplace_back(50, 5 * kGiB);
+  plan = s.decide(40, h.memory, h.queue, h.running);
+  CHECK(plan.decisions.empty());
+  CHECK(plan.wait_reasons.at(9) == "paused by memory pressure: suspended units resume first");
+}
+
+TEST_CASE("Scheduler chooses nvcc threads") {
+  Harness h;
+  auto k = key("two", 2);
+  Profile seven = Profile::flat(6 * kGiB, 240);
+  h.estimator.learn({k, 2, seven});
+  h.enqueue(1, k);
+  SECTION("auto: all archs in parallel when it fits") {
+    auto plan = h.step(0);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].threads == 2);
+    CHECK(plan.decisions[0].reason.find("exact, 2 threads") != std::string::npos);
+  }
+  SECTION("auto: fewer threads when only those fit") {
+    h.config.budget = 5 * kGiB;
+    h.running = {running_unit(7, 0, kGiB / 2)};
+    auto plan = h.step(0);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].threads == 1);
+    CHECK(plan.decisions[0].estimate_bytes == 4 * kGiB);
+  }
+  SECTION("fixed value is clamped to the arch count") {
+    h.config.nvcc_threads = 8;
+    auto plan = h.step(0);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].threads == 2);
+  }
+  SECTION("running threads never exceed the cores") {
+    h.config.cores = 2;
+    h.running = {running_unit(7, 0, kGiB / 2)};
+    h.running[0].threads = 2;
+    auto plan = h.step(0);
+    CHECK(plan.decisions.empty());
+    CHECK(plan.wait_reasons.at(1).rfind("all 2 cores busy", 0) == 0);
+  }
+}
+
+TEST_CASE("Scheduler capacity: budget, reserve, cgroup, swap and fad's own usage") {
+  Harness h;
+  h.memory.total = 32 * kGiB;
+  h.memory.available = 32 * kGiB;
+  auto capacity = [&] { return Scheduler(h.config, h.estimator).decide(0, h.memory, h.queue, h.running).capacity; };
+
+  h.config.reserve = Reserve{0, 25};
+  CHECK(capacity() == 24 * kGiB);
+  h.config.reserve = Reserve{2 * kGiB, 25};
+  CHECK(capacity() == 30 * kGiB);
+  h.config.budget = 12 * kGiB;
+  CHECK(capacity() == 12 * kGiB);
+  h.config.budget.reset();
+
+  SECTION("cgroup limit, reserve taken from the limit") {
+    h.config.reserve = Reserve{0, 10};
+    h.memory.cgroup_limit = 8 * kGiB;
+    CHECK(capacity() == 8 * kGiB - 8 * kGiB / 10);
+  }
+  SECTION("MemAvailable plus what fad's units hold") {
+    h.memory.available = 10 * kGiB;
+    h.running = {running_unit(1, 0, 6 * kGiB)};
+    CHECK(capacity() == 14 * kGiB);
+  }
+  SECTION("swap counts only with swap: use") {
+    h.memory.available = 3 * kGiB;
+    h.memory.swap_free = 8 * kGiB;
+    h.running = {running_unit(1, 0, kGiB), running_unit(2, 1, kGiB)};
+    CHECK(capacity() == 3 * kGiB);  // 3 available + 2 held by fad - 2 reserve
+    h.config.swap_use = true;
+    CHECK(capacity() == 11 * kGiB);
+  }
+}
+
+TEST_CASE("Scheduler: swap use lifts the pressure") {
+  Harness h;
+  h.config.reserve = Reserve{2 * kGiB, 0};
+  h.memory.available = kGiB;
+  h.memory.swap_free = 8 * kGiB;
+  h.running = {running_unit(1, 0, kGiB), running_unit(2, 1, kGiB)};
+  CHECK(find(Scheduler(h.config, h.estimator).decide(5, h.memory, h.queue, h.running), Decision::Kind::suspend));
+  h.config.swap_use = true;
+  auto plan = Scheduler(h.config, h.estimator).decide(5, h.memory, h.queue, h.running);
+  CHECK_FALSE(find(plan, Decision::Kind::suspend));
+  CHECK(plan.capacity == kGiB + 8 * kGiB + 2 * kGiB - 2 * kGiB);
+}
+
+TEST_CASE("Scheduler backfills without delaying the head of the queue") {
+  Harness h;
+  h.config.budget = 6 * kGiB;
+  h.running = {running_unit(1, 0, 4 * kGiB, 50)};
+  h.enqueue(2, key("head"), ManifestPrior{5 * kGiB + kGiB / 2, 100});
+  h.enqueue(3, key("long"), ManifestPrior{kGiB, 200});
+  h.enqueue(4, key("short"), ManifestPrior{kGiB, 30});
+  h.memory.available = 60 * kGiB;
+  auto plan = Scheduler(h.config, h.estimator).decide(0, h.memory, h.queue, h.running);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].unit == 4);  // ends before the head's turn at 50 s
+  CHECK(plan.wait_reasons.at(2) == "needs 5.5 GiB, 2.0 GiB free (expected to start in ~50 s)");
+  CHECK(plan.wait_reasons.at(3) == "waiting for earlier units (queue order)");
+  CHECK(plan.committed == 5 * kGiB);
+}
+
+TEST_CASE("Scheduler: max_parallel_units caps the count") {
+  Harness h;
+  h.config.max_parallel_units = 1;
+  h.enqueue(1, key("a"), ManifestPrior{kGiB, 10});
+  h.enqueue(2, key("b"), ManifestPrior{kGiB, 10});
+  auto plan = h.step(0);
+  CHECK(plan.decisions.size() == 1);
+  CHECK(plan.wait_reasons.at(2) == "max_parallel_units reached (1)");
+}
+
+TEST_CASE("Scheduler: a unit using more than predicted raises its remaining prediction") {
+  Harness h;
+  h.config.budget = 6 * kGiB;
+  h.memory.available = 60 * kGiB;
+  h.running = {running_unit(1, 0, kGiB, 100)};
+  h.enqueue(2, key("q"), ManifestPrior{4 * kGiB, 100});
+  h.running[0].current_bytes = kGiB;
+  CHECK(find(Scheduler(h.config, h.estimator).decide(10, h.memory, h.queue, h.running), Decision::Kind::start));
+  h.running[0].current_bytes = 3 * kGiB;  // 3x its prediction: its rest is taken as 3 GiB
+  auto plan = Scheduler(h.config, h.estimator).decide(10, h.memory, h.queue, h.running);
+  CHECK(plan.decisions.empty());
+  CHECK(plan.committed == 3 * kGiB);
+}
+
+TEST_CASE("Scheduler: a requeued unit's estimate is at least its observed peak") {
+  Harness h;
+  h.enqueue(1, key("q"), ManifestPrior{kGiB, 100});
+  h.queue[0].requeued_peak = 7 * kGiB;
+  auto plan = h.step(0);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].estimate_bytes == 7 * kGiB);
+}
+
+}  // namespace
+}  // namespace fad
