@@ -1,0 +1,41 @@
+// One function per fad subcommand. Each talks to fadd only through a Sender,
+// writes to the given streams, and returns the contract's exit code, so
+// commands are testable with canned responses and a fake clock.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "client/cli.h"
+#include "client/connection.h"
+#include "client/locations.h"
+
+namespace fad::client {
+
+/// What a command needs from the outside world.
+struct Context {
+  Sender send;
+  std::string socket;  ///< for messages
+  std::ostream& out;
+  std::ostream& err;
+  std::function<void(std::chrono::milliseconds)> sleep;
+  std::function<Result<std::vector<Arch>>()> detect_archs;  ///< the local GPUs' archs
+};
+
+/// Sends one request; on failure prints "fad: ..." to ctx.err, stores the exit
+/// code in `exit_code` and returns nullopt. On success returns the "result" object.
+std::optional<json> request(Context& ctx, const std::string& type, const json& body, int& exit_code);
+
+int run_submit(const Command& cmd, Context& ctx);   ///< submit, and follow it with --wait
+int run_status(const Command& cmd, Context& ctx);   ///< status [ID] [--json] [--watch]
+int run_logs(const Command& cmd, Context& ctx);     ///< logs ID [UNIT] [--follow]
+int run_control(const Command& cmd, Context& ctx);  ///< cancel, pause, resume, retry
+int run_history(const Command& cmd, Context& ctx);  ///< history [--limit N] [--json]
+
+/// Runs whichever subcommand `cmd` names (daemon start/stop included).
+int run_command(const Command& cmd, const Locations& locations, Context& ctx);
+
+}  // namespace fad::client

@@ -1,0 +1,39 @@
+// The client end of the transport: one request line out, one response line
+// back, over fadd's Unix stream socket. A fresh connection per request keeps
+// polling loops simple and survives a daemon restart between polls.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <variant>
+
+#include "common/protocol.h"
+
+namespace fad::client {
+
+/// Why no response came back, with the exit code the contract gives it:
+/// 3 when fadd is not there (or vanished mid-request), 1 for a garbled answer.
+struct CallFailure {
+  int exit_code = 3;
+  std::string message;  ///< one line, no "fad: " prefix
+};
+
+using CallResult = std::variant<Response, CallFailure>;
+
+/// Sends one request and returns fadd's answer. Commands take this rather than
+/// a socket so that tests can answer with canned responses.
+using Sender = std::function<CallResult(const Request&)>;
+
+/// The one-line message for a daemon that cannot be reached, telling how to start it.
+std::string unreachable_message(const std::string& socket_path, const std::string& reason);
+
+/// Connects to `socket_path`, sends `request`, reads one line of at most
+/// kMaxMessageBytes. Gives up after `timeout` without an answer (exit code 3).
+CallResult call_daemon(const std::string& socket_path, const Request& request,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+/// A Sender bound to one socket path.
+Sender socket_sender(std::string socket_path);
+
+}  // namespace fad::client

@@ -1,0 +1,45 @@
+// fad: the command-line client of fadd. Parses the command line, finds the
+// daemon's socket, runs one subcommand. All work happens in fad_client_core.
+#include <unistd.h>
+
+#include <exception>
+#include <iostream>
+#include <thread>
+
+#include "client/cli.h"
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/exit_codes.h"
+#include "client/gpu_archs.h"
+#include "client/locations.h"
+
+int main(int argc, char** argv) {
+  using namespace fad::client;
+  try {
+    // 1. Parse the command line; help, --version and usage errors end here.
+    ParseOutcome parsed = parse_command(argc, argv);
+    if (const auto* early = std::get_if<EarlyExit>(&parsed)) {
+      (early->to_stderr ? std::cerr : std::cout) << early->text;
+      return early->exit_code;
+    }
+    const Command& cmd = std::get<Command>(parsed);
+
+    // 2. Resolve socket, state dir and config: flag, environment, config file, default.
+    auto locations = resolve_locations(cmd, fad::process_env(), ::getuid());
+    if (!locations) {
+      std::cerr << "fad: " << locations.error() << "\n";
+      return kExitUsage;
+    }
+
+    // 3. Wire the real world in: the socket, the terminal, the clock, nvidia-smi.
+    Context ctx{socket_sender(locations->socket), locations->socket, std::cout, std::cerr,
+                [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }, detect_gpu_archs};
+
+    // 4. Run the subcommand; its return value is the contract's exit code.
+    return run_command(cmd, *locations, ctx);
+  } catch (const std::exception& e) {
+    // Only unexpected failures get here (e.g. a daemon answer of the wrong shape).
+    std::cerr << "fad: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}

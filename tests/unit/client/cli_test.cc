@@ -1,0 +1,167 @@
+// parse_command: every subcommand, and every way a command line is a usage error.
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+#include "client/cli.h"
+#include "client/exit_codes.h"
+
+using namespace fad::client;
+
+namespace {
+
+ParseOutcome parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "fad");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_command(static_cast<int>(argv.size()), argv.data());
+}
+
+Command command(std::vector<std::string> args) {
+  auto outcome = parse(std::move(args));
+  if (auto* early = std::get_if<EarlyExit>(&outcome)) FAIL("unexpected early exit: " << early->text);
+  return std::get<Command>(outcome);
+}
+
+EarlyExit early(std::vector<std::string> args) {
+  auto outcome = parse(std::move(args));
+  REQUIRE(std::holds_alternative<EarlyExit>(outcome));
+  return std::get<EarlyExit>(outcome);
+}
+
+// A usage error: exit 2, one "fad: ..." line on stderr.
+std::string usage_error(std::vector<std::string> args) {
+  EarlyExit e = early(std::move(args));
+  CHECK(e.exit_code == kExitUsage);
+  CHECK(e.to_stderr);
+  CHECK(e.text.rfind("fad: ", 0) == 0);
+  CHECK(std::count(e.text.begin(), e.text.end(), '\n') == 1);
+  return e.text;
+}
+
+}  // namespace
+
+TEST_CASE("submit parses archs, repeated and comma lists, deduplicated") {
+  Command c = command({"submit", "--arch", "9.0", "--arch", "sm_120,8.0", "--arch", "90", "--kernels", "attn*",
+                       "--nvcc", "/opt/nvcc", "--name", "nightly", "--wait", "--json", "--socket", "/s.sock"});
+  CHECK(c.kind == CommandKind::submit);
+  REQUIRE(c.archs.size() == 3);
+  CHECK(c.archs[0].display() == "9.0");
+  CHECK(c.archs[1].display() == "12.0");
+  CHECK(c.archs[2].display() == "8.0");
+  CHECK(c.kernels == "attn*");
+  CHECK(c.nvcc == "/opt/nvcc");
+  CHECK(c.name == "nightly");
+  CHECK(c.wait);
+  CHECK(c.json);
+  CHECK(c.socket == "/s.sock");
+}
+
+TEST_CASE("submit defaults: no arch (GPUs decide), all kernels") {
+  Command c = command({"submit"});
+  CHECK(c.archs.empty());
+  CHECK(c.kernels == "*");
+  CHECK_FALSE(c.wait);
+  CHECK_FALSE(c.socket);
+}
+
+TEST_CASE("bad arch syntax is a usage error naming the arch") {
+  CHECK(usage_error({"submit", "--arch", "9.5x"}).find("9.5x") != std::string::npos);
+  CHECK(usage_error({"submit", "--arch", "9.0,banana"}).find("banana") != std::string::npos);
+  usage_error({"submit", "--arch"});
+}
+
+TEST_CASE("status with and without id") {
+  Command all = command({"status", "--json"});
+  CHECK(all.kind == CommandKind::status);
+  CHECK_FALSE(all.id);
+  CHECK(all.json);
+  Command one = command({"status", "7", "--watch"});
+  CHECK(one.id == 7);
+  CHECK(one.watch);
+}
+
+TEST_CASE("ids must be positive integers") {
+  for (const char* bad : {"0", "-3", "abc", "7x", "1.5", "99999999999999999999"}) {
+    INFO(bad);
+    CHECK(usage_error({"cancel", bad}).find("positive integer") != std::string::npos);
+  }
+  usage_error({"status", "x"});
+  usage_error({"logs", "0"});
+}
+
+TEST_CASE("logs takes an id, an optional unit and --follow") {
+  Command c = command({"logs", "3", "attn_fwd_sm90", "--follow"});
+  CHECK(c.kind == CommandKind::logs);
+  CHECK(c.id == 3);
+  CHECK(c.unit == "attn_fwd_sm90");
+  CHECK(c.follow);
+  CHECK_FALSE(command({"logs", "3"}).unit);
+  usage_error({"logs"});
+  CHECK(usage_error({"logs", "3", "u", "extra"}).find("'extra'") != std::string::npos);
+}
+
+TEST_CASE("build control commands need an id") {
+  const std::pair<const char*, CommandKind> kinds[] = {{"cancel", CommandKind::cancel},
+                                                       {"pause", CommandKind::pause},
+                                                       {"resume", CommandKind::resume},
+                                                       {"retry", CommandKind::retry}};
+  for (const auto& [name, kind] : kinds) {
+    INFO(name);
+    Command c = command({name, "12"});
+    CHECK(c.kind == kind);
+    CHECK(c.id == 12);
+    CHECK(c.path == std::string("fad ") + name);
+    usage_error({name});
+  }
+}
+
+TEST_CASE("history limit") {
+  CHECK(command({"history"}).limit == 20);
+  Command c = command({"history", "--limit", "5", "--json"});
+  CHECK(c.kind == CommandKind::history);
+  CHECK(c.limit == 5);
+  CHECK(c.json);
+  usage_error({"history", "--limit", "0"});
+  usage_error({"history", "--limit", "lots"});
+}
+
+TEST_CASE("daemon start and stop, with args for fadd after --") {
+  Command start = command({"daemon", "start", "--state-dir", "/st", "--config", "/c.json", "--", "--log-level",
+                           "debug"});
+  CHECK(start.kind == CommandKind::daemon_start);
+  CHECK(start.path == "fad daemon start");
+  CHECK(start.state_dir == "/st");
+  CHECK(start.config == "/c.json");
+  CHECK(start.fadd_args == std::vector<std::string>{"--log-level", "debug"});
+  CHECK(command({"daemon", "stop", "--socket", "/s"}).kind == CommandKind::daemon_stop);
+  usage_error({"daemon"});
+  CHECK(usage_error({"daemon", "restart"}).find("unknown command 'restart'") != std::string::npos);
+  CHECK(usage_error({"status", "--", "x"}).find("daemon start") != std::string::npos);
+}
+
+TEST_CASE("unknown options and commands: one line pointing at the right help") {
+  CHECK(usage_error({"submit", "--foo"}) == "fad: unknown option --foo (see 'fad submit --help')\n");
+  CHECK(usage_error({"frob"}) == "fad: unknown command 'frob' (see 'fad --help')\n");
+  CHECK(usage_error({"--foo"}).find("unknown option --foo") != std::string::npos);
+  CHECK(usage_error({}).find("missing command") != std::string::npos);
+  CHECK(usage_error({"daemon", "start", "--bar"}).find("'fad daemon start --help'") != std::string::npos);
+}
+
+TEST_CASE("help and version go to stdout with exit 0") {
+  EarlyExit top = early({"--help"});
+  CHECK(top.exit_code == 0);
+  CHECK_FALSE(top.to_stderr);
+  CHECK(top.text.find("submit") != std::string::npos);
+  for (const char* sub : {"submit", "status", "logs", "cancel", "pause", "resume", "retry", "history", "daemon"}) {
+    INFO(sub);
+    EarlyExit h = early({sub, "--help"});
+    CHECK(h.exit_code == 0);
+    CHECK(h.text.find(std::string("fad ") + sub) != std::string::npos);
+    if (std::string(sub) != "daemon") CHECK(h.text.find("--socket") != std::string::npos);
+  }
+  CHECK(early({"daemon", "start", "--help"}).text.find("--state-dir") != std::string::npos);
+  EarlyExit v = early({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.text == std::string("fad ") + FAD_VERSION + "\n");
+}
