@@ -1,0 +1,239 @@
+// The integration-test harness; see harness.h.
+#include "harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace fad::test {
+
+namespace {
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            const fs::path& out, const fs::path& err) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s(*e);
+    auto key = s.substr(0, s.find('='));
+    if (!env.count(key)) env_strings.push_back(s);
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+int wait_exit(pid_t pid, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (true) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+}  // namespace
+
+CommandResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                  int timeout_s) {
+  TempDir tmp;
+  auto out = tmp.path() / "out", err = tmp.path() / "err";
+  CommandResult r;
+  const pid_t pid = spawn(argv, env, out, err);
+  if (pid < 0) {
+    r.exit_code = 127;
+    r.err = "cannot run " + argv[0];
+    return r;
+  }
+  r.exit_code = wait_exit(pid, timeout_s);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path_ = fs::temp_directory_path() / ("fad-it-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+  fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+Daemon::Daemon() {
+  // A config of the test's own: quick polling, and no user config leaking in.
+  std::ofstream(dir() / "test-config.json") << "{\"poll_interval_ms\": 100}\n";
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Daemon::write_kernels(const std::vector<FakeUnit>& units) {
+  const fs::path k = kernels_dir();
+  fs::create_directories(k / "src");
+  fs::create_directories(k / "include");
+  std::ofstream(k / "include" / "common.cuh") << "#pragma once\n";
+  json manifest = {{"version", 1},
+                   {"library", "fad_test"},
+                   {"include_dirs", {"include"}},
+                   {"flags", {"-O2"}},
+                   {"link_flags", json::array()},
+                   {"units", json::array()}};
+  for (const auto& u : units) {
+    std::ofstream src(k / "src" / (u.name + ".cu"));
+    src << "#include \"common.cuh\"\n";
+    if (!u.fake.empty()) src << "// fake-nvcc: " << u.fake << "\n";
+    src << "__global__ void " << u.name << "_kernel() {}\n";
+    manifest["units"].push_back({{"name", u.name},
+                                 {"source", "src/" + u.name + ".cu"},
+                                 {"family", u.name.substr(0, u.name.find('_'))},
+                                 {"flags", json::array()}});
+  }
+  std::ofstream(k / "manifest.json") << manifest.dump(2);
+}
+
+void Daemon::start(std::vector<std::string> extra_args, std::map<std::string, std::string> env) {
+  std::vector<std::string> argv = {FAD_FADD_BIN,  "--socket",      socket(), "--state-dir",
+                                   state_dir(),   "--kernels-dir", kernels_dir()};
+  bool has_nvcc = false;
+  for (const auto& a : extra_args) has_nvcc |= a == "--nvcc";
+  if (!has_nvcc) {
+    argv.push_back("--nvcc");
+    argv.push_back(FAD_FAKE_NVCC_BIN);
+  }
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  env.emplace("FAD_FAKE_LOG", fake_log_path());
+  env.emplace("FAD_CONFIG", (dir() / "test-config.json").string());
+  pid_ = spawn(argv, env, dir() / "fadd.log", dir() / "fadd.log");
+  if (pid_ < 0) throw std::runtime_error("cannot run " + argv[0]);
+  const bool up = wait_for(
+      [&] {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          return true;
+        }
+        return fad({"status"}).exit_code == 0;
+      },
+      std::chrono::seconds(30));
+  if (!up || pid_ < 0) throw std::runtime_error("fadd did not come up:\n" + daemon_log());
+}
+
+int Daemon::start_expect_exit(std::vector<std::string> extra_args, std::string* log) {
+  std::vector<std::string> argv = {FAD_FADD_BIN, "--socket", socket(), "--state-dir", state_dir(), "--kernels-dir",
+                                   kernels_dir(), "--nvcc",  FAD_FAKE_NVCC_BIN};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  auto r = run(argv, {{"FAD_CONFIG", (dir() / "test-config.json").string()}}, 30);
+  if (log) *log = r.out + r.err;
+  return r.exit_code;
+}
+
+void Daemon::kill9() {
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+int Daemon::terminate() {
+  ::kill(pid_, SIGTERM);
+  int code = wait_exit(pid_, 60);
+  pid_ = -1;
+  return code;
+}
+
+CommandResult Daemon::fad(std::vector<std::string> args, int timeout_s) {
+  args.insert(args.begin(), FAD_FAD_BIN);
+  return run(args, {{"FAD_SOCKET", socket()}, {"FAD_STATE_DIR", state_dir()}}, timeout_s);
+}
+
+json Daemon::status(std::int64_t id) {
+  auto r = fad({"status", std::to_string(id), "--json"});
+  if (r.exit_code != 0) throw std::runtime_error("fad status failed: " + r.err);
+  return json::parse(r.out).at("builds").at(0);
+}
+
+json Daemon::status_all() {
+  auto r = fad({"status", "--json"});
+  if (r.exit_code != 0) throw std::runtime_error("fad status failed: " + r.err);
+  return json::parse(r.out);
+}
+
+json Daemon::wait_final(std::int64_t id, int timeout_s) {
+  json b;
+  wait_for(
+      [&] {
+        b = status(id);
+        const auto s = b.at("state").get<std::string>();
+        return s == "succeeded" || s == "failed" || s == "cancelled";
+      },
+      std::chrono::seconds(timeout_s));
+  return b;
+}
+
+std::int64_t Daemon::submit(std::vector<std::string> args) {
+  args.insert(args.begin(), {"submit", "--json"});
+  auto r = fad(args);
+  if (r.exit_code != 0) throw std::runtime_error("fad submit failed: " + r.err);
+  return json::parse(r.out).at("id").get<std::int64_t>();
+}
+
+std::vector<std::string> Daemon::fake_log() {
+  std::vector<std::string> lines;
+  std::istringstream in(slurp(fake_log_path()));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::string Daemon::daemon_log() { return slurp(dir() / "fadd.log"); }
+
+}  // namespace fad::test

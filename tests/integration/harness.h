@@ -1,0 +1,94 @@
+// The integration-test harness: a real fadd in a temp dir, driven by the real
+// fad client, with the fake compiler (or real nvcc) as its compiler. Waiting is
+// always for a condition with a deadline, never a bare sleep.
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fad::test {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs argv (no shell; argv[0] searched on PATH) with extra environment
+/// variables; output captured via files. Exit code 127 when it cannot start.
+CommandResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                  int timeout_s = 300);
+
+/// A fresh directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// Polls `done` every 20 ms until it holds or `timeout` passes.
+bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+
+/// One unit of a test kernels dir: its name and an optional fake-nvcc override line.
+struct FakeUnit {
+  std::string name;
+  std::string fake;  ///< e.g. "peak_mb=50 duration_s=2"; empty for an instant unit
+};
+
+class Daemon {
+ public:
+  Daemon();
+  ~Daemon();
+
+  /// Writes a kernels dir (manifest + one .cu per unit) for the fake compiler.
+  void write_kernels(const std::vector<FakeUnit>& units);
+  /// Starts fadd with the fake compiler (unless args name --nvcc) and waits until it answers.
+  void start(std::vector<std::string> extra_args = {}, std::map<std::string, std::string> env = {});
+  /// Starts fadd and returns its exit code (for refusals).
+  int start_expect_exit(std::vector<std::string> extra_args, std::string* log);
+  void kill9();
+  /// SIGTERM and wait; returns fadd's exit code.
+  int terminate();
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  CommandResult fad(std::vector<std::string> args, int timeout_s = 300);
+  json status(std::int64_t id);
+  json status_all();
+  /// Waits for a build to reach a final state; returns its status object.
+  json wait_final(std::int64_t id, int timeout_s = 120);
+  std::int64_t submit(std::vector<std::string> args);
+
+  /// Invocation lines of the fake compiler.
+  std::vector<std::string> fake_log();
+  std::string daemon_log();
+
+  const fs::path& dir() const { return tmp_.path(); }
+  std::string socket() const { return (tmp_.path() / "run" / "fad.sock").string(); }
+  std::string state_dir() const { return (tmp_.path() / "state").string(); }
+  std::string kernels_dir() const { return (tmp_.path() / "kernels").string(); }
+  std::string fake_log_path() const { return (tmp_.path() / "fake.log").string(); }
+
+ private:
+  TempDir tmp_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace fad::test

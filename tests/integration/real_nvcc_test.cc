@@ -1,0 +1,51 @@
+// The real thing: fadd compiling bundled kernel units with the installed nvcc
+// and linking them into a library that holds SASS for the requested arch.
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+std::string find_nvcc() {
+  for (const char* candidate : {"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"})
+    if (::access(candidate, X_OK) == 0) return candidate;
+  return {};
+}
+}  // namespace
+
+TEST_CASE("real nvcc builds two bundled units for one arch into a library with its SASS", "[integration][nvcc]") {
+  const auto nvcc = find_nvcc();
+  if (nvcc.empty() || std::getenv("FAD_SKIP_REAL_NVCC")) {
+    WARN("SKIP: no nvcc installed (or FAD_SKIP_REAL_NVCC set); the real-compiler build was not run");
+    return;
+  }
+  Daemon d;
+  // The bundled kernels, not a test copy.
+  fs::create_symlink(fs::path(FAD_SOURCE_DIR) / "kernels", d.kernels_dir());
+  d.start({"--nvcc", nvcc});
+  auto r = d.fad({"submit", "--arch", "sm_90", "--kernels", "fwd_hdim32_fp16_*", "--wait", "--json"}, 1800);
+  INFO(r.out << r.err << d.daemon_log());
+  REQUIRE(r.exit_code == 0);
+  const auto build = json::parse(r.out);
+  CHECK(build.at("state") == "succeeded");
+  CHECK(build.at("units").at("total") == 3);  // two compiles and the link
+  const std::string artifact = build.at("artifact");
+  REQUIRE(fs::exists(artifact));
+
+  // cuobjdump: next to nvcc, or on PATH (scripts/setup.sh installs one when the
+  // toolkit lacks it).
+  auto cuobjdump = fs::path(nvcc).parent_path() / "cuobjdump";
+  auto elf = run({fs::exists(cuobjdump) ? cuobjdump.string() : "cuobjdump", "--list-elf", artifact});
+  INFO(elf.out << elf.err);
+  CHECK(elf.exit_code == 0);
+  CHECK(elf.out.find("sm_90") != std::string::npos);
+  CHECK(elf.out.find("sm_80") == std::string::npos);
+
+  // Measured: every compile's peak over its process tree is recorded.
+  const auto units = d.status(build.at("id")).at("unit_list");
+  for (const auto& u : units)
+    if (u.at("kind") == "compile") CHECK(u.at("peak_bytes").get<std::uint64_t>() > (50u << 20));
+}

@@ -1,0 +1,119 @@
+// Crash safety: kill -9 of fadd at any moment, then a restart, resumes the build
+// and never compiles a finished unit again; SIGTERM stops cleanly and requeues.
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+std::vector<FakeUnit> slowish_units(int n, const char* fake) {
+  std::vector<FakeUnit> units;
+  for (int i = 0; i < n; ++i) units.push_back({"fwd_u" + std::to_string(i), fake});
+  return units;
+}
+
+std::map<std::string, int> compiles_per_source(Daemon& d) {
+  std::map<std::string, int> count;
+  for (const auto& line : d.fake_log()) {
+    auto pos = line.find("src=");
+    if (pos == std::string::npos) continue;
+    auto end = line.find(' ', pos);
+    count[line.substr(pos + 4, end - pos - 4)]++;
+  }
+  return count;
+}
+
+std::vector<std::string> succeeded_units(const json& build) {
+  std::vector<std::string> out;
+  for (const auto& u : build.at("unit_list"))
+    if (u.at("state") == "succeeded") out.push_back(u.at("name"));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("kill -9 mid-build: restart resumes and finished units are not compiled again", "[integration]") {
+  Daemon d;
+  d.write_kernels(slowish_units(6, "peak_mb=10 duration_s=0.8"));
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(wait_for([&] { return d.status(id).at("units").at("succeeded").get<int>() >= 2; },
+                   std::chrono::seconds(60)));
+  d.kill9();
+  // What the database says had finished at the moment of the crash.
+  d.start();
+  const auto after_crash = d.status(id);
+  const auto done_before = succeeded_units(after_crash);
+  REQUIRE(done_before.size() >= 2);
+  CHECK(after_crash.at("units").at("running").get<int>() <= 2);  // requeued or restarted, never lost
+  const auto b = d.wait_final(id, 120);
+  REQUIRE(b.at("state") == "succeeded");
+  CHECK(b.at("units").at("total") == 7);
+  const auto counts = compiles_per_source(d);
+  for (const auto& name : done_before) {
+    const auto src = d.kernels_dir() + "/src/" + name + ".cu";
+    INFO(name);
+    CHECK(counts.at(src) == 1);
+  }
+  int total = 0;
+  for (const auto& [src, n] : counts) total += n;
+  CHECK(total >= 6);
+  CHECK(total <= 6 + 2);  // at most the units running at the crash ran twice
+}
+
+TEST_CASE("kill -9 at many moments never loses a build or a finished unit", "[integration]") {
+  Daemon d;
+  d.write_kernels(slowish_units(5, "peak_mb=5 duration_s=0.3"));
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  // Crash repeatedly at whatever point the build has reached.
+  for (int round = 0; round < 4; ++round) {
+    wait_for([&] { return d.fake_log().size() > static_cast<std::size_t>(round + 1); }, std::chrono::seconds(20));
+    d.kill9();
+    d.start();
+  }
+  const auto b = d.wait_final(id, 120);
+  REQUIRE(b.at("state") == "succeeded");
+  // The database is consistent: each unit succeeded once and the counts add up.
+  CHECK(b.at("units").at("succeeded") == 6);
+  auto integrity = run({"sqlite3", d.state_dir() + "/fad.db", "PRAGMA integrity_check;"});
+  REQUIRE(integrity.exit_code == 0);
+  CHECK(integrity.out == "ok\n");
+}
+
+TEST_CASE("SIGTERM stops running units, exits 0, and a restart finishes the build", "[integration]") {
+  Daemon d;
+  d.write_kernels(slowish_units(3, "peak_mb=10 duration_s=30"));
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(wait_for([&] { return d.status(id).at("units").at("running").get<int>() >= 1; }, std::chrono::seconds(30)));
+  CHECK(d.terminate() == 0);
+  CHECK(!fs::exists(d.socket()));  // removed on a clean stop
+  // Restart with the slow units made quick: the requeued units run again.
+  for (int i = 0; i < 3; ++i)
+    std::ofstream(fs::path(d.kernels_dir()) / "src" / ("fwd_u" + std::to_string(i) + ".cu")) << "// quick now\n";
+  d.start();
+  CHECK(d.wait_final(id, 60).at("state") == "succeeded");
+}
+
+TEST_CASE("a second fadd on the same state dir or socket refuses to start", "[integration]") {
+  Daemon d;
+  d.write_kernels(slowish_units(1, ""));
+  d.start();
+  std::string log;
+  CHECK(d.start_expect_exit({}, &log) == 1);
+  CHECK(log.find("already running") != std::string::npos);
+  // The first one still serves.
+  CHECK(d.fad({"status"}).exit_code == 0);
+}
+
+TEST_CASE("a stale socket left by a killed fadd is cleaned up on start", "[integration]") {
+  Daemon d;
+  d.write_kernels(slowish_units(1, ""));
+  d.start();
+  d.kill9();
+  REQUIRE(fs::exists(d.socket()));  // kill -9 leaves it behind
+  CHECK(d.fad({"status"}).exit_code == 3);
+  d.start();
+  CHECK(d.fad({"status"}).exit_code == 0);
+}
