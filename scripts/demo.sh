@@ -9,7 +9,7 @@ export PATH="$PATH:/usr/local/cuda/bin:$PWD/.tools/bin"
 
 scripts/setup.sh
 command -v nvcc >/dev/null || { echo "demo: nvcc not found; install the CUDA toolkit" >&2; exit 1; }
-BUILD_DIR=build scripts/build.sh
+BUILD_DIR=build BUILD_TARGETS="fad fadd" scripts/build.sh
 
 fad=build/fad
 arch_args=()
