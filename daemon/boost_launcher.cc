@@ -27,7 +27,17 @@ namespace {
 // Only async-signal-safe calls here: the child of a forked daemon.
 struct UnitProcessSetup {
   pid_t parent;
+  int cgroup_procs_fd;  ///< -1 without a unit cgroup
   bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&, const char* const*&) {
+    if (cgroup_procs_fd >= 0) {
+      // Join the unit's cgroup before exec, so every byte the tree uses is counted.
+      char buf[24];
+      int n = 0;
+      for (pid_t pid = ::getpid(); pid > 0; pid /= 10) buf[n++] = static_cast<char>('0' + pid % 10);
+      char text[24];
+      for (int i = 0; i < n; ++i) text[i] = buf[n - 1 - i];
+      [[maybe_unused]] ssize_t w = ::write(cgroup_procs_fd, text, static_cast<std::size_t>(n));
+    }
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // If the kernel must kill something, a compiler (requeued by fadd) is the
@@ -45,9 +55,10 @@ struct UnitProcessSetup {
 
 struct BoostLauncher::Child {
   bp::process proc;
+  std::unique_ptr<UnitCgroup> cgroup;
 };
 
-BoostLauncher::BoostLauncher(boost::asio::io_context& io) : io_(io) {}
+BoostLauncher::BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups) : io_(io), cgroups_(cgroups) {}
 
 BoostLauncher::~BoostLauncher() {
   for (auto& [pgid, child] : children_) ::kill(-pgid, SIGKILL);
@@ -63,15 +74,22 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), fs_ec);
   FILE* log = std::fopen(spec.log_path.c_str(), "a");
   if (!log) return make_error("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
+  std::unique_ptr<UnitCgroup> cgroup;
+  if (cgroups_) {
+    auto cg = cgroups_->create("unit-" + std::to_string(spec.unit_id) + "-" + std::to_string(++launches_));
+    if (cg) cgroup = std::move(*cg);  // else: measured by polling, like without cgroups
+  }
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   boost::system::error_code ec;
   bp::process proc(io_.get_executor(), bp::filesystem::path(spec.argv[0]), args,
-                   bp::process_stdio{nullptr, log, log}, UnitProcessSetup{::getpid()}, ec);
+                   bp::process_stdio{nullptr, log, log},
+                   UnitProcessSetup{::getpid(), cgroup ? cgroup->procs_fd() : -1}, ec);
   std::fclose(log);
+  if (cgroup) cgroup->close_procs_fd();
   if (ec) return make_error("cannot start " + spec.argv[0] + ": " + ec.message());
   const int pid = proc.id();
   ::setpgid(pid, pid);  // also from this side, so a signal sent right away reaches the group
-  auto child = std::make_unique<Child>(Child{std::move(proc)});
+  auto child = std::make_unique<Child>(Child{std::move(proc), std::move(cgroup)});
   child->proc.async_wait([this, pid, on_exit = std::move(on_exit)](boost::system::error_code wait_ec, int code) {
     ExitInfo info;
     info.exit_code = wait_ec ? -1 : code;
@@ -84,6 +102,7 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
         info.signaled = true;
         info.exit_code = 128 + WTERMSIG(native);
       }
+      if (const auto& cg = it->second->cgroup) info.peak_bytes = cg->peak().value_or(0);
       // Destroy later: we are inside the process object's own handler.
       boost::asio::post(io_, [this, pid] { children_.erase(pid); });
     }
@@ -95,6 +114,10 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
 
 void BoostLauncher::signal_group(int pgid, int sig) { ::kill(-pgid, sig); }
 
-std::uint64_t BoostLauncher::group_memory(int pgid) { return process_group_rss("/proc", pgid); }
+std::uint64_t BoostLauncher::group_memory(int pgid) {
+  if (auto it = children_.find(pgid); it != children_.end() && it->second->cgroup)
+    if (auto usage = it->second->cgroup->usage()) return *usage;
+  return process_group_rss("/proc", pgid);
+}
 
 }  // namespace fad

@@ -7,12 +7,15 @@
 #include <boost/asio/io_context.hpp>
 
 #include "daemon/process_launcher.h"
+#include "daemon/unit_cgroup.h"
 
 namespace fad {
 
 class BoostLauncher final : public ProcessLauncher {
  public:
-  explicit BoostLauncher(boost::asio::io_context& io);
+  /// `cgroups` (may be null: then memory is polled from /proc) gives each unit
+  /// a memory cgroup of its own.
+  BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups);
   ~BoostLauncher() override;
   Result<int> launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) override;
   void signal_group(int pgid, int sig) override;
@@ -21,6 +24,8 @@ class BoostLauncher final : public ProcessLauncher {
  private:
   struct Child;
   boost::asio::io_context& io_;
+  CgroupManager* cgroups_;
+  int launches_ = 0;
   std::map<int, std::unique_ptr<Child>> children_;
 };
 

@@ -22,6 +22,7 @@
 #include "daemon/server.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
+#include "daemon/unit_cgroup.h"
 
 namespace fad {
 
@@ -81,7 +82,13 @@ int run_daemon(const DaemonOptions& o) {
   asio::io_context io;
   SystemClock clock;
   ProcMemoryProbe probe;
-  BoostLauncher launcher(io);
+  std::string no_cgroups;
+  auto cgroups = CgroupManager::detect(&no_cgroups);
+  if (cgroups)
+    spdlog::info("measuring units with per-unit memory cgroups under {}", cgroups->base());
+  else
+    spdlog::info("measuring units by polling /proc ({})", no_cgroups);
+  BoostLauncher launcher(io, cgroups.get());
   ToolchainCache toolchains;
   Engine engine(engine_options(o), *store, clock, probe, launcher,
                 [&toolchains](const std::string& nvcc) { return toolchains.get(nvcc); });

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -259,6 +260,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
   if (it == running_.end()) return;
   Running r = std::move(it->second);
   running_.erase(it);
+  r.peak = std::max(r.peak, info.peak_bytes);
   if (wake_) wake_();
   const double duration = clock_.now() - r.started_at;
   const auto& u = r.unit;
@@ -299,6 +301,16 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
       obs.threads = r.threads;
       obs.profile = r.measured.thinned(200);
       obs.profile.duration_s = duration;
+      // Polling can miss a short spike that the unit's cgroup caught: lift the
+      // highest sample to the true peak so estimates are never below it.
+      if (obs.profile.peak() < r.peak) {
+        auto top = std::max_element(obs.profile.points.begin(), obs.profile.points.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+        if (top != obs.profile.points.end())
+          top->second = r.peak;
+        else
+          obs.profile.points.emplace_back(0.0, r.peak);
+      }
       estimator_.learn(obs);
       history = HistoryRecord{obs.key.exact(), obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
                               obs.key.compiler, obs.key.family, obs.key.arch_count, r.threads,

@@ -1,0 +1,133 @@
+// Per-unit cgroups; see unit_cgroup.h.
+#include "daemon/unit_cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/meminfo.h"
+#include "daemon/memory_probe.h"
+
+namespace fad {
+
+namespace fs = std::filesystem;
+
+namespace {
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+std::optional<std::uint64_t> read_value(const std::string& path) {
+  auto v = parse_cgroup_value(read_small_file(path));
+  if (!v) return std::nullopt;
+  return *v;
+}
+}  // namespace
+
+UnitCgroup::UnitCgroup(std::string dir, bool v2, int procs_fd) : dir_(std::move(dir)), v2_(v2), procs_fd_(procs_fd) {}
+
+UnitCgroup::~UnitCgroup() {
+  close_procs_fd();
+  // Empty once the unit's processes are gone; the kernel moves any remaining
+  // page-cache charge to the parent.
+  ::rmdir(dir_.c_str());
+}
+
+void UnitCgroup::close_procs_fd() {
+  if (procs_fd_ >= 0) ::close(procs_fd_);
+  procs_fd_ = -1;
+}
+
+std::optional<std::uint64_t> UnitCgroup::usage() const {
+  return read_value(dir_ + (v2_ ? "/memory.current" : "/memory.usage_in_bytes"));
+}
+
+std::optional<std::uint64_t> UnitCgroup::peak() const {
+  return read_value(dir_ + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+}
+
+std::unique_ptr<CgroupManager> CgroupManager::detect(std::string* why) {
+  bool v2 = false;
+  auto rel = parse_proc_cgroup_memory_path(read_small_file("/proc/self/cgroup"), &v2);
+  if (!rel) {
+    *why = "no memory cgroup in /proc/self/cgroup";
+    return nullptr;
+  }
+  const std::string own = (v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory") + (*rel == "/" ? "" : *rel);
+  std::error_code ec;
+  if (!v2) {
+    // v1: a sibling directory per fadd under fadd's own memory cgroup, so a
+    // limit set on that cgroup (a WSL-sized box, a container) still applies.
+    // Directories of earlier fadds that died without cleaning up go first.
+    for (fs::directory_iterator it(own, ec), end; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      if (name.rfind("fad-units-", 0) != 0) continue;
+      const auto pid = std::atoi(name.c_str() + 10);
+      if (pid > 0 && ::kill(pid, 0) != 0) {
+        for (fs::directory_iterator unit(it->path(), ec), uend; !ec && unit != uend; unit.increment(ec))
+          if (unit->is_directory()) ::rmdir(unit->path().c_str());
+        ::rmdir(it->path().c_str());
+      }
+    }
+    ec.clear();
+    const std::string base = own + "/fad-units-" + std::to_string(::getpid());
+    fs::create_directories(base, ec);
+    if (ec) {
+      *why = "cannot create " + base + ": " + ec.message();
+      return nullptr;
+    }
+    write_file(base + "/memory.use_hierarchy", "1");
+    return std::unique_ptr<CgroupManager>(new CgroupManager(base, false));
+  }
+  // v2: children may only use memory if the parent delegates it, and a cgroup
+  // that delegates may hold no processes: move fadd into a leaf "fadd" first.
+  const std::string controllers = read_small_file(own + "/cgroup.controllers");
+  if (controllers.find("memory") == std::string::npos) {
+    *why = "the memory controller is not available in " + own + " (systemd: Delegate=memory)";
+    return nullptr;
+  }
+  if (read_small_file(own + "/cgroup.subtree_control").find("memory") == std::string::npos) {
+    const std::string leaf = own + "/fadd";
+    fs::create_directories(leaf, ec);
+    if (ec || !write_file(leaf + "/cgroup.procs", std::to_string(::getpid())) ||
+        !write_file(own + "/cgroup.subtree_control", "+memory")) {
+      *why = "cannot delegate memory below " + own + " (run fadd with systemd Delegate=memory, or as root)";
+      return nullptr;
+    }
+  }
+  const std::string base = own + "/units";
+  fs::create_directories(base, ec);
+  if (ec || !write_file(base + "/cgroup.subtree_control", "+memory")) {
+    *why = "cannot create " + base;
+    return nullptr;
+  }
+  return std::unique_ptr<CgroupManager>(new CgroupManager(base, true));
+}
+
+CgroupManager::~CgroupManager() {
+  if (!v2_) ::rmdir(base_.c_str());
+}
+
+Result<std::unique_ptr<UnitCgroup>> CgroupManager::create(const std::string& name) {
+  const std::string dir = base_ + "/" + name;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return make_error("cannot create cgroup " + dir + ": " + std::strerror(errno));
+  int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    ::rmdir(dir.c_str());
+    return make_error("cannot open " + dir + "/cgroup.procs: " + std::strerror(errno));
+  }
+  return std::make_unique<UnitCgroup>(dir, v2_, fd);
+}
+
+}  // namespace fad
