@@ -41,7 +41,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.scheduler.swap_use = c.swap_use;
   e.scheduler.max_parallel_units = c.max_parallel_units;
   e.scheduler.nvcc_threads = c.nvcc_threads;
-  e.scheduler.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  e.scheduler.cores = o.cores > 0 ? o.cores : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e.estimator.prior_per_thread = c.unit_memory_prior;
   return e;
 }

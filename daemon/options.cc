@@ -24,6 +24,9 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   opt("--nvcc", f.nvcc, "Default compiler (nvcc or an nvcc-compatible program)");
   opt("--log-level", f.log_level, "trace|debug|info|warn|error");
   opt("--kernels-dir", f.kernels_dir, "Directory of the bundled kernels (holding manifest.json)");
+  app.add_option_function<int>("--cores", [&f](int n) { f.cores = n; },
+                               "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
+      ->check(CLI::Range(1, 4096));
   app.add_flag("--version", f.version, "Print the version and exit");
   try {
     app.parse(argc, argv);
@@ -72,6 +75,7 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     c.reserve = *r;
   }
   if (f.nvcc) c.nvcc = *f.nvcc;
+  if (f.cores) o.cores = *f.cores;
   if (f.log_level) {
     if (!is_log_level(*f.log_level))
       return make_error("--log-level: '" + *f.log_level + "' is not one of trace, debug, info, warn, error");

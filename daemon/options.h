@@ -14,6 +14,7 @@ namespace fad {
 /// What was given on the command line, unresolved.
 struct DaemonFlags {
   std::optional<std::string> config, state_dir, socket, memory_budget, reserve, nvcc, log_level, kernels_dir;
+  std::optional<int> cores;
   bool help = false;
   bool version = false;
   std::string help_text;
@@ -24,6 +25,7 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv);
 
 /// Everything fadd needs to start, resolved.
 struct DaemonOptions {
+  int cores = 0;  ///< CPU cores to plan with; 0 = all of this machine's
   std::string socket;
   std::string state_dir;
   std::string kernels_dir;
