@@ -9,6 +9,7 @@
 #include "client/cli.h"
 #include "client/commands.h"
 #include "client/connection.h"
+#include "client/entry_modes.h"
 #include "client/exit_codes.h"
 #include "client/gpu_archs.h"
 #include "client/locations.h"
@@ -16,6 +17,9 @@
 int main(int argc, char** argv) {
   using namespace fad::client;
   try {
+    // 0. Launcher, shim and `fad run`: what follows is another program's command line.
+    if (auto code = run_entry_mode(argc, argv)) return *code;
+
     // 1. Parse the command line; help, --version and usage errors end here.
     ParseOutcome parsed = parse_command(argc, argv);
     if (const auto* early = std::get_if<EarlyExit>(&parsed)) {

@@ -10,6 +10,7 @@
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -112,12 +113,38 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   return pid;
 }
 
-void BoostLauncher::signal_group(int pgid, int sig) { ::kill(-pgid, sig); }
+void BoostLauncher::signal_group(int pgid, int sig) {
+  if (pgid > 1) ::kill(-pgid, sig);  // never kill(0) or kill(-1): that would hit fadd or everything
+}
 
 std::uint64_t BoostLauncher::group_memory(int pgid) {
   if (auto it = children_.find(pgid); it != children_.end() && it->second->cgroup)
     if (auto usage = it->second->cgroup->usage()) return *usage;
+  if (auto it = adopted_.find(pgid); it != adopted_.end())
+    if (auto usage = it->second->usage()) return *usage;
   return process_group_rss("/proc", pgid);
+}
+
+bool BoostLauncher::group_alive(int pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }
+
+void BoostLauncher::adopt(int pgid) {
+  if (!cgroups_ || adopted_.count(pgid)) return;
+  auto cg = cgroups_->create("ext-" + std::to_string(pgid) + "-" + std::to_string(++launches_));
+  if (!cg) return;  // measured by polling instead
+  const std::string pid = std::to_string(pgid);
+  // The launcher holds its compiler before exec until this returns, so the
+  // whole tree starts inside the cgroup.
+  if (::write((*cg)->procs_fd(), pid.data(), pid.size()) < 0) return;
+  (*cg)->close_procs_fd();
+  adopted_.emplace(pgid, std::move(*cg));
+}
+
+std::uint64_t BoostLauncher::release(int pgid) {
+  auto it = adopted_.find(pgid);
+  if (it == adopted_.end()) return 0;
+  const auto peak = it->second->peak().value_or(0);
+  adopted_.erase(it);
+  return peak;
 }
 
 }  // namespace fad

@@ -20,6 +20,9 @@ class BoostLauncher final : public ProcessLauncher {
   Result<int> launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) override;
   void signal_group(int pgid, int sig) override;
   std::uint64_t group_memory(int pgid) override;
+  void adopt(int pgid) override;
+  std::uint64_t release(int pgid) override;
+  bool group_alive(int pgid) override;
 
  private:
   struct Child;
@@ -27,6 +30,7 @@ class BoostLauncher final : public ProcessLauncher {
   CgroupManager* cgroups_;
   int launches_ = 0;
   std::map<int, std::unique_ptr<Child>> children_;
+  std::map<int, std::unique_ptr<UnitCgroup>> adopted_;
 };
 
 }  // namespace fad

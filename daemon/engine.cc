@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <utility>
 #include <filesystem>
 #include <fstream>
 
@@ -67,7 +68,15 @@ void Engine::recover() {
     estimator_.learn(obs);
     ++learned;
   }
-  for (const auto& b : store_.active_builds()) update_build(b.id);
+  for (const auto& b : store_.active_builds()) {
+    if (b.kind == "external") {
+      // Their launchers lost fadd and ran the compilers directly; a fad run
+      // build stays open for its command to close.
+      store_.set_pending_units(b.id, UnitState::cancelled, false);
+      if (b.session) finalize_external(b, "fadd restarted");
+    }
+    update_build(b.id);
+  }
   last_snapshot_ = probe_.sample();
   spdlog::info("recovered state: {} active builds, {} history records", store_.active_builds().size(), learned);
 }
@@ -75,6 +84,8 @@ void Engine::recover() {
 void Engine::tick() {
   const double now = clock_.now();
   try {
+    // Units stopped before they had a process end now, outside any loop over running_.
+    for (auto id : std::exchange(deferred_exits_, {})) on_exit(id, ExitInfo{-1, true, 0});
     last_snapshot_ = probe_.sample();
     measure_running(now);
     for (auto& [id, r] : running_) {
@@ -82,6 +93,7 @@ void Engine::tick() {
         launcher_.signal_group(r.pgid, SIGKILL);
       }
     }
+    check_external(now);
     if (!shutting_down_) schedule(now, last_snapshot_);
     if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
       std::uint64_t fad_bytes = 0;
@@ -145,6 +157,9 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
 
 void Engine::schedule(double now, const MemorySnapshot& snap) {
   std::map<std::int64_t, UnitRecord> by_id;
+  std::map<std::int64_t, std::uint64_t> budgets;
+  for (const auto& b : store_.active_builds())
+    if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
   auto queue = collect_queue(by_id);
   std::vector<RunningUnit> running;
   for (const auto& [id, r] : running_) {
@@ -169,9 +184,28 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
   auto plan = scheduler_.decide(now, snap, queue, running);
   last_capacity_ = plan.capacity;
   last_committed_ = plan.committed;
+  // A build's own budget (fad run --budget) caps what its units hold together;
+  // its first unit always runs (never starve).
+  std::map<std::int64_t, std::uint64_t> build_committed;
+  for (const auto& [id, r] : running_) build_committed[r.unit.build_id] += r.predicted.peak();
   for (const auto& d : plan.decisions) {
     if (d.kind == Decision::Kind::start) {
-      if (auto it = by_id.find(d.unit); it != by_id.end()) start_unit(it->second, d, now);
+      auto it = by_id.find(d.unit);
+      if (it == by_id.end()) continue;
+      const UnitRecord& unit = it->second;
+      if (auto budget = budgets.find(unit.build_id); budget != budgets.end()) {
+        auto& used = build_committed[unit.build_id];
+        if (used > 0 && used + d.estimate_bytes > budget->second) {
+          plan.wait_reasons[unit.id] = "build budget " + format_size(budget->second) + " reached (" +
+                                       format_size(used) + " in use, needs " + format_size(d.estimate_bytes) + ")";
+          continue;
+        }
+        used += d.estimate_bytes;
+      }
+      if (unit.kind == UnitKind::external)
+        admit_external(unit, d, now);
+      else
+        start_unit(unit, d, now);
       continue;
     }
     auto it = running_.find(d.unit);
@@ -250,6 +284,13 @@ void Engine::stop_unit(Running& r, StopReason reason, double now) {
   if (r.stop != StopReason::none) return;
   r.stop = reason;
   r.stop_sent_at = now;
+  if (r.pgid <= 0) {
+    // An admitted external unit whose launcher has not started it yet: there
+    // is nothing to signal; it ends here (the launcher polls again).
+    deferred_exits_.push_back(r.unit.id);
+    if (wake_) wake_();
+    return;
+  }
   launcher_.signal_group(r.pgid, SIGTERM);
   // A stopped process only acts on SIGTERM once continued.
   if (r.suspended || r.paused) launcher_.signal_group(r.pgid, SIGCONT);
@@ -295,7 +336,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
       }
     }
     std::optional<HistoryRecord> history;
-    if (ok && u.kind == UnitKind::compile) {
+    if (ok && u.kind != UnitKind::link) {
       Observation obs;
       obs.key = unit_key(u);
       obs.threads = r.threads;
@@ -324,8 +365,9 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
     append_build_log(u.build_id, summary + read_small_file(u.log_path));
     if (!ok) {
       spdlog::warn("unit {} of build {} failed with exit code {}", u.name, u.build_id, info.exit_code);
-      // Like make without -k: nothing new starts once a unit failed; `fad retry` requeues.
-      store_.set_pending_units(u.build_id, UnitState::cancelled, false);
+      // Like make without -k: nothing new starts once a unit failed; `fad retry`
+      // requeues. External builds are the build tool's to stop (ninja -k).
+      if (u.kind != UnitKind::external) store_.set_pending_units(u.build_id, UnitState::cancelled, false);
     }
     update_build(u.build_id);
   } catch (const StoreError& e) {
@@ -336,6 +378,13 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
 void Engine::update_build(std::int64_t build_id) {
   auto b = store_.build(build_id);
   if (!b || is_final(b->state)) return;
+  if (b->kind == "external") {
+    // Its end is the build command's (close_build) or, for launches outside
+    // fad run, a quiet spell (check_external); until then it is running.
+    last_activity_[build_id] = clock_.now();
+    if (b->state == BuildState::queued) store_.set_build_state(build_id, BuildState::running, std::nullopt);
+    return;
+  }
   const auto units = store_.units(build_id);
   int succeeded = 0, failed = 0, started = 0;
   std::string first_failed;

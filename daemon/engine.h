@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/launch_protocol.h"
 #include "common/protocol.h"
 #include "daemon/clock.h"
 #include "daemon/estimator.h"
@@ -62,6 +63,13 @@ class Engine {
   Response retry(std::int64_t id);
   Response logs(const LogsRequest& req);
   Response history(const HistoryRequest& req);
+  // Compiles run by `fad launch` / `fad run` (engine_launch.cc).
+  Response open_build(const OpenBuildRequest& req);
+  Response close_build(const CloseBuildRequest& req);
+  Response launch(const LaunchRequest& req);
+  Response launch_poll(const UnitRequest& req);
+  Response launch_started(const LaunchStartedRequest& req);
+  Response launch_finished(const LaunchFinishedRequest& req);
 
   /// Stops admitting and stops every running unit; they are requeued as they exit.
   void begin_shutdown();
@@ -89,11 +97,16 @@ class Engine {
     bool paused = false;  ///< by the user (fad pause)
     StopReason stop = StopReason::none;
     double stop_sent_at = 0;
+    bool external = false;    ///< run by a launcher; pgid is 0 until it reports
+    double gone_since = 0;    ///< external: when its process group was first seen gone
   };
 
   void measure_running(double now);
   void schedule(double now, const MemorySnapshot& snap);
   void start_unit(const UnitRecord& unit, const Decision& d, double now);
+  void admit_external(const UnitRecord& unit, const Decision& d, double now);
+  void check_external(double now);
+  void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
   void on_exit(std::int64_t unit_id, ExitInfo info);
   void finish_link(Running& r, bool ok);
@@ -119,6 +132,12 @@ class Engine {
   std::uint64_t ticks_ = 0;
   bool shutting_down_ = false;
   std::function<void()> wake_;
+  /// External units waiting for admission: when their launcher last asked.
+  std::map<std::int64_t, double> last_poll_;
+  /// Units stopped before their launcher started them; ended on the next tick.
+  std::vector<std::int64_t> deferred_exits_;
+  /// External builds: when a unit last arrived or ended (for closing idle ones).
+  std::map<std::int64_t, double> last_activity_;
 };
 
 }  // namespace fad

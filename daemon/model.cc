@@ -23,9 +23,10 @@ constexpr std::array<std::pair<UnitState, std::string_view>, 5> kUnitStates{{
     {UnitState::failed, "failed"},
     {UnitState::cancelled, "cancelled"},
 }};
-constexpr std::array<std::pair<UnitKind, std::string_view>, 2> kUnitKinds{{
+constexpr std::array<std::pair<UnitKind, std::string_view>, 3> kUnitKinds{{
     {UnitKind::compile, "compile"},
     {UnitKind::link, "link"},
+    {UnitKind::external, "external"},
 }};
 
 template <class E, std::size_t N>

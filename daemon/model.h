@@ -11,8 +11,10 @@ namespace fad {
 
 enum class BuildState { queued, running, paused, succeeded, failed, cancelled };
 enum class UnitState { queued, running, succeeded, failed, cancelled };
-/// compile: one nvcc -c; link: the final shared library, run once all compiles succeeded.
-enum class UnitKind { compile, link };
+/// compile: one nvcc -c; link: the final shared library, run once all compiles
+/// succeeded; external: a compiler call run by `fad launch` (fadd admits it,
+/// the launcher runs it).
+enum class UnitKind { compile, link, external };
 
 std::string_view to_string(BuildState s);
 std::string_view to_string(UnitState s);
@@ -34,6 +36,11 @@ struct BuildRecord {
   std::uint64_t peak_bytes = 0;
   std::optional<std::string> artifact;
   std::string error;  ///< why it failed, for users
+  /// "bundled" (planned from the kernels manifest) or "external" (fad run / fad launch).
+  std::string kind = "bundled";
+  std::optional<std::int64_t> session;  ///< external builds grouped by the caller's session
+  std::string command;                  ///< external: the build command fad run ran
+  std::optional<std::uint64_t> budget_bytes;  ///< this build's own memory cap
 };
 
 struct UnitRecord {

@@ -37,6 +37,13 @@ class ProcessLauncher {
   virtual void signal_group(int pgid, int sig) = 0;
   /// Bytes the process group uses now (resident memory summed over its processes).
   virtual std::uint64_t group_memory(int pgid) = 0;
+  /// Starts accounting for a process group someone else started (`fad launch`):
+  /// where per-unit cgroups exist, the process moves into one.
+  virtual void adopt(int /*pgid*/) {}
+  /// Ends accounting for an adopted group; returns its exact peak, or 0 if unknown.
+  virtual std::uint64_t release(int /*pgid*/) { return 0; }
+  /// Whether any process of the group still exists.
+  virtual bool group_alive(int pgid) = 0;
 };
 
 /// Sums VmRSS over every process of a process group by scanning `proc_root`.

@@ -33,6 +33,15 @@ Response RequestHandler::dispatch(const Request& req) {
   if (t == "pause") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.pause(b.id); });
   if (t == "resume") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.resume(b.id); });
   if (t == "retry") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.retry(b.id); });
+  if (t == "open_build") return with_body<OpenBuildRequest>(req, [&](const auto& b) { return engine_.open_build(b); });
+  if (t == "close_build")
+    return with_body<CloseBuildRequest>(req, [&](const auto& b) { return engine_.close_build(b); });
+  if (t == "launch") return with_body<LaunchRequest>(req, [&](const auto& b) { return engine_.launch(b); });
+  if (t == "launch_poll") return with_body<UnitRequest>(req, [&](const auto& b) { return engine_.launch_poll(b); });
+  if (t == "launch_started")
+    return with_body<LaunchStartedRequest>(req, [&](const auto& b) { return engine_.launch_started(b); });
+  if (t == "launch_finished")
+    return with_body<LaunchFinishedRequest>(req, [&](const auto& b) { return engine_.launch_finished(b); });
   if (t == "shutdown") {
     Response r;
     r.result = json::object();

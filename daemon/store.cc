@@ -84,6 +84,13 @@ CREATE TABLE unit_history(
   recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));
 CREATE INDEX history_by_key ON unit_history(key);
 )sql",
+    // 2: external builds (fad run, fad launch).
+    R"sql(
+ALTER TABLE builds ADD COLUMN kind TEXT NOT NULL DEFAULT 'bundled';
+ALTER TABLE builds ADD COLUMN session INTEGER;
+ALTER TABLE builds ADD COLUMN command TEXT NOT NULL DEFAULT '';
+ALTER TABLE builds ADD COLUMN budget_bytes INTEGER;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -97,7 +104,8 @@ std::vector<std::string> from_json_text(const std::string& s) {
 }
 
 constexpr std::string_view kBuildColumns =
-    "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error";
+    "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error, kind, session, "
+    "command, budget_bytes";
 
 BuildRecord read_build(const Statement& s) {
   BuildRecord b;
@@ -112,6 +120,10 @@ BuildRecord read_build(const Statement& s) {
   b.peak_bytes = static_cast<std::uint64_t>(s.int64(8));
   b.artifact = s.opt_text(9);
   b.error = s.text(10);
+  b.kind = s.text(11);
+  b.session = s.opt_int64(12);
+  b.command = s.text(13);
+  if (auto budget = s.opt_int64(14)) b.budget_bytes = static_cast<std::uint64_t>(*budget);
   return b;
 }
 
@@ -161,6 +173,31 @@ std::string replace_build_id(std::string s, std::int64_t id) {
   return s;
 }
 
+void insert_unit(Database& db, std::int64_t build_id, UnitRecord& u) {
+  for (auto& a : u.argv) a = replace_build_id(a, build_id);
+  db.prepare(
+        "INSERT INTO units(build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, "
+        "content_hash, flags, compiler, prior_peak, prior_duration_s, state) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+      .bind(1, build_id)
+      .bind(2, u.seq)
+      .bind(3, u.name)
+      .bind(4, to_string(u.kind))
+      .bind(5, u.source)
+      .bind(6, u.family)
+      .bind(7, to_json_text(u.archs))
+      .bind(8, to_json_text(u.argv))
+      .bind(9, replace_build_id(u.output_path, build_id))
+      .bind(10, replace_build_id(u.log_path, build_id))
+      .bind(11, u.key)
+      .bind(12, u.content_hash)
+      .bind(13, u.flags)
+      .bind(14, u.compiler)
+      .bind(15, u.prior_peak)
+      .bind(16, u.prior_duration_s)
+      .bind(17, to_string(UnitState::queued))
+      .run();
+}
+
 std::vector<BuildRecord> query_builds(Database& db, const std::string& where, std::optional<int> limit) {
   std::string sql = "SELECT " + std::string(kBuildColumns) + " FROM builds " + where;
   auto st = db.prepare(sql);
@@ -200,41 +237,51 @@ void Store::migrate() {
 
 std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> units) {
   Transaction tx(db_);
-  db_.prepare("INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at) VALUES(?,?,?,?,?,?)")
+  db_.prepare(
+         "INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at, kind, session, command, budget_bytes) "
+         "VALUES(?,?,?,?,?,?,?,?,?,?)")
       .bind(1, build.name)
       .bind(2, to_string(build.state))
       .bind(3, to_json_text(build.archs))
       .bind(4, build.kernels_glob)
       .bind(5, build.nvcc)
       .bind(6, build.created_at)
+      .bind(7, build.kind)
+      .bind(8, build.session)
+      .bind(9, build.command)
+      .bind(10, build.budget_bytes)
       .run();
   const auto id = db_.last_insert_id();
-  auto st = db_.prepare(
-      "INSERT INTO units(build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, "
-      "content_hash, flags, compiler, prior_peak, prior_duration_s, state) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  for (auto& u : units) {
-    for (auto& a : u.argv) a = replace_build_id(a, id);
-    st.bind(1, id)
-        .bind(2, u.seq)
-        .bind(3, u.name)
-        .bind(4, to_string(u.kind))
-        .bind(5, u.source)
-        .bind(6, u.family)
-        .bind(7, to_json_text(u.archs))
-        .bind(8, to_json_text(u.argv))
-        .bind(9, replace_build_id(u.output_path, id))
-        .bind(10, replace_build_id(u.log_path, id))
-        .bind(11, u.key)
-        .bind(12, u.content_hash)
-        .bind(13, u.flags)
-        .bind(14, u.compiler)
-        .bind(15, u.prior_peak)
-        .bind(16, u.prior_duration_s)
-        .bind(17, to_string(UnitState::queued))
-        .run();
-  }
+  for (auto& u : units) insert_unit(db_, id, u);
   tx.commit();
   return id;
+}
+
+std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord unit) {
+  Transaction tx(db_);
+  // Two calls may compile files of the same name (a/x.cu, b/x.cu).
+  auto st = db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR name LIKE ?)");
+  st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#%");
+  st.step();
+  const auto same_name = st.int64(0);
+  auto seq = db_.prepare("SELECT coalesce(max(seq) + 1, 0) FROM units WHERE build_id = ?");
+  seq.bind(1, build_id);
+  seq.step();
+  unit.seq = static_cast<int>(seq.int64(0));
+  if (same_name > 0) unit.name += "#" + std::to_string(same_name + 1);
+  insert_unit(db_, build_id, unit);
+  const auto id = db_.last_insert_id();
+  tx.commit();
+  return id;
+}
+
+std::optional<BuildRecord> Store::session_build(std::int64_t session) {
+  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
+                        " FROM builds WHERE kind = 'external' AND session = ? AND state IN ('queued','running','paused') "
+                        "ORDER BY id DESC LIMIT 1");
+  st.bind(1, session);
+  if (!st.step()) return std::nullopt;
+  return read_build(st);
 }
 
 std::optional<BuildRecord> Store::build(std::int64_t id) {

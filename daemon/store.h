@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -40,6 +40,12 @@ class Store {
   /// Inserts a build and all its units in one transaction; returns the build id.
   /// Unit paths may contain "{build}" which is replaced by the new id.
   std::int64_t create_build(BuildRecord build, std::vector<UnitRecord> units);
+
+  /// Adds one unit to an existing build (external compiles); returns its id.
+  /// The name is made unique within the build by a "#N" suffix.
+  std::int64_t add_unit(std::int64_t build_id, UnitRecord unit);
+  /// The active external build of a session, if any.
+  std::optional<BuildRecord> session_build(std::int64_t session);
 
   std::optional<BuildRecord> build(std::int64_t id);
   /// Builds not in a final state, oldest first.

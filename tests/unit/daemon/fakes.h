@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +112,12 @@ class RecordingLauncher final : public ProcessLauncher {
     auto it = memory.find(pgid);
     return it == memory.end() ? 0 : it->second;
   }
+  bool group_alive(int pgid) override { return !gone.count(pgid); }
+  void adopt(int pgid) override { adopted.insert(pgid); }
+  std::uint64_t release(int pgid) override {
+    adopted.erase(pgid);
+    return released_peak;
+  }
 
   /// The unit name of a launch: its log file is ".../logs/<name>.log".
   static std::string name_of(const Launch& l) { return fs::path(l.spec.log_path).stem().string(); }
@@ -163,6 +170,9 @@ class RecordingLauncher final : public ProcessLauncher {
   std::vector<Launch> launches;
   std::vector<std::pair<int, int>> signals;  ///< (pgid, signal)
   std::map<int, std::uint64_t> memory;       ///< group_memory per pgid
+  std::set<int> gone;                        ///< groups group_alive() reports as vanished
+  std::set<int> adopted;                     ///< external groups being accounted
+  std::uint64_t released_peak = 0;           ///< what release() reports as the exact peak
   int next_pgid = 1000;
   bool fail_next = false;
 };

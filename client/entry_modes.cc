@@ -1,0 +1,104 @@
+// Launcher, shim and run entry points; see entry_modes.h.
+#include "client/entry_modes.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "client/cli.h"
+#include "client/exit_codes.h"
+#include "client/launcher.h"
+#include "client/locations.h"
+#include "client/run_command.h"
+#include "common/paths.h"
+
+namespace fad::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kLaunchHelp =
+    "Usage: fad launch [--] COMPILER [ARGS...]\n"
+    "Runs one compiler call under fadd's memory scheduling (a compiler launcher:\n"
+    "CMAKE_CUDA_COMPILER_LAUNCHER='fad;launch'). 'fad-nvcc ARGS' is the same with\n"
+    "the real nvcc ($FAD_REAL_NVCC, PATH, /usr/local/cuda/bin). Without fadd the\n"
+    "compiler runs directly.\n";
+
+std::optional<std::string> socket_path(const std::optional<std::string>& flag) {
+  Command cmd;
+  cmd.socket = flag;
+  auto locations = resolve_locations(cmd, process_env(), ::getuid());
+  if (!locations) {
+    std::cerr << "fad: " << locations.error() << "\n";
+    return std::nullopt;
+  }
+  return locations->socket;
+}
+}  // namespace
+
+std::optional<int> run_entry_mode(int argc, const char* const* argv) {
+  const std::string self = fs::path(argv[0]).filename().string();
+  std::vector<std::string> args(argv + 1, argv + argc);
+
+  // The shim: this binary called as nvcc. Its arguments are nvcc's, untouched.
+  if (self == "fad-nvcc" || self == "nvcc") {
+    std::error_code ec;
+    const auto dir = fs::absolute(argv[0], ec).parent_path().string();
+    const std::string nvcc = real_nvcc(self == "nvcc" ? dir : "");
+    if (nvcc.empty()) {
+      std::cerr << "fad: no real nvcc found (set FAD_REAL_NVCC, or put the CUDA toolkit on PATH)\n";
+      return 127;
+    }
+    std::vector<std::string> direct{nvcc};
+    direct.insert(direct.end(), args.begin(), args.end());
+    auto socket = socket_path(std::nullopt);
+    if (!socket) return exec_direct(direct);
+    return run_launch(nvcc, args, *socket);
+  }
+  if (args.empty()) return std::nullopt;
+
+  if (args[0] == "launch") {
+    std::size_t first = 1;
+    if (first < args.size() && (args[first] == "--help" || args[first] == "-h")) {
+      std::cout << kLaunchHelp;
+      return kExitOk;
+    }
+    if (first < args.size() && args[first] == "--") ++first;
+    if (first >= args.size()) {
+      std::cerr << "fad: no compiler to launch (usage: fad launch [--] COMPILER [ARGS...])\n";
+      return kExitUsage;
+    }
+    auto socket = socket_path(std::nullopt);
+    std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(first) + 1, args.end());
+    if (!socket) {
+      rest.insert(rest.begin(), args[first]);
+      return exec_direct(rest);
+    }
+    return run_launch(args[first], rest, *socket);
+  }
+
+  if (args[0] == "run") {
+    RunOptions options;
+    std::optional<std::string> socket_flag;
+    const std::string error = parse_run_args({args.begin() + 1, args.end()}, &options);
+    if (error == "help") {
+      std::cout << kRunHelp;
+      return kExitOk;
+    }
+    if (!error.empty()) {
+      std::cerr << "fad: " << error << "\n";
+      return kExitUsage;
+    }
+    if (!options.socket.empty()) socket_flag = options.socket;
+    auto socket = socket_path(socket_flag);
+    if (!socket) return kExitUsage;
+    options.socket = *socket;
+    return run_build_command(options);
+  }
+  return std::nullopt;
+}
+
+}  // namespace fad::client

@@ -1,0 +1,100 @@
+// nvcc command lines; see nvcc_args.h.
+#include "client/nvcc_args.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace fad::client {
+
+namespace {
+constexpr std::array<std::string_view, 8> kSourceExtensions{".cu", ".c", ".cc", ".cpp", ".cxx", ".ptx", ".C", ".cup"};
+
+bool has_source_extension(const std::string& a) {
+  return std::any_of(kSourceExtensions.begin(), kSourceExtensions.end(), [&](std::string_view ext) {
+    return a.size() > ext.size() && a.compare(a.size() - ext.size(), ext.size(), ext) == 0;
+  });
+}
+
+void add_arch(std::vector<std::string>& archs, std::string code) {
+  if (!code.empty() && std::find(archs.begin(), archs.end(), code) == archs.end()) archs.push_back(std::move(code));
+}
+
+// "arch=compute_90,code=sm_90" or "arch=compute_90,code=[sm_90,compute_90]".
+void add_gencode(std::vector<std::string>& archs, const std::string& value) {
+  auto pos = value.find("code=");
+  if (pos == std::string::npos) return;
+  std::string codes = value.substr(pos + 5);
+  codes.erase(std::remove_if(codes.begin(), codes.end(), [](char c) { return c == '[' || c == ']' || c == '"'; }),
+              codes.end());
+  std::size_t start = 0;
+  while (start <= codes.size()) {
+    auto comma = codes.find(',', start);
+    add_arch(archs, codes.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+}
+
+// Long options may be written "--opt=value" or "--opt value".
+bool option_value(const std::vector<std::string>& args, std::size_t& i, std::initializer_list<std::string_view> names,
+                  std::string* value) {
+  const auto& a = args[i];
+  for (auto name : names) {
+    if (a == name) {
+      if (i + 1 >= args.size()) return false;
+      *value = args[++i];
+      return true;
+    }
+    if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '=') {
+      *value = a.substr(name.size() + 1);
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(const std::string&)) {
+  NvccCall call;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    std::string value;
+    if (a == "-c" || a == "--compile" || a == "-dc" || a == "--device-c" || a == "-dw" || a == "--device-w") {
+      call.compile = true;
+    } else if (option_value(args, i, {"-o", "--output-file"}, &value)) {
+      call.output = value;
+    } else if (option_value(args, i, {"-gencode", "--generate-code"}, &value)) {
+      add_gencode(call.archs, value);
+    } else if (option_value(args, i, {"-arch", "--gpu-architecture", "-code", "--gpu-code"}, &value)) {
+      if (value.rfind("sm_", 0) == 0 || value.rfind("compute_", 0) == 0) add_arch(call.archs, value);
+    } else if (option_value(args, i, {"-MF", "-MT", "-MQ", "-odir", "--output-directory", "-ccbin",
+                                      "--compiler-bindir", "-Xcompiler", "-Xptxas", "-Xlinker", "-Xcudafe",
+                                      "-include", "-x"},
+                            &value)) {
+      // A value that may look like a file; never the source.
+    } else if (a.rfind("-", 0) != 0 && call.source.empty() && has_source_extension(a) && exists(a)) {
+      call.source = a;
+    }
+  }
+  if (call.source.empty()) call.compile = false;  // nothing to schedule (e.g. -c with a .o input)
+  return call;
+}
+
+std::vector<std::string> with_threads(const std::vector<std::string>& args, int threads) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--threads" || a == "-t") {
+      ++i;  // drop its value too
+      continue;
+    }
+    if (a.rfind("--threads=", 0) == 0 || a.rfind("-t=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  out.push_back("--threads");
+  out.push_back(std::to_string(threads));
+  return out;
+}
+
+}  // namespace fad::client

@@ -1,0 +1,25 @@
+// Reading an nvcc command line as a launcher must: is it a compile (worth
+// scheduling) or something quick (--version, a link, -M), which file does it
+// compile, for which archs, and how to give it the --threads fad grants. Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fad::client {
+
+struct NvccCall {
+  bool compile = false;              ///< -c / -dc / --compile: a compile unit
+  std::string source;                ///< as written (relative to the caller's cwd)
+  std::string output;                ///< -o value, as written; may be empty
+  std::vector<std::string> archs;    ///< distinct code targets ("sm_90", "compute_90")
+};
+
+/// Parses nvcc arguments (without the program name). `exists` tells whether a
+/// path names a file, so option values are not mistaken for the source.
+NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(const std::string&));
+
+/// `args` with every --threads/-t setting replaced by "--threads N".
+std::vector<std::string> with_threads(const std::vector<std::string>& args, int threads);
+
+}  // namespace fad::client

@@ -1,0 +1,140 @@
+// fad run; see run_command.h.
+#include "client/run_command.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "client/connection.h"
+#include "client/launcher.h"
+#include "common/launch_protocol.h"
+#include "common/size.h"
+
+namespace fad::client {
+
+namespace fs = std::filesystem;
+
+const char* const kRunHelp =
+    "Usage: fad run [--budget SIZE] [--name NAME] [--socket PATH] -- CMD [ARGS...]\n"
+    "Runs a build command with every nvcc call scheduled by fadd.\n"
+    "  --budget SIZE   memory this build's compiles may hold together (e.g. 12G)\n"
+    "  --name NAME     the build's name in 'fad status' (default: the command)\n"
+    "  --socket PATH   fadd's socket\n"
+    "Sets PYTORCH_NVCC, CMAKE_CUDA_COMPILER_LAUNCHER, CUDACXX (when unset), an nvcc\n"
+    "shim first on PATH, MAX_JOBS (when unset) and unsets NVCC_THREADS.\n";
+
+namespace {
+pid_t g_child = 0;
+void forward(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+}  // namespace
+
+std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out) {
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "--budget" || a == "--name" || a == "--socket") {
+      if (i + 1 >= args.size()) return "option " + a + " needs a value (see 'fad run --help')";
+      const std::string& v = args[++i];
+      if (a == "--budget") {
+        auto size = parse_size(v);
+        if (!size || *size == 0) return "--budget: " + (size ? std::string("must be more than 0") : size.error());
+        out->budget = v;
+      } else if (a == "--name") {
+        out->name = v;
+      } else {
+        out->socket = v;
+      }
+    } else if (a == "--help" || a == "-h") {
+      return "help";
+    } else if (a.rfind("-", 0) == 0) {
+      return "unknown option " + a + " (see 'fad run --help')";
+    } else {
+      break;  // the command starts here
+    }
+  }
+  out->command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (out->command.empty()) return "no command to run (usage: fad run [OPTIONS] -- CMD [ARGS...])";
+  return {};
+}
+
+int run_build_command(const RunOptions& o) {
+  // 1. Open the build; without fadd the command still runs, unchanged.
+  OpenBuildRequest open{o.name, join(o.command), std::nullopt};
+  if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
+  auto opened = call_daemon(o.socket, Request{"open_build", open.to_json()});
+  std::optional<std::int64_t> id;
+  if (auto* r = std::get_if<Response>(&opened); r && r->ok) id = r->result.at("id").get<std::int64_t>();
+  if (!id) {
+    std::cerr << "fad: fadd is not reachable at " << o.socket << "; running the command without fad\n";
+    return exec_direct(o.command);
+  }
+  std::cerr << "fad run: build " << *id << " (follow it with 'fad status " << *id << "')\n";
+
+  // 2. The environment that routes nvcc through fad.
+  const std::string fad = self_exe();
+  char shim_template[] = "/tmp/fad-run-XXXXXX";
+  const char* shim = ::mkdtemp(shim_template);
+  const std::string nvcc = real_nvcc(shim ? shim : "");
+  if (shim) {
+    std::error_code ec;
+    fs::create_symlink(fad, fs::path(shim) / "nvcc", ec);
+  }
+  ::setenv("FAD_BUILD_ID", std::to_string(*id).c_str(), 1);
+  ::setenv("FAD_SOCKET", o.socket.c_str(), 1);
+  if (!nvcc.empty()) {
+    ::setenv("FAD_REAL_NVCC", nvcc.c_str(), 1);
+    ::setenv("CUDACXX", nvcc.c_str(), 0);  // CMake records the real compiler, not the shim
+  }
+  if (shim) {
+    const std::string path = std::string(shim) + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "");
+    ::setenv("PATH", path.c_str(), 1);
+    ::setenv("PYTORCH_NVCC", (std::string(shim) + "/nvcc").c_str(), 1);
+  }
+  ::setenv("CMAKE_CUDA_COMPILER_LAUNCHER", (fad + ";launch").c_str(), 0);
+  // Enough candidates for fad to choose from; fad, not the job count, bounds memory.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  ::setenv("MAX_JOBS", std::to_string(4 * cores).c_str(), 0);
+  ::unsetenv("NVCC_THREADS");
+
+  // 3. Run the command, passing Ctrl-C on.
+  int code = 1;
+  g_child = ::fork();
+  if (g_child == 0) ::_exit(exec_direct(o.command));
+  if (g_child > 0) {
+    struct sigaction sa {};
+    sa.sa_handler = forward;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+    int status = 0;
+    while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+    }
+    code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  }
+
+  // 4. Close the build with the command's result.
+  call_daemon(o.socket, Request{"close_build", CloseBuildRequest{*id, std::min(code, 255)}.to_json()});
+  if (shim) {
+    std::error_code ec;
+    fs::remove_all(shim, ec);
+  }
+  return code;
+}
+
+}  // namespace fad::client

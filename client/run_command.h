@@ -1,0 +1,29 @@
+// `fad run [--budget SIZE] [--name NAME] [--socket PATH] -- CMD ARGS...`: runs
+// any build command with every nvcc call routed through fad (PYTORCH_NVCC,
+// CMAKE_CUDA_COMPILER_LAUNCHER, an nvcc shim first on PATH), MAX_JOBS raised so
+// ninja offers fad enough candidates, NVCC_THREADS left to fad. The command
+// shows up in `fad status` as a build whose units are its compile calls.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fad::client {
+
+struct RunOptions {
+  std::string socket;
+  std::string name;
+  std::string budget;  ///< size text; empty = no per-build cap
+  std::vector<std::string> command;
+};
+
+/// Parses the arguments after "run". Returns an error message for usage errors,
+/// "help" for --help, empty on success.
+std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out);
+
+/// Runs it; returns the command's exit code (the build's result).
+int run_build_command(const RunOptions& options);
+
+extern const char* const kRunHelp;
+
+}  // namespace fad::client

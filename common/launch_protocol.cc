@@ -1,0 +1,157 @@
+// Typed bodies of the launch messages; see launch_protocol.h. Like every
+// request body, anything a peer sends is validated and named when wrong.
+#include "common/launch_protocol.h"
+
+#include <limits>
+
+namespace fad {
+
+namespace {
+Error bad(const char* field, const char* what) {
+  return make_error(std::string("field \"") + field + "\" must be " + what);
+}
+
+Result<std::int64_t> int_field(const json& body, const char* field, std::int64_t lo, std::int64_t hi,
+                               const char* what) {
+  if (!body.is_object()) return make_error("\"body\" must be an object");
+  auto it = body.find(field);
+  if (it == body.end() || !it->is_number_integer()) return bad(field, what);
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return bad(field, what);
+  const auto v = it->get<std::int64_t>();
+  if (v < lo || v > hi) return bad(field, what);
+  return v;
+}
+
+Result<std::string> string_field(const json& body, const char* field, bool required) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) {
+    if (required) return bad(field, "a non-empty string");
+    return std::string();
+  }
+  if (!it->is_string() || (required && it->get<std::string>().empty())) return bad(field, "a non-empty string");
+  return it->get<std::string>();
+}
+
+Result<std::vector<std::string>> strings_field(const json& body, const char* field, bool non_empty) {
+  auto it = body.find(field);
+  std::vector<std::string> out;
+  if (it == body.end() || it->is_null()) {
+    if (non_empty) return bad(field, "a non-empty array of strings");
+    return out;
+  }
+  if (!it->is_array()) return bad(field, "an array of strings");
+  for (const auto& e : *it) {
+    if (!e.is_string()) return bad(field, "an array of strings");
+    out.push_back(e.get<std::string>());
+  }
+  if (non_empty && out.empty()) return bad(field, "a non-empty array of strings");
+  return out;
+}
+
+constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+}  // namespace
+
+Result<OpenBuildRequest> OpenBuildRequest::from_json(const json& body) {
+  if (!body.is_object()) return make_error("\"body\" must be an object");
+  OpenBuildRequest r;
+  auto name = string_field(body, "name", false);
+  if (!name) return make_error(name.error());
+  auto command = string_field(body, "command", false);
+  if (!command) return make_error(command.error());
+  r.name = *name;
+  r.command = *command;
+  if (body.contains("budget_bytes") && !body["budget_bytes"].is_null()) {
+    auto b = int_field(body, "budget_bytes", 1, kMaxId, "a positive integer");
+    if (!b) return make_error(b.error());
+    r.budget_bytes = static_cast<std::uint64_t>(*b);
+  }
+  return r;
+}
+
+json OpenBuildRequest::to_json() const {
+  json j{{"name", name}, {"command", command}};
+  if (budget_bytes) j["budget_bytes"] = *budget_bytes;
+  return j;
+}
+
+Result<CloseBuildRequest> CloseBuildRequest::from_json(const json& body) {
+  auto id = int_field(body, "id", 1, kMaxId, "a positive integer");
+  if (!id) return make_error(id.error());
+  auto code = int_field(body, "exit_code", -1, 255, "an exit code (-1..255)");
+  if (!code) return make_error(code.error());
+  return CloseBuildRequest{*id, static_cast<int>(*code)};
+}
+
+json CloseBuildRequest::to_json() const { return json{{"id", id}, {"exit_code", exit_code}}; }
+
+Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
+  if (!body.is_object()) return make_error("\"body\" must be an object");
+  LaunchRequest r;
+  if (body.contains("build_id") && !body["build_id"].is_null()) {
+    auto id = int_field(body, "build_id", 1, kMaxId, "a positive integer");
+    if (!id) return make_error(id.error());
+    r.build_id = *id;
+  }
+  auto session = int_field(body, "session", 0, kMaxId, "a session id (integer >= 0)");
+  if (!session) return make_error(session.error());
+  r.session = *session;
+  for (auto [field, target] : {std::pair{"cwd", &r.cwd}, std::pair{"source", &r.source}}) {
+    auto v = string_field(body, field, true);
+    if (!v) return make_error(v.error());
+    *target = *v;
+  }
+  auto output = string_field(body, "output", false);
+  if (!output) return make_error(output.error());
+  r.output = *output;
+  auto argv = strings_field(body, "argv", true);
+  if (!argv) return make_error(argv.error());
+  r.argv = std::move(*argv);
+  auto archs = strings_field(body, "archs", false);
+  if (!archs) return make_error(archs.error());
+  r.archs = std::move(*archs);
+  return r;
+}
+
+json LaunchRequest::to_json() const {
+  json j{{"session", session}, {"cwd", cwd},       {"argv", argv},
+         {"source", source},   {"output", output}, {"archs", archs}};
+  if (build_id) j["build_id"] = *build_id;
+  return j;
+}
+
+Result<UnitRequest> UnitRequest::from_json(const json& body) {
+  auto id = int_field(body, "unit_id", 1, kMaxId, "a positive integer");
+  if (!id) return make_error(id.error());
+  return UnitRequest{*id};
+}
+
+json UnitRequest::to_json() const { return json{{"unit_id", unit_id}}; }
+
+Result<LaunchStartedRequest> LaunchStartedRequest::from_json(const json& body) {
+  auto id = int_field(body, "unit_id", 1, kMaxId, "a positive integer");
+  if (!id) return make_error(id.error());
+  auto pid = int_field(body, "pid", 2, std::numeric_limits<int>::max(), "a process id (> 1)");
+  if (!pid) return make_error(pid.error());
+  return LaunchStartedRequest{*id, static_cast<int>(*pid)};
+}
+
+json LaunchStartedRequest::to_json() const { return json{{"unit_id", unit_id}, {"pid", pid}}; }
+
+Result<LaunchFinishedRequest> LaunchFinishedRequest::from_json(const json& body) {
+  auto id = int_field(body, "unit_id", 1, kMaxId, "a positive integer");
+  if (!id) return make_error(id.error());
+  auto code = int_field(body, "exit_code", -1, 255, "an exit code (-1..255)");
+  if (!code) return make_error(code.error());
+  LaunchFinishedRequest r{*id, static_cast<int>(*code), false};
+  if (auto it = body.find("signaled"); it != body.end()) {
+    if (!it->is_boolean()) return make_error("field \"signaled\" must be a boolean");
+    r.signaled = it->get<bool>();
+  }
+  return r;
+}
+
+json LaunchFinishedRequest::to_json() const {
+  return json{{"unit_id", unit_id}, {"exit_code", exit_code}, {"signaled", signaled}};
+}
+
+}  // namespace fad

@@ -1,0 +1,79 @@
+// Protocol messages for compiles that fad did not plan itself: `fad launch`
+// (a compiler launcher, nvcc shim) and `fad run` (any build command). The
+// launcher asks for admission, polls until the scheduler grants it (with an
+// nvcc --threads value), runs the compiler itself, and reports its pid and its
+// end; the daemon measures and learns from it like any other unit.
+//
+//   open_build {name, command, budget_bytes?}         -> {id}
+//   close_build {id, exit_code}                       -> {id, state}
+//   launch {build_id?, session, cwd, argv, source, output, archs}
+//                                                     -> {unit_id, build_id}
+//   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, wait_reason}
+//   launch_started {unit_id, pid}                     -> {}
+//   launch_finished {unit_id, exit_code, signaled}    -> {requeue: bool}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace fad {
+
+/// "open_build": an external build that `fad run` fills with compile calls.
+struct OpenBuildRequest {
+  std::string name;
+  std::string command;
+  std::optional<std::uint64_t> budget_bytes;  ///< this build's own memory cap
+  static Result<OpenBuildRequest> from_json(const json& body);
+  json to_json() const;
+};
+
+/// "close_build": the build command ended with `exit_code`.
+struct CloseBuildRequest {
+  std::int64_t id = 0;
+  int exit_code = 0;
+  static Result<CloseBuildRequest> from_json(const json& body);
+  json to_json() const;
+};
+
+/// "launch": one compiler call asks to be scheduled.
+struct LaunchRequest {
+  std::optional<std::int64_t> build_id;  ///< from FAD_BUILD_ID (fad run); else grouped by session
+  std::int64_t session = 0;              ///< the caller's session id (getsid)
+  std::string cwd;
+  std::vector<std::string> argv;  ///< the compiler call as given
+  std::string source;             ///< absolute path of the compiled file
+  std::string output;
+  std::vector<std::string> archs;  ///< code targets, e.g. "sm_90"
+  static Result<LaunchRequest> from_json(const json& body);
+  json to_json() const;
+};
+
+/// "launch_poll": is the unit admitted yet?
+struct UnitRequest {
+  std::int64_t unit_id = 0;
+  static Result<UnitRequest> from_json(const json& body);
+  json to_json() const;
+};
+
+/// "launch_started": the compiler runs as process group `pid`.
+struct LaunchStartedRequest {
+  std::int64_t unit_id = 0;
+  int pid = 0;
+  static Result<LaunchStartedRequest> from_json(const json& body);
+  json to_json() const;
+};
+
+/// "launch_finished": the compiler ended.
+struct LaunchFinishedRequest {
+  std::int64_t unit_id = 0;
+  int exit_code = 0;
+  bool signaled = false;
+  static Result<LaunchFinishedRequest> from_json(const json& body);
+  json to_json() const;
+};
+
+}  // namespace fad
