@@ -1,6 +1,8 @@
 // nvcc command lines; see nvcc_args.h.
 #include "client/nvcc_args.h"
 
+#include "common/arch.h"
+
 #include <algorithm>
 #include <array>
 #include <string_view>
@@ -16,24 +18,21 @@ bool has_source_extension(const std::string& a) {
   });
 }
 
-void add_arch(std::vector<std::string>& archs, std::string code) {
-  if (!code.empty() && std::find(archs.begin(), archs.end(), code) == archs.end()) archs.push_back(std::move(code));
+// "sm_90", "compute_90a", ... in display form; names like "native" are skipped.
+void add_arch(std::vector<std::string>& archs, const std::string& name) {
+  auto arch = parse_arch(name);
+  if (!arch) return;
+  auto display = arch->display();
+  if (std::find(archs.begin(), archs.end(), display) == archs.end()) archs.push_back(display);
 }
 
-// "arch=compute_90,code=sm_90" or "arch=compute_90,code=[sm_90,compute_90]".
+// "arch=compute_90,code=sm_90" or "arch=compute_90,code=[sm_90,compute_90]":
+// the virtual arch is what counts.
 void add_gencode(std::vector<std::string>& archs, const std::string& value) {
-  auto pos = value.find("code=");
+  auto pos = value.find("arch=");
   if (pos == std::string::npos) return;
-  std::string codes = value.substr(pos + 5);
-  codes.erase(std::remove_if(codes.begin(), codes.end(), [](char c) { return c == '[' || c == ']' || c == '"'; }),
-              codes.end());
-  std::size_t start = 0;
-  while (start <= codes.size()) {
-    auto comma = codes.find(',', start);
-    add_arch(archs, codes.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  auto end = value.find(',', pos);
+  add_arch(archs, value.substr(pos + 5, end == std::string::npos ? std::string::npos : end - pos - 5));
 }
 
 // Long options may be written "--opt=value" or "--opt value".
@@ -66,9 +65,9 @@ NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(co
       call.output = value;
     } else if (option_value(args, i, {"-gencode", "--generate-code"}, &value)) {
       add_gencode(call.archs, value);
-    } else if (option_value(args, i, {"-arch", "--gpu-architecture", "-code", "--gpu-code"}, &value)) {
-      if (value.rfind("sm_", 0) == 0 || value.rfind("compute_", 0) == 0) add_arch(call.archs, value);
-    } else if (option_value(args, i, {"-MF", "-MT", "-MQ", "-odir", "--output-directory", "-ccbin",
+    } else if (option_value(args, i, {"-arch", "--gpu-architecture"}, &value)) {
+      add_arch(call.archs, value);
+    } else if (option_value(args, i, {"-MF", "-MT", "-MQ", "-odir", "--output-directory", "-ccbin", "-code", "--gpu-code",
                                       "--compiler-bindir", "-Xcompiler", "-Xptxas", "-Xlinker", "-Xcudafe",
                                       "-include", "-x"},
                             &value)) {

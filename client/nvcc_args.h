@@ -12,7 +12,10 @@ struct NvccCall {
   bool compile = false;              ///< -c / -dc / --compile: a compile unit
   std::string source;                ///< as written (relative to the caller's cwd)
   std::string output;                ///< -o value, as written; may be empty
-  std::vector<std::string> archs;    ///< distinct code targets ("sm_90", "compute_90")
+  /// Distinct virtual archs compiled, in display form ("9.0", "12.0a"): nvcc
+  /// runs one front end per virtual arch, which is what --threads parallelises
+  /// and what multiplies memory; code=[compute_90,sm_90] is one, not two.
+  std::vector<std::string> archs;
 };
 
 /// Parses nvcc arguments (without the program name). `exists` tells whether a

@@ -166,7 +166,9 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     if (r.stop != StopReason::none) continue;
     RunningUnit ru;
     ru.id = id;
-    ru.started_at = r.started_at;
+    // Admitted but not started yet (a launcher's compiler): all of its
+    // profile still lies ahead.
+    ru.started_at = r.external && r.pgid == 0 ? now : r.started_at;
     ru.threads = r.threads;
     ru.predicted = r.predicted;
     ru.current_bytes = r.current;

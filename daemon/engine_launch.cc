@@ -204,6 +204,9 @@ Response Engine::launch_started(const LaunchStartedRequest& req) {
   if (it == running_.end() || !it->second.external || it->second.pgid != 0 || it->second.stop != StopReason::none)
     return fail(ErrorCode::failed, "unit " + std::to_string(req.unit_id) + " is not admitted now; poll again");
   it->second.pgid = req.pid;
+  // Its profile starts now, not at admission: the launcher's poll and the
+  // compiler's start lag behind, and staggered spikes must stay staggered.
+  it->second.started_at = clock_.now();
   store_.set_unit_pgid(req.unit_id, req.pid);
   launcher_.adopt(req.pid);
   last_poll_.erase(req.unit_id);

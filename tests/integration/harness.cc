@@ -68,6 +68,36 @@ int wait_exit(pid_t pid, int timeout_s) {
 }
 }  // namespace
 
+pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                    const fs::path& out, const fs::path& err) {
+  return spawn(argv, env, out, err);
+}
+
+int wait_process(pid_t pid, int timeout_s) { return wait_exit(pid, timeout_s); }
+
+std::optional<int> poll_process(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::uint64_t rss_of_processes_matching(const std::string& needle) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    // The program itself (argv[0]), not a launcher that names it in its arguments.
+    std::string cmdline = slurp(it->path() / "cmdline");
+    const std::string program = cmdline.substr(0, cmdline.find('\0'));
+    if (program.find(needle) == std::string::npos) continue;
+    std::istringstream status(slurp(it->path() / "status"));
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmRSS:", 0) == 0) total += std::stoull(line.substr(6)) * 1024;
+  }
+  return total;
+}
+
 CommandResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                   int timeout_s) {
   TempDir tmp;

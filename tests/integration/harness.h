@@ -11,6 +11,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,16 @@ struct CommandResult {
 /// variables; output captured via files. Exit code 127 when it cannot start.
 CommandResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
                   int timeout_s = 300);
+
+/// Starts argv in the background (stdout/stderr appended to files); -1 on failure.
+pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                    const fs::path& out, const fs::path& err);
+/// Waits for a started process; its exit code (128 + signal), -1 after `timeout_s` (then killed).
+int wait_process(pid_t pid, int timeout_s);
+/// Non-blocking: the exit code once it ended, nullopt while it runs.
+std::optional<int> poll_process(pid_t pid);
+/// Resident bytes summed over processes whose program (argv[0]) contains `needle`.
+std::uint64_t rss_of_processes_matching(const std::string& needle);
 
 /// A fresh directory removed at the end of the test.
 class TempDir {

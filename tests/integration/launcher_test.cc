@@ -1,0 +1,172 @@
+// Any CUDA build under fad: the launcher (CMAKE_CUDA_COMPILER_LAUNCHER), fad run,
+// the memory budget holding against ninja -j 16, and builds that still succeed
+// when fadd is down.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+std::string find_tool(const std::vector<std::string>& candidates) {
+  for (const auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c;
+  return {};
+}
+
+/// A ninja project of `n` compile edges through `launcher` (may be empty) and the fake compiler.
+fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake_line, const std::string& launcher) {
+  fs::create_directories(dir);
+  std::ofstream ninja(dir / "build.ninja");
+  ninja << "rule cc\n  command = " << launcher << (launcher.empty() ? "" : " ") << FAD_FAKE_NVCC_BIN
+        << " -c $in -o $out -gencode arch=compute_90,code=sm_90\n";
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "u" + std::to_string(100 + i);
+    std::ofstream(dir / (name + ".cu")) << "// fake-nvcc: " << fake_line << "\n";
+    ninja << "build " << name << ".o: cc " << name << ".cu\n";
+  }
+  return dir;
+}
+
+int count_objects(const fs::path& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".o";
+  return n;
+}
+
+/// Runs ninja -j 16 in `dir` and samples the fake compilers' total memory until it ends.
+std::pair<int, std::uint64_t> ninja_with_peak(const fs::path& dir, const std::map<std::string, std::string>& env) {
+  const pid_t pid = start_process({"ninja", "-C", dir.string(), "-j", "16"}, env, dir / "ninja.out", dir / "ninja.out");
+  REQUIRE(pid > 0);
+  std::uint64_t peak = 0;
+  std::optional<int> code;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while (!(code = poll_process(pid)) && std::chrono::steady_clock::now() < deadline) {
+    peak = std::max(peak, rss_of_processes_matching("fad-fake-nvcc"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!code) code = wait_process(pid, 1);
+  return {*code, peak};
+}
+}  // namespace
+
+TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it; plain ninja -j 16 exceeds it",
+          "[integration][launcher]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start({"--memory-budget", "1G", "--reserve", "0", "--cores", "16"});
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}};
+  const std::string unit = "peak_mb=250 duration_s=1.5";
+
+  auto fad_dir = write_ninja_project(d.dir() / "with-fad", 16, unit, std::string(FAD_FAD_BIN) + " launch");
+  auto [fad_code, fad_peak] = ninja_with_peak(fad_dir, env);
+  INFO("with fad: peak " << (fad_peak >> 20) << " MiB\n" << d.daemon_log());
+  REQUIRE(fad_code == 0);
+  CHECK(count_objects(fad_dir) == 16);
+  CHECK(fad_peak > (200u << 20));   // it really ran the units
+  CHECK(fad_peak <= (1u << 30));    // and never more than the budget at once
+
+  auto plain_dir = write_ninja_project(d.dir() / "plain", 16, unit, "");
+  auto [plain_code, plain_peak] = ninja_with_peak(plain_dir, {});
+  INFO("plain ninja: peak " << (plain_peak >> 20) << " MiB");
+  REQUIRE(plain_code == 0);
+  CHECK(plain_peak > (3u << 29));  // > 1.5 GiB: what the budget prevented
+
+  // The compiles are one build in fad status, learned from as they finished.
+  const auto builds = d.status_all().at("builds");
+  REQUIRE(builds.size() == 1);
+  const auto b = d.status(builds.at(0).at("id"));
+  CHECK(b.at("units").at("total") == 16);
+  CHECK(b.at("units").at("succeeded") == 16);
+  int estimated_from_history = 0;
+  for (const auto& u : b.at("unit_list")) estimated_from_history += u.at("estimate_bytes").get<std::uint64_t>() < (1u << 30);
+  CHECK(estimated_from_history >= 14);  // all but the first (prior) ones
+}
+
+TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integration][launcher]") {
+  TempDir tmp;
+  const std::string marker = "/tmp/fad-" + std::to_string(::getuid()) + "/launch-warned-" + std::to_string(::getsid(0));
+  ::unlink(marker.c_str());
+  auto dir = write_ninja_project(tmp.path() / "p", 6, "", std::string(FAD_FAD_BIN) + " launch");
+  auto r = run({"ninja", "-C", dir.string(), "-j", "4"}, {{"FAD_SOCKET", (tmp.path() / "nobody.sock").string()}});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count_objects(dir) == 6);
+  const std::string all = r.out + r.err;
+  std::size_t count = 0;
+  for (auto pos = all.find("compiling without fad"); pos != std::string::npos;
+       pos = all.find("compiling without fad", pos + 1))
+    ++count;
+  CHECK(count == 1);
+  ::unlink(marker.c_str());
+}
+
+TEST_CASE("fad-nvcc passes non-compile calls and exit codes through unchanged", "[integration][launcher]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}};
+  auto version = run({shim.string(), "--version"}, env);
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.find("Cuda compilation tools") != std::string::npos);
+  const auto src = d.dir() / "broken.cu";
+  std::ofstream(src) << "// fake-nvcc: exit=4\n";
+  auto failed = run({shim.string(), "-c", src.string(), "-o", (d.dir() / "broken.o").string()}, env);
+  CHECK(failed.exit_code == 4);
+  // The failed compile is recorded as a failed unit.
+  const auto builds = d.status_all().at("builds");
+  REQUIRE(builds.size() == 1);
+  CHECK(d.status(builds.at(0).at("id")).at("units").at("failed") == 1);
+}
+
+TEST_CASE("a CMake + Ninja CUDA project builds with real nvcc through fad run and shows up in status",
+          "[integration][launcher][nvcc]") {
+  const auto nvcc = find_tool({"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"});
+  const auto cmake = find_tool({"/usr/bin/cmake", "/usr/local/bin/cmake"});
+  if (nvcc.empty() || cmake.empty() || std::getenv("FAD_SKIP_REAL_NVCC")) {
+    WARN("SKIP: needs nvcc and cmake (or FAD_SKIP_REAL_NVCC is set); the real CMake project was not built");
+    return;
+  }
+  Daemon d;
+  d.write_kernels({});
+  d.start({"--nvcc", nvcc});
+  const auto build_dir = d.dir() / "cmake-build";
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}};
+  auto configure = run({cmake, "-G", "Ninja", "-S", std::string(FAD_SOURCE_DIR) + "/tests/cuda_project", "-B",
+                        build_dir.string(), "-DCMAKE_CUDA_COMPILER=" + nvcc,
+                        std::string("-DCMAKE_CUDA_COMPILER_LAUNCHER=") + FAD_FAD_BIN + ";launch"},
+                       env, 600);
+  INFO(configure.out << configure.err);
+  REQUIRE(configure.exit_code == 0);
+  auto build = run({FAD_FAD_BIN, "run", "--name", "cuda-project", "--", "ninja", "-C", build_dir.string(), "-j", "16"},
+                   env, 900);
+  INFO(build.out << build.err << d.daemon_log());
+  REQUIRE(build.exit_code == 0);
+  CHECK(fs::exists(build_dir / "check"));
+
+  json project;
+  const auto all = d.status_all();
+  INFO(all.dump(2));
+  for (const auto& b : all.at("builds"))
+    if (b.at("name") == "cuda-project") project = b;
+  REQUIRE(project.is_object());
+  CHECK(project.at("state") == "succeeded");
+  const auto units = d.status(project.at("id")).at("unit_list");
+  CHECK(units.size() == 6);  // five kernels and the checker, each one nvcc call
+  for (const auto& u : units) {
+    CHECK(u.at("state") == "succeeded");
+    CHECK(u.at("threads") == 1);  // one virtual arch: nothing for nvcc threads to split
+    CHECK(u.at("peak_bytes").get<std::uint64_t>() > (50u << 20));
+  }
+
+  auto check = run({(build_dir / "check").string()});
+  if (check.out.find("SKIP") != std::string::npos)
+    WARN("SKIP: no GPU; the project's kernels were built but not run");
+  else
+    CHECK(check.exit_code == 0);
+}
