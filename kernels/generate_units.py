@@ -39,6 +39,25 @@ PRIOR = {
 }
 
 
+def load_measured():
+    """priors.json, written by measure_priors.py from a build through fad."""
+    path = os.path.join(HERE, "priors.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+
+
+MEASURED = load_measured()
+
+
+def unit_prior(name, direction, hdim):
+    if name in MEASURED:
+        return {"peak_bytes": int(MEASURED[name]["peak_bytes"]),
+                "duration_s": round(float(MEASURED[name]["duration_s"]), 1)}
+    return nearest_prior(direction, hdim)
+
+
 def nearest_prior(direction, hdim):
     cands = [k for k in PRIOR if k[0] == direction]
     key = min(cands, key=lambda k: (abs(k[1] - hdim), k[1]))
@@ -87,9 +106,9 @@ def main():
                     write(os.path.join(HERE, "src", name + ".cu"), src)
                     units.append({"name": name, "source": f"src/{name}.cu",
                                   "family": f"{direction}_hdim{hdim}", "flags": [],
-                                  "prior": nearest_prior(direction, hdim)})
+                                  "prior": unit_prior(name, direction, hdim)})
     units.append({"name": "dispatch", "source": "src/dispatch.cu", "family": "dispatch",
-                  "flags": [], "prior": nearest_prior("dispatch", 0)})
+                  "flags": [], "prior": unit_prior("dispatch", "dispatch", 0)})
 
     launchers = (HEADER + "// Internal: per-variant host launchers (C++ linkage), one per compile unit.\n"
                  "#pragma once\n\n#include <cuda_runtime.h>\n\n#include \"fad_attention.h\"\n\n"

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Measure every unit's compile time and peak memory through fad itself and
+record them as the manifest's priors (the scheduler's estimate for a unit it
+has never seen).
+
+Usage: python3 kernels/measure_priors.py [--build-dir build] [--arch 9.0]
+
+Starts a private fadd (fresh state in a temp dir, one core so each unit is
+measured alone, per-unit cgroups where the machine allows), builds every unit
+for one arch with nvcc --threads 1, writes kernels/priors.json and regenerates
+manifest.json from it.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--arch", default="9.0")
+    ap.add_argument("--nvcc", default="nvcc")
+    args = ap.parse_args()
+    fadd = os.path.join(args.build_dir, "fadd")
+    fad = os.path.join(args.build_dir, "fad")
+    with tempfile.TemporaryDirectory(prefix="fad-priors-") as tmp:
+        sock = os.path.join(tmp, "fad.sock")
+        config = os.path.join(tmp, "fad.json")
+        with open(config, "w") as f:
+            json.dump({"nvcc_threads": 1, "poll_interval_ms": 100}, f)
+        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/cuda/bin", FAD_SOCKET=sock)
+        daemon = subprocess.Popen(
+            [fadd, "--socket", sock, "--state-dir", os.path.join(tmp, "state"), "--config", config,
+             "--kernels-dir", HERE, "--nvcc", args.nvcc, "--cores", "1", "--log-level", "warn"], env=env)
+        try:
+            for _ in range(100):
+                if subprocess.run([fad, "status"], capture_output=True, env=env).returncode == 0:
+                    break
+                time.sleep(0.1)
+            done = subprocess.run([fad, "submit", "--arch", args.arch, "--wait", "--json"],
+                                  capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                sys.exit("measure_priors: the build failed:\n" + done.stdout + done.stderr)
+            build = json.loads(done.stdout)
+            status = subprocess.run([fad, "status", str(build["id"]), "--json"],
+                                    capture_output=True, text=True, check=True, env=env)
+            units = json.loads(status.stdout)["builds"][0]["unit_list"]
+        finally:
+            daemon.terminate()
+            daemon.wait()
+    priors = {u["name"]: {"peak_bytes": u["peak_bytes"], "duration_s": round(u["duration_s"], 1)}
+              for u in units if u["kind"] == "compile"}
+    priors["_measured"] = {"arch": args.arch, "nvcc_threads": 1, "how": "fad per-unit cgroup peak, alone on one core"}
+    with open(os.path.join(HERE, "priors.json"), "w") as f:
+        json.dump(priors, f, indent=1, sort_keys=True)
+        f.write("\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "generate_units.py")], check=True)
+    peaks = [p["peak_bytes"] for k, p in priors.items() if not k.startswith("_")]
+    secs = [p["duration_s"] for k, p in priors.items() if not k.startswith("_")]
+    print(f"measured {len(peaks)} units: peak {min(peaks) / 2**20:.0f}-{max(peaks) / 2**20:.0f} MiB, "
+          f"{min(secs):.1f}-{max(secs):.1f} s each, {sum(secs):.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()
