@@ -17,5 +17,5 @@ if [[ "${FAD_SKIP_SANITIZERS:-0}" != 1 ]]; then
   BUILD_DIR=build-asan BUILD_TYPE=Debug scripts/build.sh -DFAD_SANITIZE=ON
   # The real-nvcc builds already ran above; under sanitizers they only add time.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-     FAD_SKIP_REAL_NVCC=1 ctest --output-on-failure -j2 --timeout 900)
+     FAD_SKIP_REAL_NVCC=1 ctest --output-on-failure -j2 --timeout 900 -E kernels_emulation)
 fi

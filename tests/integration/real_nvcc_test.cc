@@ -60,3 +60,44 @@ TEST_CASE("real nvcc builds bundled units for two archs into a library with SASS
   for (const auto& u : units)
     if (u.at("kind") == "compile") CHECK(u.at("peak_bytes").get<std::uint64_t>() > (50u << 20));
 }
+
+TEST_CASE("the whole bundled library builds through fad and its self-test runs, or skips without a GPU",
+          "[integration][nvcc][selftest]") {
+  const auto nvcc = find_nvcc();
+  if (nvcc.empty() || std::getenv("FAD_SKIP_REAL_NVCC")) {
+    WARN("SKIP: no nvcc installed (or FAD_SKIP_REAL_NVCC set); the library and its self-test were not built");
+    return;
+  }
+  Daemon d;
+  fs::create_symlink(fs::path(FAD_SOURCE_DIR) / "kernels", d.kernels_dir());
+  d.start({"--nvcc", nvcc});
+  // The local GPU's arch when there is one (fad picks it), else Hopper.
+  const bool gpu = run({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}).exit_code == 0;
+  std::vector<std::string> submit = {"submit", "--wait", "--json"};
+  if (!gpu) submit.insert(submit.end(), {"--arch", "9.0"});
+  auto r = d.fad(submit, 1800);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto build = json::parse(r.out);
+  CHECK(build.at("units").at("total") == 50);  // 48 variants, dispatch, link
+  const fs::path lib = build.at("artifact").get<std::string>();
+
+  const fs::path k = fs::path(FAD_SOURCE_DIR) / "kernels";
+  const auto exe = d.dir() / "fad_attention_selftest";
+  auto compile = run({nvcc, "-std=c++17", "-O2", "-I", (k / "include").string(), "-I", (k / "reference").string(),
+                      (k / "selftest" / "fad_attention_selftest.cu").string(),
+                      (k / "reference" / "reference_attention.cc").string(), "-o", exe.string(),
+                      "-L" + lib.parent_path().string(), "-lfad_attention",
+                      "-Xlinker", "-rpath=" + lib.parent_path().string()},
+                     {}, 600);
+  INFO(compile.out << compile.err);
+  REQUIRE(compile.exit_code == 0);
+  auto selftest = run({exe.string(), "--no-bench"}, {}, 900);
+  INFO(selftest.out << selftest.err);
+  if (selftest.out.find("SKIP") != std::string::npos) {
+    WARN("SKIP: no CUDA device; the self-test was built and linked against the fad-built library but not run");
+    CHECK(selftest.exit_code == 0);
+  } else {
+    CHECK(selftest.exit_code == 0);  // every variant within its stated tolerance
+  }
+}
