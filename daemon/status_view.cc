@@ -28,7 +28,9 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
             {"units", counts},
             {"peak_bytes", b.peak_bytes},
             {"artifact", opt(b.artifact)},
-            {"error", b.error.empty() ? json(nullptr) : json(b.error)}};
+            {"error", b.error.empty() ? json(nullptr) : json(b.error)},
+            {"kind", b.kind},
+            {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)}};
   if (with_units) {
     json list = json::array();
     for (const auto& u : units) {
