@@ -16,11 +16,11 @@ namespace fad::sim {
 namespace {
 
 constexpr double kStepS = 1;
-/// fad's daemon polls every 0.5 s; deciding every 2 s (and on every finish) is
+/// fad's daemon polls every 0.5 s; deciding every 5 s (and on every finish) is
 /// close enough for units that run minutes, and keeps the simulation fast.
-constexpr double kDecideEveryS = 2;
+constexpr double kDecideEveryS = 5;
 /// fad is handed the head of the queue only: it never looks deeper (kBackfillDepth).
-constexpr std::size_t kQueueWindow = 96;
+constexpr std::size_t kQueueWindow = 72;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kGiveUpS = 1e6;  // a livelocked fixed-N build counts as never finishing
 

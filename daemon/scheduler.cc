@@ -116,7 +116,9 @@ struct Reservation {
 }  // namespace
 
 Scheduler::Scheduler(SchedulerConfig config, const Estimator& estimator)
-    : config_(std::move(config)), estimator_(estimator) {}
+    : config_(std::move(config)), estimator_(estimator) {
+  config_.cores = std::max(config_.cores, 1);  // a machine has at least one core
+}
 
 SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const std::vector<QueuedUnit>& queue,
                                const std::vector<RunningUnit>& running) {
@@ -245,12 +247,12 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     int lowest = config_.nvcc_threads > 0 ? max_threads : 1;
     int highest = std::min(max_threads, free_cores);
     std::optional<std::pair<int, Estimate>> chosen;
+    std::optional<Estimate> smallest;  // the estimate at `lowest` threads, once made
     bool blocked_by_head = false;
-    std::uint64_t now_total = 0;
     for (int t = highest; t >= lowest && !chosen; --t) {
       Estimate est = estimate(t);
-      now_total = load.peak_with(est.profile, 0);
-      if (now_total > capacity) continue;
+      if (t == lowest) smallest = est;
+      if (load.peak_with(est.profile, 0) > capacity) continue;
       if (head) {
         bool ok = head->alone ? est.profile.duration_s <= head->start
                               : head->memory.peak_with(est.profile, 0) <= capacity &&
@@ -289,21 +291,21 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     }
 
     // Not started: say why, and reserve the first such unit's earliest start.
-    Estimate smallest = estimate(lowest);
     if (highest < lowest) {
       reason = "all " + std::to_string(config_.cores) + " cores busy";
     } else if (blocked_by_head) {
       reason = "waiting for earlier units (queue order)";
     } else {
       std::uint64_t free_now = sub_sat(capacity, load.at(0));
-      reason = "needs " + format_size(smallest.peak()) + ", " + format_size(free_now) + " free";
-      if (smallest.peak() <= free_now) reason += " now, but its peak would meet the running units' peaks";
+      reason = "needs " + format_size(smallest->peak()) + ", " + format_size(free_now) + " free";
+      if (smallest->peak() <= free_now) reason += " now, but its peak would meet the running units' peaks";
     }
     if (!head) {
+      if (!smallest) smallest = estimate(lowest);
       // Its earliest start: the first moment, where the load drops, from which
       // it fits (searched on a coarser load, which only over-estimates).
       Reservation r;
-      Profile threads = flat_threads(lowest, smallest.profile.duration_s);
+      Profile threads = flat_threads(lowest, smallest->profile.duration_s);
       Profile coarse = load.thinned(kSearchPoints);
       std::vector<double> starts;
       for (const Profile* p : {&coarse, &cpu})
@@ -313,17 +315,17 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
       std::sort(starts.begin(), starts.end());
       double all_done = std::max(load.duration_s, cpu.duration_s);
       r.start = all_done;
-      r.alone = smallest.peak() > capacity || lowest > config_.cores;
+      r.alone = smallest->peak() > capacity || lowest > config_.cores;
       for (std::size_t k = 0; k < starts.size() && k < kSearchPoints && !r.alone; ++k) {
         double s = starts[k];
         if (s <= 0 || s >= all_done) continue;
-        if (coarse.peak_with(smallest.profile, s) <= capacity &&
+        if (coarse.peak_with(smallest->profile, s) <= capacity &&
             static_cast<int>(cpu.peak_with(threads, s)) <= config_.cores) {
           r.start = s;
           break;
         }
       }
-      r.memory = load.plus(smallest.profile, r.start);
+      r.memory = load.plus(smallest->profile, r.start);
       r.cpu = cpu.plus(threads, r.start);
       if (r.start < kForever / 2)
         reason += " (expected to start in ~" + std::to_string(std::lround(r.start)) + " s)";

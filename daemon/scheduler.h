@@ -80,6 +80,7 @@ struct SchedulePlan {
   /// Bytes fad may use in total now (budget after reserve and other processes).
   std::uint64_t capacity = 0;
   /// Bytes the running units are predicted to need (max over their remaining profiles).
+  /// Units this plan starts or resumes are included.
   std::uint64_t committed = 0;
 };
 
