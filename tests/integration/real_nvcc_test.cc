@@ -38,8 +38,11 @@ TEST_CASE("real nvcc builds bundled units for two archs into a library with SASS
 
   // cuobjdump: next to nvcc, or on PATH (scripts/setup.sh installs one when the
   // toolkit lacks it).
-  auto cuobjdump = fs::path(nvcc).parent_path() / "cuobjdump";
-  auto elf = run({fs::exists(cuobjdump) ? cuobjdump.string() : "cuobjdump", "--list-elf", artifact});
+  std::string cuobjdump = "cuobjdump";
+  for (const auto& candidate : {fs::path(nvcc).parent_path() / "cuobjdump",
+                                fs::path(FAD_SOURCE_DIR) / ".tools" / "bin" / "cuobjdump"})
+    if (fs::exists(candidate)) cuobjdump = candidate.string();
+  auto elf = run({cuobjdump, "--list-elf", artifact});
   INFO(elf.out << elf.err);
   CHECK(elf.exit_code == 0);
   // At least one cubin per unit and arch (nvcc's shared-library link adds one
