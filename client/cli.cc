@@ -97,7 +97,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
       {"submit", CommandKind::submit}, {"status", CommandKind::status},   {"logs", CommandKind::logs},
       {"cancel", CommandKind::cancel}, {"pause", CommandKind::pause},     {"resume", CommandKind::resume},
       {"retry", CommandKind::retry},   {"history", CommandKind::history}, {"start", CommandKind::daemon_start},
-      {"stop", CommandKind::daemon_stop}};
+      {"stop", CommandKind::daemon_stop}, {"doctor", CommandKind::doctor}};
   if (sub->get_name() == "daemon") sub = sub->get_subcommands().front();
   for (const auto& [name, kind] : kKinds)
     if (sub->get_name() == name) cmd.kind = kind;
@@ -202,6 +202,14 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   start->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)");
   auto* stop = daemon->add_subcommand("stop", "ask fadd to stop and wait until it has");
   add_locations(stop, raw);
+
+  auto* doctor = app.add_subcommand("doctor", "check nvcc, GPUs, host compiler, torch, memory, cgroups, disk, fadd");
+  doctor->add_option("--arch", raw.archs, "also check that nvcc can build these archs; repeat or comma list")
+      ->allow_extra_args(false);
+  doctor->add_option("--nvcc", raw.nvcc, "nvcc (or compatible) program to check (default: config, PATH)");
+  doctor->add_option("--state-dir", raw.state_dir, "state directory whose free space to check");
+  doctor->add_flag("--json", raw.json, "print JSON");
+  add_locations(doctor, raw);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

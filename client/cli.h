@@ -13,7 +13,9 @@
 
 namespace fad::client {
 
-enum class CommandKind { submit, status, logs, cancel, pause, resume, retry, history, daemon_start, daemon_stop };
+enum class CommandKind {
+  submit, status, logs, cancel, pause, resume, retry, history, daemon_start, daemon_stop, doctor
+};
 
 /// One parsed invocation. Only the fields of `kind` are meaningful.
 struct Command {
@@ -23,14 +25,14 @@ struct Command {
   // Locations (flag values only; resolution against env and config is elsewhere).
   std::optional<std::string> socket;
   std::optional<std::string> config;
-  std::optional<std::string> state_dir;  ///< daemon start only
+  std::optional<std::string> state_dir;  ///< daemon start and doctor
 
   bool json = false;
   bool wait = false;    ///< submit
   bool watch = false;   ///< status
   bool follow = false;  ///< logs
 
-  // submit
+  // submit (archs and nvcc also doctor)
   std::vector<Arch> archs;  ///< empty: pick from the local GPUs
   std::string kernels = "*";
   std::optional<std::string> nvcc;

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "client/daemon_control.h"
+#include "client/doctor.h"
 #include "client/exit_codes.h"
 #include "client/render.h"
 
@@ -110,6 +111,7 @@ int run_command(const Command& cmd, const Locations& locations, Context& ctx) {
     case CommandKind::history: return run_history(cmd, ctx);
     case CommandKind::daemon_start: return run_daemon_start(cmd, locations, ctx);
     case CommandKind::daemon_stop: return run_daemon_stop(ctx);
+    case CommandKind::doctor: return run_doctor(cmd, locations, ctx);
   }
   return kExitUsage;
 }

@@ -1,0 +1,293 @@
+// The I/O half of `fad doctor`: runs nvcc, nvidia-smi, g++ and python3 (as
+// argv with a time limit, never through a shell) and reads /proc and /sys.
+// Every verdict is made by the pure checks in doctor_checks.cc.
+#include "client/doctor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "client/doctor_checks.h"
+#include "client/exit_codes.h"
+#include "client/gpu_archs.h"
+#include "common/config.h"
+
+extern char** environ;
+
+namespace fad::client {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+// nvcc and nvidia-smi answer in well under a second; these limits only catch
+// a hung driver or filesystem. The trial compile starts cicc, ptxas and the
+// host compiler, which can be slow on a loaded machine.
+constexpr seconds kQuickTimeout{20};
+constexpr seconds kCompileTimeout{180};
+constexpr seconds kPythonTimeout{60};
+// Output beyond this is dropped: the checks only need the first lines.
+constexpr std::size_t kMaxOutput = 1 << 20;
+
+struct ProgramRun {
+  bool started = false;
+  bool timed_out = false;
+  int exit_code = -1;  ///< -1 when killed by a signal or not started
+  std::string output;
+};
+
+// Runs argv[0] (looked up on PATH) with stdin from /dev/null, capturing stdout
+// (and stderr when `with_stderr`). The child gets its own process group so a
+// timeout also kills what it started (nvcc's cicc, ptxas, gcc).
+ProgramRun run_program(const std::vector<std::string>& argv, seconds timeout, bool with_stderr) {
+  ProgramRun run;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return run;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  if (with_stderr)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  else
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return run;
+  }
+  run.started = true;
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  while (true) {
+    using std::chrono::milliseconds;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      run.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // timeout: the deadline check above ends it
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EOF: the program (and whatever it started) closed its output
+    if (run.output.size() < kMaxOutput) run.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool exists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+// Resolves the compiler as fadd does: a name with a slash as is, else PATH,
+// then /usr/local/cuda/bin (where the toolkit installs but rarely adds to PATH).
+std::optional<std::string> resolve_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), X_OK) != 0) return std::nullopt;
+    std::error_code ec;
+    auto abs = fs::absolute(name, ec);
+    return ec ? name : abs.string();
+  }
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/local/cuda/bin";
+  std::istringstream dirs(path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+// --nvcc, else the config's "nvcc", else plain "nvcc".
+std::string requested_nvcc(const Command& cmd, const Locations& locations) {
+  if (cmd.nvcc) return *cmd.nvcc;
+  if (locations.config)
+    if (auto config = load_config(*locations.config); config && !config->nvcc.empty()) return config->nvcc;
+  return "nvcc";
+}
+
+NvccFacts gather_nvcc(const std::string& requested) {
+  NvccFacts facts;
+  facts.requested = requested;
+  facts.path = resolve_executable(requested);
+  if (!facts.path) return facts;
+  ProgramRun run = run_program({*facts.path, "--version"}, kQuickTimeout, true);
+  if (run.started && !run.timed_out && run.exit_code == 0) facts.version_text = run.output;
+  return facts;
+}
+
+std::vector<Arch> local_gpu_archs() {
+  ProgramRun run =
+      run_program({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}, kQuickTimeout, false);
+  if (!run.started || run.exit_code != 0) return {};
+  auto archs = parse_compute_caps(run.output);
+  return archs ? *archs : std::vector<Arch>{};
+}
+
+ArchFacts gather_archs(const NvccFacts& nvcc, const Command& cmd) {
+  ArchFacts facts;
+  facts.nvcc_usable = nvcc.version_text.has_value();
+  facts.requested = cmd.archs;
+  facts.local = local_gpu_archs();
+  if (facts.nvcc_usable) {
+    ProgramRun run = run_program({*nvcc.path, "--list-gpu-arch"}, kQuickTimeout, false);
+    if (run.exit_code == 0) facts.buildable = parse_nvcc_arch_list(run.output);
+  }
+  return facts;
+}
+
+HostCompilerFacts gather_host_compiler(const NvccFacts& nvcc) {
+  HostCompilerFacts facts;
+  ProgramRun gcc = run_program({"g++", "-dumpfullversion"}, kQuickTimeout, false);
+  if (gcc.exit_code == 0) {
+    std::string version = gcc.output.substr(0, gcc.output.find('\n'));
+    if (!version.empty()) facts.gcc_version = version;
+  }
+  facts.nvcc_usable = nvcc.version_text.has_value();
+  if (!facts.nvcc_usable) return facts;
+
+  std::error_code ec;
+  std::string pattern = (fs::temp_directory_path(ec) / "fad-doctor-XXXXXX").string();
+  if (ec || ::mkdtemp(pattern.data()) == nullptr) {
+    facts.compile_output = "cannot create a temporary directory for the trial compile";
+    return facts;
+  }
+  const fs::path dir = pattern;
+  std::ofstream(dir / "k.cu") << "__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n";
+  ProgramRun run =
+      run_program({*nvcc.path, "-c", (dir / "k.cu").string(), "-o", (dir / "k.o").string()}, kCompileTimeout, true);
+  facts.compiled = run.exit_code == 0;
+  facts.timed_out = run.timed_out;
+  facts.compile_output = run.started ? run.output : "cannot run " + *nvcc.path;
+  fs::remove_all(dir, ec);
+  return facts;
+}
+
+TorchFacts gather_torch() {
+  TorchFacts facts;
+  ProgramRun run = run_program({"python3", "-c", std::string(torch_probe_script())}, kPythonTimeout, false);
+  facts.python_found = run.started;
+  facts.timed_out = run.timed_out;
+  if (!run.started || run.timed_out) return facts;
+  if (!parse_torch_probe(run.output, facts)) {
+    facts.installed = true;
+    facts.import_error = "the python probe printed no result (exit status " + std::to_string(run.exit_code) + ")";
+  }
+  return facts;
+}
+
+CgroupFacts gather_cgroup() {
+  CgroupFacts facts;
+  facts.layout = cgroup_layout(exists("/sys/fs/cgroup/cgroup.controllers"), exists("/sys/fs/cgroup/memory"),
+                               exists("/sys/fs/cgroup/unified"));
+  facts.proc_self_cgroup = read_file("/proc/self/cgroup").value_or("");
+  const auto own = own_memory_cgroup_dir(facts.layout, facts.proc_self_cgroup);
+  if (facts.layout == CgroupLayout::v2 && own) {
+    facts.memory_dir_writable = ::access(own->c_str(), W_OK) == 0;
+    facts.controllers = read_file(*own + "/cgroup.controllers").value_or("");
+    facts.subtree_control = read_file(*own + "/cgroup.subtree_control").value_or("");
+  } else if (facts.layout == CgroupLayout::v1 || facts.layout == CgroupLayout::hybrid) {
+    facts.memory_dir_writable = ::access("/sys/fs/cgroup/memory", W_OK) == 0;
+  }
+  const char* limit_file = facts.layout == CgroupLayout::v2 ? "/memory.max" : "/memory.limit_in_bytes";
+  if (own) facts.limit_text = read_file(*own + limit_file);
+  // In a cgroup namespace /proc/self/cgroup names a path outside what is
+  // mounted; the mount's root is then this process's own cgroup.
+  if (!facts.limit_text && facts.layout != CgroupLayout::none)
+    facts.limit_text = read_file(facts.layout == CgroupLayout::v2 ? "/sys/fs/cgroup/memory.max"
+                                                                  : "/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  return facts;
+}
+
+Finding gather_and_check_disk(const std::string& state_dir) {
+  // The state dir may not exist before fadd first runs; its filesystem is
+  // that of the nearest parent that does.
+  std::error_code ec;
+  fs::path at = fs::absolute(state_dir, ec);
+  while (!fs::exists(at, ec) && at.has_parent_path() && at != at.parent_path()) at = at.parent_path();
+  struct statvfs st {};
+  std::optional<std::uint64_t> free_bytes;
+  if (::statvfs(at.c_str(), &st) == 0) free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+  std::string where = state_dir;
+  if (at != fs::path(state_dir)) where += " (not created yet; measured at " + at.string() + ")";
+  return check_disk(where, free_bytes);
+}
+
+}  // namespace
+
+int run_doctor(const Command& cmd, const Locations& locations, Context& ctx) {
+  std::vector<Finding> findings;
+
+  // 1-4. The toolchain: nvcc, the archs it builds, its host compiler, torch.
+  const NvccFacts nvcc = gather_nvcc(requested_nvcc(cmd, locations));
+  findings.push_back(check_nvcc(nvcc));
+  findings.push_back(check_archs(gather_archs(nvcc, cmd)));
+  findings.push_back(check_host_compiler(gather_host_compiler(nvcc)));
+  const auto release = nvcc.version_text ? parse_nvcc_release(*nvcc.version_text) : std::nullopt;
+  findings.push_back(check_torch(gather_torch(), release));
+
+  // 5-8. Memory as fadd will see it.
+  const Result<MemInfo> meminfo = parse_meminfo(read_file("/proc/meminfo").value_or(""));
+  findings.push_back(check_memory(meminfo));
+  findings.push_back(check_wsl(read_file("/proc/version").value_or(""), meminfo ? *meminfo : MemInfo{}));
+  auto psi = read_file("/proc/pressure/memory");
+  if (psi && psi->empty()) psi.reset();  // kernels built without PSI enabled give an empty read
+  findings.push_back(check_psi(psi));
+  findings.push_back(check_cgroup(gather_cgroup()));
+
+  // 9-10. Where fadd keeps its state, and whether it is running.
+  findings.push_back(gather_and_check_disk(locations.state_dir));
+  findings.push_back(check_daemon(locations.socket, ctx.send(Request{"status", json::object()})));
+
+  if (cmd.json)
+    ctx.out << findings_json(findings).dump(2) << "\n";
+  else
+    ctx.out << render_findings(findings);
+  return all_passed(findings) ? kExitOk : kExitFailed;
+}
+
+}  // namespace fad::client
