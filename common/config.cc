@@ -3,6 +3,8 @@
 // a config in one pass instead of one error per daemon start.
 #include "common/config.h"
 
+#include "common/json_fields.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -47,15 +49,6 @@ std::size_t key_offset(std::string_view text, const std::string& key) {
     if (after < text.size() && text[after] == ':') return pos;
   }
   return 0;  // e.g. a key written with escapes: report line 1 rather than nothing
-}
-
-/// The value as an integer in [lo, hi]; nullopt for non-integers (floats, bools, strings) and out of range.
-std::optional<std::int64_t> integer_in(const json& v, std::int64_t lo, std::int64_t hi) {
-  if (!v.is_number_integer()) return std::nullopt;
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return std::nullopt;
-  auto i = v.get<std::int64_t>();
-  if (i < lo || i > hi) return std::nullopt;
-  return i;
 }
 
 /// A size written as a string ("4G") or a non-negative integer of bytes.

@@ -2,49 +2,43 @@
 // request body, anything a peer sends is validated and named when wrong.
 #include "common/launch_protocol.h"
 
+#include "common/json_fields.h"
+
 #include <limits>
 
 namespace fad {
 
 namespace {
-Error bad(const char* field, const char* what) {
-  return make_error(std::string("field \"") + field + "\" must be " + what);
-}
-
 Result<std::int64_t> int_field(const json& body, const char* field, std::int64_t lo, std::int64_t hi,
                                const char* what) {
-  if (!body.is_object()) return make_error("\"body\" must be an object");
+  if (Status s = require_object(body); !s) return Error{s.error()};
   auto it = body.find(field);
-  if (it == body.end() || !it->is_number_integer()) return bad(field, what);
-  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return bad(field, what);
-  const auto v = it->get<std::int64_t>();
-  if (v < lo || v > hi) return bad(field, what);
-  return v;
+  std::optional<std::int64_t> v = it == body.end() ? std::nullopt : integer_in(*it, lo, hi);
+  if (!v) return field_error(field, what);
+  return *v;
 }
 
+/// A string field: required ones must be non-empty; optional ones default to "".
 Result<std::string> string_field(const json& body, const char* field, bool required) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) {
-    if (required) return bad(field, "a non-empty string");
-    return std::string();
-  }
-  if (!it->is_string() || (required && it->get<std::string>().empty())) return bad(field, "a non-empty string");
-  return it->get<std::string>();
+  auto v = optional_string(body, field, !required);
+  if (!v) return Error{v.error()};
+  if (!*v && required) return field_error(field, "a non-empty string");
+  return v->value_or("");
 }
 
 Result<std::vector<std::string>> strings_field(const json& body, const char* field, bool non_empty) {
   auto it = body.find(field);
   std::vector<std::string> out;
   if (it == body.end() || it->is_null()) {
-    if (non_empty) return bad(field, "a non-empty array of strings");
+    if (non_empty) return field_error(field, "a non-empty array of strings");
     return out;
   }
-  if (!it->is_array()) return bad(field, "an array of strings");
+  if (!it->is_array()) return field_error(field, "an array of strings");
   for (const auto& e : *it) {
-    if (!e.is_string()) return bad(field, "an array of strings");
+    if (!e.is_string()) return field_error(field, "an array of strings");
     out.push_back(e.get<std::string>());
   }
-  if (non_empty && out.empty()) return bad(field, "a non-empty array of strings");
+  if (non_empty && out.empty()) return field_error(field, "a non-empty array of strings");
   return out;
 }
 
@@ -52,7 +46,7 @@ constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
 }  // namespace
 
 Result<OpenBuildRequest> OpenBuildRequest::from_json(const json& body) {
-  if (!body.is_object()) return make_error("\"body\" must be an object");
+  if (Status s = require_object(body); !s) return Error{s.error()};
   OpenBuildRequest r;
   auto name = string_field(body, "name", false);
   if (!name) return make_error(name.error());
@@ -85,7 +79,7 @@ Result<CloseBuildRequest> CloseBuildRequest::from_json(const json& body) {
 json CloseBuildRequest::to_json() const { return json{{"id", id}, {"exit_code", exit_code}}; }
 
 Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
-  if (!body.is_object()) return make_error("\"body\" must be an object");
+  if (Status s = require_object(body); !s) return Error{s.error()};
   LaunchRequest r;
   if (body.contains("build_id") && !body["build_id"].is_null()) {
     auto id = int_field(body, "build_id", 1, kMaxId, "a positive integer");

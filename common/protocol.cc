@@ -3,6 +3,8 @@
 // response and never into an exception in the daemon.
 #include "common/protocol.h"
 
+#include "common/json_fields.h"
+
 #include <limits>
 
 namespace fad {
@@ -24,26 +26,7 @@ Result<json> parse_json(std::string_view text) {
   }
 }
 
-Error field_error(std::string_view field, std::string_view what) {
-  return make_error("field \"" + std::string(field) + "\" must be " + std::string(what));
-}
-
-/// An integer field in [lo, hi]; floats, bools and strings are rejected.
-std::optional<std::int64_t> integer_in(const json& v, std::int64_t lo, std::int64_t hi) {
-  if (!v.is_number_integer()) return std::nullopt;
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return std::nullopt;
-  auto i = v.get<std::int64_t>();
-  if (i < lo || i > hi) return std::nullopt;
-  return i;
-}
-
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-
-/// `body` must be an object for every typed request.
-Status require_object(const json& body) {
-  if (!body.is_object()) return make_error("\"body\" must be an object");
-  return ok_status();
-}
 
 /// The required positive "id" of `body`.
 Result<std::int64_t> positive_id(const json& body) {
@@ -52,16 +35,6 @@ Result<std::int64_t> positive_id(const json& body) {
   auto id = integer_in(*it, 1, kInt64Max);
   if (!id) return field_error("id", "a positive integer");
   return *id;
-}
-
-/// An optional string field: absent or null -> nullopt.
-Result<std::optional<std::string>> optional_string(const json& body, const char* field, bool allow_empty) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return std::optional<std::string>();
-  if (!it->is_string() || (!allow_empty && it->get<std::string>().empty())) {
-    return field_error(field, allow_empty ? "a string" : "a non-empty string");
-  }
-  return std::optional<std::string>(it->get<std::string>());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "common/size.h"
 #include "daemon/engine.h"
+#include "daemon/responses.h"
 #include "daemon/planner.h"
 
 namespace fad {
@@ -27,18 +28,6 @@ constexpr double kGoneGraceS = 10;
 // Launches outside `fad run` are grouped per session into one build, closed after this quiet spell.
 constexpr double kSessionIdleS = 30;
 
-Response ok(json result) {
-  Response r;
-  r.result = std::move(result);
-  return r;
-}
-Response fail(ErrorCode code, std::string message) {
-  Response r;
-  r.ok = false;
-  r.code = code;
-  r.message = std::move(message);
-  return r;
-}
 
 // Flags that name this call's files rather than how it compiles: left out of
 // the learning key, so the same kernel built in another directory is known.
@@ -79,7 +68,7 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 Response Engine::open_build(const OpenBuildRequest& req) {
-  if (shutting_down_) return fail(ErrorCode::failed, "fadd is shutting down");
+  if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
   BuildRecord b;
   b.name = req.name.empty() ? req.command.substr(0, 80) : req.name;
   b.kind = "external";
@@ -90,7 +79,7 @@ Response Engine::open_build(const OpenBuildRequest& req) {
   const auto id = store_.create_build(std::move(b), {});
   last_activity_[id] = clock_.now();
   append_build_log(id, "fad run: " + req.command + "\n");
-  return ok({{"id", id}});
+  return ok_response({{"id", id}});
 }
 
 void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
@@ -110,21 +99,21 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
 
 Response Engine::close_build(const CloseBuildRequest& req) {
   auto b = store_.build(req.id);
-  if (!b) return fail(ErrorCode::not_found, "no build " + std::to_string(req.id));
+  if (!b) return error_response(ErrorCode::not_found, "no build " + std::to_string(req.id));
   if (b->kind != "external")
-    return fail(ErrorCode::usage, "build " + std::to_string(req.id) + " was not opened by fad run");
+    return error_response(ErrorCode::usage, "build " + std::to_string(req.id) + " was not opened by fad run");
   if (!is_final(b->state))
     finalize_external(*b, req.exit_code == 0 ? "" : "command exited with code " + std::to_string(req.exit_code));
-  return ok({{"id", req.id}, {"state", to_string(store_.build(req.id)->state)}});
+  return ok_response({{"id", req.id}, {"state", to_string(store_.build(req.id)->state)}});
 }
 
 Response Engine::launch(const LaunchRequest& req) {
-  if (shutting_down_) return fail(ErrorCode::failed, "fadd is shutting down");
+  if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
   std::optional<BuildRecord> build;
   if (req.build_id) {
     build = store_.build(*req.build_id);
     if (!build || build->kind != "external" || is_final(build->state))
-      return fail(ErrorCode::not_found, "build " + std::to_string(*req.build_id) + " is not an open fad run build");
+      return error_response(ErrorCode::not_found, "build " + std::to_string(*req.build_id) + " is not an open fad run build");
   } else {
     build = store_.session_build(req.session);
     if (!build) {
@@ -166,7 +155,7 @@ Response Engine::launch(const LaunchRequest& req) {
   last_activity_[build->id] = now;
   update_build(build->id);
   if (wake_) wake_();
-  return ok({{"unit_id", unit_id}, {"build_id", build->id}});
+  return ok_response({{"unit_id", unit_id}, {"build_id", build->id}});
 }
 
 void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
@@ -186,23 +175,23 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
 Response Engine::launch_poll(const UnitRequest& req) {
   const double now = clock_.now();
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
-    if (it->second.stop != StopReason::none) return ok({{"state", "queued"}, {"wait_reason", "being requeued"}});
-    return ok({{"state", "admitted"}, {"threads", it->second.threads}});
+    if (it->second.stop != StopReason::none) return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
+    return ok_response({{"state", "admitted"}, {"threads", it->second.threads}});
   }
   auto unit = store_.unit(req.unit_id);
   if (!unit || unit->kind != UnitKind::external)
-    return fail(ErrorCode::not_found, "no launched unit " + std::to_string(req.unit_id));
+    return error_response(ErrorCode::not_found, "no launched unit " + std::to_string(req.unit_id));
   if (unit->state == UnitState::queued) {
     last_poll_[req.unit_id] = now;
-    return ok({{"state", "queued"}, {"wait_reason", unit->wait_reason}});
+    return ok_response({{"state", "queued"}, {"wait_reason", unit->wait_reason}});
   }
-  return ok({{"state", to_string(unit->state)}});
+  return ok_response({{"state", to_string(unit->state)}});
 }
 
 Response Engine::launch_started(const LaunchStartedRequest& req) {
   auto it = running_.find(req.unit_id);
   if (it == running_.end() || !it->second.external || it->second.pgid != 0 || it->second.stop != StopReason::none)
-    return fail(ErrorCode::failed, "unit " + std::to_string(req.unit_id) + " is not admitted now; poll again");
+    return error_response(ErrorCode::failed, "unit " + std::to_string(req.unit_id) + " is not admitted now; poll again");
   it->second.pgid = req.pid;
   // Its profile starts now, not at admission: the launcher's poll and the
   // compiler's start lag behind, and staggered spikes must stay staggered.
@@ -210,20 +199,20 @@ Response Engine::launch_started(const LaunchStartedRequest& req) {
   store_.set_unit_pgid(req.unit_id, req.pid);
   launcher_.adopt(req.pid);
   last_poll_.erase(req.unit_id);
-  return ok(json::object());
+  return ok_response(json::object());
 }
 
 Response Engine::launch_finished(const LaunchFinishedRequest& req) {
   auto it = running_.find(req.unit_id);
   if (it == running_.end() || !it->second.external) {
     auto unit = store_.unit(req.unit_id);
-    if (unit && unit->state == UnitState::queued) return ok({{"requeue", true}});
-    return fail(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
+    if (unit && unit->state == UnitState::queued) return ok_response({{"requeue", true}});
+    return error_response(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
   }
   const bool requeue = it->second.stop == StopReason::requeue || it->second.stop == StopReason::shutdown;
   ExitInfo info{req.exit_code, req.signaled, launcher_.release(it->second.pgid)};
   on_exit(req.unit_id, info);
-  return ok({{"requeue", requeue}});
+  return ok_response({{"requeue", requeue}});
 }
 
 void Engine::check_external(double now) {

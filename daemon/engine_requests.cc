@@ -11,6 +11,7 @@
 
 #include "common/arch.h"
 #include "daemon/engine.h"
+#include "daemon/responses.h"
 #include "daemon/manifest.h"
 #include "daemon/planner.h"
 #include "daemon/status_view.h"
@@ -20,20 +21,7 @@ namespace fad {
 namespace fs = std::filesystem;
 
 namespace {
-Response ok(json result) {
-  Response r;
-  r.ok = true;
-  r.result = std::move(result);
-  return r;
-}
-Response fail(ErrorCode code, std::string message) {
-  Response r;
-  r.ok = false;
-  r.code = code;
-  r.message = std::move(message);
-  return r;
-}
-Response no_build(std::int64_t id) { return fail(ErrorCode::not_found, "no build " + std::to_string(id)); }
+Response no_build(std::int64_t id) { return error_response(ErrorCode::not_found, "no build " + std::to_string(id)); }
 
 std::optional<std::time_t> parse_rfc3339(const std::string& s) {
   std::tm tm{};
@@ -43,17 +31,17 @@ std::optional<std::time_t> parse_rfc3339(const std::string& s) {
 }  // namespace
 
 Response Engine::submit(const SubmitRequest& req) {
-  if (shutting_down_) return fail(ErrorCode::failed, "fadd is shutting down; submit again once it restarted");
+  if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down; submit again once it restarted");
   auto archs = parse_arch_list(req.archs);
-  if (!archs) return fail(ErrorCode::usage, archs.error());
+  if (!archs) return error_response(ErrorCode::usage, archs.error());
   const std::string nvcc = req.nvcc.value_or(options_.nvcc);
   auto tc = toolchains_(nvcc);
-  if (!tc) return fail(ErrorCode::usage, tc.error());
-  if (auto valid = validate_archs(*archs, tc->archs); !valid) return fail(ErrorCode::usage, valid.error());
+  if (!tc) return error_response(ErrorCode::usage, tc.error());
+  if (auto valid = validate_archs(*archs, tc->archs); !valid) return error_response(ErrorCode::usage, valid.error());
   auto manifest = load_manifest(options_.kernels_dir);
-  if (!manifest) return fail(ErrorCode::internal, manifest.error());
+  if (!manifest) return error_response(ErrorCode::internal, manifest.error());
   auto units = plan_build(*manifest, PlanRequest{*archs, req.kernels, *tc, options_.kernels_dir, options_.state_dir});
-  if (!units) return fail(ErrorCode::usage, units.error());
+  if (!units) return error_response(ErrorCode::usage, units.error());
   BuildRecord b;
   b.name = req.name;
   for (const auto& a : *archs) b.archs.push_back(a.display());
@@ -67,9 +55,9 @@ Response Engine::submit(const SubmitRequest& req) {
                              " arch(s) with " + tc->path + "\n");
     spdlog::info("build {} submitted: {} units", id, count);
     if (wake_) wake_();
-    return ok({{"id", id}});
+    return ok_response({{"id", id}});
   } catch (const StoreError& e) {
-    return fail(ErrorCode::internal, std::string("cannot record the build: ") + e.what());
+    return error_response(ErrorCode::internal, std::string("cannot record the build: ") + e.what());
   }
 }
 
@@ -90,28 +78,28 @@ Response Engine::status(const StatusRequest& req) {
   } else {
     for (const auto& b : store_.status_builds(10)) builds.push_back(build_json(b, store_.units(b.id), false));
   }
-  return ok({{"daemon", daemon_json()}, {"builds", std::move(builds)}});
+  return ok_response({{"daemon", daemon_json()}, {"builds", std::move(builds)}});
 }
 
 Response Engine::cancel(std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (is_final(b->state))
-    return fail(ErrorCode::failed, "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
   const double now = clock_.now();
   for (auto& [uid, r] : running_)
     if (r.unit.build_id == id) stop_unit(r, StopReason::cancel, now);
   store_.set_pending_units(id, UnitState::cancelled, true);
   store_.set_build_state(id, BuildState::cancelled, clock_.wall(), "cancelled by user");
   append_build_log(id, "build cancelled\n");
-  return ok({{"id", id}, {"state", "cancelled"}});
+  return ok_response({{"id", id}, {"state", "cancelled"}});
 }
 
 Response Engine::pause(std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (is_final(b->state) || b->state == BuildState::paused)
-    return fail(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                        ", not running or queued");
   // Running units are frozen (SIGSTOP of their process group), keeping their
   // memory; nothing new starts until resume.
@@ -122,14 +110,14 @@ Response Engine::pause(std::int64_t id) {
   }
   store_.set_build_state(id, BuildState::paused, std::nullopt);
   append_build_log(id, "build paused\n");
-  return ok({{"id", id}, {"state", "paused"}});
+  return ok_response({{"id", id}, {"state", "paused"}});
 }
 
 Response Engine::resume(std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (b->state != BuildState::paused)
-    return fail(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                        ", not paused");
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;
@@ -140,18 +128,18 @@ Response Engine::resume(std::int64_t id) {
   update_build(id);
   if (wake_) wake_();
   append_build_log(id, "build resumed\n");
-  return ok({{"id", id}, {"state", to_string(store_.build(id)->state)}});
+  return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}});
 }
 
 Response Engine::retry(std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (b->state != BuildState::failed && b->state != BuildState::cancelled)
-    return fail(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                        "; only failed or cancelled builds can be retried");
   for (const auto& [uid, r] : running_)
     if (r.unit.build_id == id)
-      return fail(ErrorCode::failed, "build " + std::to_string(id) + " is still stopping its units; retry in a moment");
+      return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is still stopping its units; retry in a moment");
   Transaction tx(store_.db());
   const int requeued = store_.requeue_failed_units(id);
   store_.set_build_state(id, BuildState::queued, std::nullopt);
@@ -159,7 +147,7 @@ Response Engine::retry(std::int64_t id) {
   update_build(id);
   if (wake_) wake_();
   append_build_log(id, "retry: " + std::to_string(requeued) + " unit(s) requeued\n");
-  return ok({{"id", id}, {"state", to_string(store_.build(id)->state)}, {"requeued", requeued}});
+  return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}, {"requeued", requeued}});
 }
 
 Response Engine::logs(const LogsRequest& req) {
@@ -172,7 +160,7 @@ Response Engine::logs(const LogsRequest& req) {
     for (auto& u : store_.units(req.id))
       if (u.name == *req.unit) unit = u;
     if (!unit)
-      return fail(ErrorCode::not_found, "build " + std::to_string(req.id) + " has no unit '" + *req.unit +
+      return error_response(ErrorCode::not_found, "build " + std::to_string(req.id) + " has no unit '" + *req.unit +
                                             "' (see 'fad status " + std::to_string(req.id) + "')");
     path = unit->log_path;
     finished = unit->state != UnitState::queued && unit->state != UnitState::running;
@@ -195,7 +183,7 @@ Response Engine::logs(const LogsRequest& req) {
   // stray byte break the response.
   for (auto& c : data)
     if (static_cast<unsigned char>(c) >= 0x80) c = '?';
-  return ok({{"data", data}, {"offset", next}, {"done", finished && next >= size}});
+  return ok_response({{"data", data}, {"offset", next}, {"done", finished && next >= size}});
 }
 
 Response Engine::history(const HistoryRequest& req) {
@@ -207,7 +195,7 @@ Response Engine::history(const HistoryRequest& req) {
     j["duration_s"] = start && end ? json(static_cast<std::int64_t>(*end - *start)) : json(nullptr);
     builds.push_back(std::move(j));
   }
-  return ok({{"builds", std::move(builds)}});
+  return ok_response({{"builds", std::move(builds)}});
 }
 
 }  // namespace fad

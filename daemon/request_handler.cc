@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/responses.h"
+
 namespace fad {
 
 RequestHandler::RequestHandler(Engine& engine, std::function<void()> on_shutdown)
@@ -12,13 +14,7 @@ namespace {
 template <class Body, class F>
 Response with_body(const Request& req, F&& f) {
   auto body = Body::from_json(req.body);
-  if (!body) {
-    Response r;
-    r.ok = false;
-    r.code = ErrorCode::usage;
-    r.message = req.type + ": " + body.error();
-    return r;
-  }
+  if (!body) return error_response(ErrorCode::usage, req.type + ": " + body.error());
   return f(*body);
 }
 }  // namespace
@@ -42,16 +38,8 @@ Response RequestHandler::dispatch(const Request& req) {
     return with_body<LaunchStartedRequest>(req, [&](const auto& b) { return engine_.launch_started(b); });
   if (t == "launch_finished")
     return with_body<LaunchFinishedRequest>(req, [&](const auto& b) { return engine_.launch_finished(b); });
-  if (t == "shutdown") {
-    Response r;
-    r.result = json::object();
-    return r;
-  }
-  Response r;
-  r.ok = false;
-  r.code = ErrorCode::usage;
-  r.message = "unknown request type '" + t + "'";
-  return r;
+  if (t == "shutdown") return ok_response(json::object());
+  return error_response(ErrorCode::usage, "unknown request type '" + t + "'");
 }
 
 std::string RequestHandler::handle(std::string_view line) {

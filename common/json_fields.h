@@ -1,0 +1,30 @@
+// Reading fields of JSON objects that came from outside (a socket, a config
+// file): typed, range-checked, and with errors that name the field. Shared by
+// the protocol's message bodies and the config file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace fad {
+
+/// `field "NAME" must be WHAT`.
+Error field_error(std::string_view field, std::string_view what);
+
+/// The value as an integer in [lo, hi]; nullopt for non-integers (floats,
+/// bools, strings) and out of range.
+std::optional<std::int64_t> integer_in(const nlohmann::json& v, std::int64_t lo, std::int64_t hi);
+
+/// Fails unless `body` is an object (every message body must be).
+Status require_object(const nlohmann::json& body);
+
+/// An optional string field: absent or null -> nullopt; empty only if allowed.
+Result<std::optional<std::string>> optional_string(const nlohmann::json& body, const char* field, bool allow_empty);
+
+}  // namespace fad
