@@ -81,7 +81,7 @@ std::optional<int> poll_process(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::uint64_t rss_of_processes_matching(const std::string& needle) {
+std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd) {
   std::uint64_t total = 0;
   std::error_code ec;
   for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
@@ -91,6 +91,8 @@ std::uint64_t rss_of_processes_matching(const std::string& needle) {
     std::string cmdline = slurp(it->path() / "cmdline");
     const std::string program = cmdline.substr(0, cmdline.find('\0'));
     if (program.find(needle) == std::string::npos) continue;
+    std::error_code link_ec;
+    if (fs::read_symlink(it->path() / "cwd", link_ec) != cwd) continue;
     std::istringstream status(slurp(it->path() / "status"));
     for (std::string line; std::getline(status, line);)
       if (line.rfind("VmRSS:", 0) == 0) total += std::stoull(line.substr(6)) * 1024;

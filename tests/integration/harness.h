@@ -41,8 +41,10 @@ pid_t start_process(const std::vector<std::string>& argv, const std::map<std::st
 int wait_process(pid_t pid, int timeout_s);
 /// Non-blocking: the exit code once it ended, nullopt while it runs.
 std::optional<int> poll_process(pid_t pid);
-/// Resident bytes summed over processes whose program (argv[0]) contains `needle`.
-std::uint64_t rss_of_processes_matching(const std::string& needle);
+/// Resident bytes summed over processes whose program (argv[0]) contains
+/// `needle` and that run in directory `cwd` (a test's own: other tests may run
+/// the same program at the same time).
+std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd);
 
 /// A fresh directory removed at the end of the test.
 class TempDir {

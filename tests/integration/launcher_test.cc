@@ -46,7 +46,7 @@ std::pair<int, std::uint64_t> ninja_with_peak(const fs::path& dir, const std::ma
   std::optional<int> code;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (!(code = poll_process(pid)) && std::chrono::steady_clock::now() < deadline) {
-    peak = std::max(peak, rss_of_processes_matching("fad-fake-nvcc"));
+    peak = std::max(peak, rss_of_processes_matching("fad-fake-nvcc", dir));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!code) code = wait_process(pid, 1);
