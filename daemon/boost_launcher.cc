@@ -40,6 +40,7 @@ struct UnitProcessSetup {
       [[maybe_unused]] ssize_t w = ::write(cgroup_procs_fd, text, static_cast<std::size_t>(n));
     }
     ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);  // fadd ignores it; compilers must not inherit that
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // If the kernel must kill something, a compiler (requeued by fadd) is the
     // right victim, not the daemon or the user's desktop.

@@ -1,6 +1,7 @@
 // Wiring of fadd; see daemon.h.
 #include "daemon/daemon.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -156,7 +157,18 @@ int run_daemon(const DaemonOptions& o) {
                o.config.memory_budget ? format_size(*o.config.memory_budget) : std::string("auto"),
                o.config.reserve.bytes ? format_size(o.config.reserve.bytes)
                                       : std::to_string(static_cast<int>(o.config.reserve.percent)) + "%");
-  io.run();
+  // A client that hangs up mid-answer must not kill the daemon with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  // An unexpected exception escaping a handler is logged and the loop goes on:
+  // the daemon outlives any one request or unit.
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("unexpected error in the event loop (continuing): {}", e.what());
+    }
+  }
   spdlog::info("fadd stopped");
   return 0;
 }
