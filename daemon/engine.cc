@@ -113,6 +113,7 @@ void Engine::tick() {
 void Engine::measure_running(double now) {
   std::map<std::int64_t, std::uint64_t> build_bytes;
   for (auto& [id, r] : running_) {
+    if (r.pgid <= 0) continue;  // admitted, its launcher has not started it yet
     r.current = launcher_.group_memory(r.pgid);
     r.peak = std::max(r.peak, r.current);
     r.measured.points.emplace_back(now - r.started_at, r.current);
