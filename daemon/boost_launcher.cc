@@ -4,9 +4,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>
 
@@ -17,6 +21,7 @@
 
 namespace fad {
 
+namespace asio = boost::asio;
 namespace bp = boost::process::v2;
 
 namespace {
@@ -56,18 +61,17 @@ struct UnitProcessSetup {
 }  // namespace
 
 struct BoostLauncher::Child {
-  bp::process proc;
   std::unique_ptr<UnitCgroup> cgroup;
+  std::function<void(ExitInfo)> on_exit;
+  std::unique_ptr<asio::posix::stream_descriptor> pidfd;  ///< readable once the process exits
+  std::unique_ptr<asio::steady_timer> timer;              ///< polling, where pidfd_open is missing
 };
 
 BoostLauncher::BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups) : io_(io), cgroups_(cgroups) {}
 
 BoostLauncher::~BoostLauncher() {
   for (auto& [pgid, child] : children_) ::kill(-pgid, SIGKILL);
-  for (auto& [pgid, child] : children_) {
-    boost::system::error_code ec;
-    child->proc.wait(ec);
-  }
+  for (auto& [pgid, child] : children_) ::waitpid(pgid, nullptr, 0);
 }
 
 Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) {
@@ -91,27 +95,60 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   if (ec) return make_error("cannot start " + spec.argv[0] + ": " + ec.message());
   const int pid = proc.id();
   ::setpgid(pid, pid);  // also from this side, so a signal sent right away reaches the group
-  auto child = std::make_unique<Child>(Child{std::move(proc), std::move(cgroup)});
-  child->proc.async_wait([this, pid, on_exit = std::move(on_exit)](boost::system::error_code wait_ec, int code) {
-    ExitInfo info;
-    info.exit_code = wait_ec ? -1 : code;
-    // Boost.Process reports a signal death as the signal number's exit status;
-    // the native status tells them apart.
-    auto it = children_.find(pid);
-    if (it != children_.end()) {
-      const int native = it->second->proc.native_exit_code();
-      if (WIFSIGNALED(native)) {
-        info.signaled = true;
-        info.exit_code = 128 + WTERMSIG(native);
-      }
-      if (const auto& cg = it->second->cgroup) info.peak_bytes = cg->peak().value_or(0);
-      // Destroy later: we are inside the process object's own handler.
-      boost::asio::post(io_, [this, pid] { children_.erase(pid); });
-    }
-    on_exit(info);
-  });
-  children_.emplace(pid, std::move(child));
+  // fad reaps its children itself: Boost.Process 1.81's async_wait falls into a
+  // blocking wait4() when its pidfd reports ready early, which froze the whole
+  // event loop until that unit ended.
+  proc.detach();
+  children_.emplace(pid, std::make_unique<Child>(Child{std::move(cgroup), std::move(on_exit), nullptr, nullptr}));
+  watch(pid);
   return pid;
+}
+
+void BoostLauncher::watch(int pid) {
+  auto it = children_.find(pid);
+  if (it == children_.end()) return;
+  Child& c = *it->second;
+  if (!c.pidfd && !c.timer) {
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0)
+      c.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+    else
+      c.timer = std::make_unique<asio::steady_timer>(io_);
+  }
+  auto next = [this, pid](boost::system::error_code ec) {
+    if (ec != asio::error::operation_aborted) reap(pid);
+  };
+  if (c.pidfd) {
+    c.pidfd->async_wait(asio::posix::descriptor_base::wait_read, next);
+  } else {
+    c.timer->expires_after(std::chrono::milliseconds(100));
+    c.timer->async_wait(next);
+  }
+}
+
+void BoostLauncher::reap(int pid) {
+  int status = 0;
+  const pid_t r = ::waitpid(pid, &status, WNOHANG);
+  if (r == 0) {
+    watch(pid);  // woken without an exit: wait again, never block the loop
+    return;
+  }
+  auto it = children_.find(pid);
+  if (it == children_.end()) return;
+  ExitInfo info;
+  if (r < 0) {
+    info.exit_code = -1;
+  } else if (WIFSIGNALED(status)) {
+    info.signaled = true;
+    info.exit_code = 128 + WTERMSIG(status);
+  } else {
+    info.exit_code = WEXITSTATUS(status);
+  }
+  if (const auto& cg = it->second->cgroup) info.peak_bytes = cg->peak().value_or(0);
+  auto on_exit = std::move(it->second->on_exit);
+  // Destroyed later: we are inside a handler of its own descriptor or timer.
+  asio::post(io_, [this, pid] { children_.erase(pid); });
+  on_exit(info);
 }
 
 void BoostLauncher::signal_group(int pgid, int sig) {

@@ -26,6 +26,9 @@ class BoostLauncher final : public ProcessLauncher {
 
  private:
   struct Child;
+  /// Waits (without blocking) for child `pid` to exit; reap() collects it.
+  void watch(int pid);
+  void reap(int pid);
   boost::asio::io_context& io_;
   CgroupManager* cgroups_;
   int launches_ = 0;

@@ -184,3 +184,26 @@ TEST_CASE("pause freezes a build and resume lets it finish", "[integration]") {
   CHECK(b.at("state") == "succeeded");
   CHECK(b.at("units").at("succeeded") == 5);
 }
+
+TEST_CASE("a unit's end is seen when it happens, whatever else runs", "[integration]") {
+  // Regression: Boost.Process 1.81's async_wait could block the event loop in
+  // wait4() on a just-started unit until it ended, so short units were seen to
+  // end seconds late and clients got no answer meanwhile.
+  Daemon d;
+  std::vector<FakeUnit> units;
+  for (int i = 0; i < 4; ++i) {
+    units.push_back({"fwd_long" + std::to_string(i), "peak_mb=5 duration_s=6"});
+    units.push_back({"fwd_short" + std::to_string(i), "peak_mb=5 duration_s=0.2"});
+  }
+  d.write_kernels(units);
+  d.start({"--cores", "16"});
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(d.wait_final(id, 120).at("state") == "succeeded");
+  const auto list = d.status(id).at("unit_list");
+  REQUIRE(list.size() == 9);
+  for (const auto& u : list) {
+    const std::string name = u.at("name");
+    INFO(name << " took " << u.at("duration_s").get<double>() << " s");
+    if (name.find("short") != std::string::npos) CHECK(u.at("duration_s").get<double>() < 3.0);
+  }
+}
