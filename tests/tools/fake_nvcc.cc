@@ -25,7 +25,10 @@
 //   FAD_FAKE_FAIL_MATCH=s      if the SRC path contains s: print "SRC(1): error: fake failure"
 //                              on stderr and exit 1 once the profile has run.
 // A source file may override all of these for itself with a line
-//   // fake-nvcc: peak_mb=N duration_s=X exit=C        (any subset of the keys)
+//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH   (any subset of the keys)
+// profile=PATH replays that trace (as FAD_FAKE_PROFILE does; a relative PATH is taken from
+// the source file's directory), so units of one build can replay different traces; peak_mb
+// or duration_s in the same line win over it, and it wins over the environment's profiles.
 // The output file is written (OBJ.tmp, then renamed) only on exit code 0.
 // Signals keep their default dispositions: SIGTERM ends it at once, SIGSTOP/SIGCONT pause it.
 #include <fcntl.h>
@@ -78,6 +81,7 @@ struct Overrides {
   std::optional<double> peak_mb;
   std::optional<double> duration_s;
   std::optional<int> exit_code;
+  std::optional<std::string> profile;  ///< trace path, resolved against the source's directory
 };
 
 std::optional<std::string> env(const char* name) {
@@ -235,6 +239,12 @@ Overrides read_overrides(const std::string& src) {
     if (key == "peak_mb") o.peak_mb = std::atof(value);
     else if (key == "duration_s") o.duration_s = std::atof(value);
     else if (key == "exit") o.exit_code = std::atoi(value);
+    else if (key == "profile" && *value) {
+      std::string path = value;
+      std::size_t slash = src.rfind('/');
+      if (path[0] != '/' && slash != std::string::npos) path = src.substr(0, slash + 1) + path;
+      o.profile = path;
+    }
   }
   return o;
 }
@@ -354,7 +364,9 @@ int run_compile(Args args) {
 
   std::vector<Sample> profile;
   std::optional<std::string> peak_env = env("FAD_FAKE_PEAK_MB");
-  if (over.peak_mb || over.duration_s || peak_env) {
+  if (over.profile && !over.peak_mb && !over.duration_s) {
+    profile = load_trace(*over.profile);
+  } else if (over.peak_mb || over.duration_s || peak_env) {
     double peak = over.peak_mb ? *over.peak_mb : env_double("FAD_FAKE_PEAK_MB", 0);
     double duration = over.duration_s ? *over.duration_s : env_double("FAD_FAKE_DURATION_S", 1.0);
     profile = synthetic_profile(peak, duration);
