@@ -5,12 +5,12 @@
 // unpolled or orphaned units are dropped after a timeout.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
 #include "common/size.h"
 #include "daemon/engine.h"
+#include "daemon/memory_probe.h"
 #include "daemon/responses.h"
 #include "daemon/planner.h"
 
@@ -59,12 +59,6 @@ std::string family_of(const std::string& source) {
   return out;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 }  // namespace
 
 Response Engine::open_build(const OpenBuildRequest& req) {
@@ -136,7 +130,7 @@ Response Engine::launch(const LaunchRequest& req) {
   u.argv = req.argv;
   u.output_path = req.output;
   u.log_path = build_dir(build->id) + "/logs/" + std::to_string(clock_.now()) + "-" + u.name + ".log";
-  u.content_hash = content_hash(read_text(req.source));
+  u.content_hash = content_hash(read_small_file(req.source));
   u.flags = key_flags(req.argv, req.source);
   auto tc = toolchains_(req.argv.front());
   u.compiler = tc ? tc->version : req.argv.front();
