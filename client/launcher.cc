@@ -206,7 +206,8 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     auto done = ask(socket, "launch_finished", LaunchFinishedRequest{unit, exit.code, exit.signaled}.to_json(), &why);
     if (done && done->value("requeue", false)) {
       std::cerr << "fad: " << fs::path(req.source).filename().string()
-                << " was stopped to relieve memory pressure; it runs again when memory allows\n";
+                << " was stopped to relieve memory pressure or killed when memory ran out; it runs again when "
+                   "memory allows\n";
       continue;
     }
     return exit.code;

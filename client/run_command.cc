@@ -15,6 +15,7 @@
 #include "client/launcher.h"
 #include "common/launch_protocol.h"
 #include "common/size.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -35,11 +36,6 @@ void forward(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
 }  // namespace
 
 std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out) {
@@ -77,7 +73,7 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
 
 int run_build_command(const RunOptions& o) {
   // 1. Open the build; without fadd the command still runs, unchanged.
-  OpenBuildRequest open{o.name, join(o.command), std::nullopt};
+  OpenBuildRequest open{o.name, join(o.command, " "), std::nullopt};
   if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
   auto opened = call_daemon(o.socket, Request{"open_build", open.to_json()});
   std::optional<std::int64_t> id;

@@ -44,6 +44,11 @@ Result<std::optional<std::uint64_t>> parse_cgroup_limit(std::string_view text);
 /// memory.peak, memory.max_usage_in_bytes).
 Result<std::uint64_t> parse_cgroup_value(std::string_view text);
 
+/// The kernel OOM killer's kills in a cgroup: the `oom_kill N` line of v1
+/// `memory.oom_control` or v2 `memory.events`. nullopt when the line is absent
+/// (kernels before 4.13).
+std::optional<std::uint64_t> parse_oom_kills(std::string_view text);
+
 /// Finds this process's memory cgroup path in /proc/self/cgroup text: the v1
 /// line whose controllers include "memory", else the v2 line "0::/path".
 /// nullopt when neither is present.

@@ -144,7 +144,10 @@ void BoostLauncher::reap(int pid) {
   } else {
     info.exit_code = WEXITSTATUS(status);
   }
-  if (const auto& cg = it->second->cgroup) info.peak_bytes = cg->peak().value_or(0);
+  if (const auto& cg = it->second->cgroup) {
+    info.peak_bytes = cg->peak().value_or(0);
+    info.oom_killed = cg->oom_kills().value_or(0) > 0;
+  }
   auto on_exit = std::move(it->second->on_exit);
   // Destroyed later: we are inside a handler of its own descriptor or timer.
   asio::post(io_, [this, pid] { children_.erase(pid); });
@@ -177,12 +180,12 @@ void BoostLauncher::adopt(int pgid) {
   adopted_.emplace(pgid, std::move(*cg));
 }
 
-std::uint64_t BoostLauncher::release(int pgid) {
+GroupAccount BoostLauncher::release(int pgid) {
   auto it = adopted_.find(pgid);
-  if (it == adopted_.end()) return 0;
-  const auto peak = it->second->peak().value_or(0);
+  if (it == adopted_.end()) return {};
+  GroupAccount account{it->second->peak().value_or(0), it->second->oom_kills().value_or(0) > 0};
   adopted_.erase(it);
-  return peak;
+  return account;
 }
 
 }  // namespace fad

@@ -21,7 +21,7 @@ class BoostLauncher final : public ProcessLauncher {
   void signal_group(int pgid, int sig) override;
   std::uint64_t group_memory(int pgid) override;
   void adopt(int pgid) override;
-  std::uint64_t release(int pgid) override;
+  GroupAccount release(int pgid) override;
   bool group_alive(int pgid) override;
 
  private:

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/size.h"
+#include "common/text.h"
 #include "daemon/planner.h"
 
 namespace fad {
@@ -22,14 +23,12 @@ namespace {
 // A running unit's measured profile is thinned once it grows past this, so a
 // unit compiling for hours costs bounded memory.
 constexpr std::size_t kMaxProfilePoints = 2000;
+// A unit the OOM killer ends is rerun this many times in all before it counts
+// as failed: by then it was killed with its own peak as the estimate, so it
+// does not fit even alone.
+constexpr int kMaxOomAttempts = 3;
 // The link step is small next to compiles; this is its prior.
 constexpr ManifestPrior kLinkPrior{512ull << 20, 30};
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 std::string boot_id() { return read_small_file("/proc/sys/kernel/random/boot_id"); }
 }  // namespace
@@ -325,6 +324,20 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
         return;
       case StopReason::none:
         break;
+    }
+    const auto now_record = info.oom_killed ? store_.unit(unit_id) : std::nullopt;  // attempts incl. this run
+    if (info.signaled && now_record && now_record->attempts < kMaxOomAttempts) {
+      // Memory ran out under it (estimates too low, or something outside fad
+      // grew): not the unit's fault. Requeue it with its peak raised by a
+      // margin, since the kill cut it short of its true peak.
+      const std::uint64_t floor = r.peak + r.peak / 4;
+      store_.requeue_unit(unit_id, floor);
+      spdlog::warn("unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
+                   "least {}",
+                   u.name, u.build_id, format_size(r.peak), format_size(floor));
+      append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
+      update_build(u.build_id);
+      return;
     }
     bool ok = info.exit_code == 0 && !info.signaled;
     if (ok && u.kind == UnitKind::link) {

@@ -129,13 +129,12 @@ Response Engine::launch(const LaunchRequest& req) {
   u.archs = req.archs;
   u.argv = req.argv;
   u.output_path = req.output;
-  u.log_path = build_dir(build->id) + "/logs/" + std::to_string(clock_.now()) + "-" + u.name + ".log";
   u.content_hash = content_hash(read_small_file(req.source));
   u.flags = key_flags(req.argv, req.source);
   auto tc = toolchains_(req.argv.front());
   u.compiler = tc ? tc->version : req.argv.front();
   u.key = unit_key(u).exact();
-  const auto unit_id = store_.add_unit(build->id, u);
+  const auto unit_id = store_.add_unit(build->id, u, build_dir(build->id) + "/logs");
   {
     std::error_code ec;
     fs::create_directories(fs::path(u.log_path).parent_path(), ec);
@@ -203,10 +202,12 @@ Response Engine::launch_finished(const LaunchFinishedRequest& req) {
     if (unit && unit->state == UnitState::queued) return ok_response({{"requeue", true}});
     return error_response(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
   }
-  const bool requeue = it->second.stop == StopReason::requeue || it->second.stop == StopReason::shutdown;
-  ExitInfo info{req.exit_code, req.signaled, launcher_.release(it->second.pgid)};
-  on_exit(req.unit_id, info);
-  return ok_response({{"requeue", requeue}});
+  const auto account = launcher_.release(it->second.pgid);
+  on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled, account.peak_bytes, account.oom_killed});
+  // Stopped by fad, or killed by the OOM killer and requeued: the launcher
+  // waits for admission again and reruns the compile.
+  auto unit = store_.unit(req.unit_id);
+  return ok_response({{"requeue", unit && unit->state == UnitState::queued}});
 }
 
 void Engine::check_external(double now) {
@@ -222,7 +223,7 @@ void Engine::check_external(double now) {
   }
   for (auto id : lost) {
     spdlog::warn("launcher of unit {} vanished; marking it failed", running_.at(id).unit.name);
-    on_exit(id, ExitInfo{-1, true, launcher_.release(running_.at(id).pgid)});
+    on_exit(id, ExitInfo{-1, true, launcher_.release(running_.at(id).pgid).peak_bytes});
   }
   for (auto it = last_poll_.begin(); it != last_poll_.end();) {
     if (now - it->second <= kPollTimeoutS) {

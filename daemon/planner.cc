@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.h"
+
 namespace fad {
 
 namespace fs = std::filesystem;
@@ -53,15 +55,6 @@ std::string headers_hash(const Manifest& manifest, const fs::path& kernels_dir) 
   for (const auto& f : files)
     if (auto text = read_file(f)) all += f.filename().string() + '\0' + *text;
   return content_hash(all);
-}
-
-std::string join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
 }
 
 }  // namespace

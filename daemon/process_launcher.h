@@ -25,6 +25,15 @@ struct ExitInfo {
   /// Peak memory of the whole tree when the launcher measured it exactly
   /// (per-unit cgroup); 0 when only polling saw it.
   std::uint64_t peak_bytes = 0;
+  /// The kernel's OOM killer ended it (its unit cgroup counted a kill): it
+  /// did not fail, memory ran out under it.
+  bool oom_killed = false;
+};
+
+/// What exact accounting (a unit cgroup) saw of an adopted group.
+struct GroupAccount {
+  std::uint64_t peak_bytes = 0;  ///< 0 when unknown
+  bool oom_killed = false;
 };
 
 class ProcessLauncher {
@@ -40,8 +49,9 @@ class ProcessLauncher {
   /// Starts accounting for a process group someone else started (`fad launch`):
   /// where per-unit cgroups exist, the process moves into one.
   virtual void adopt(int /*pgid*/) {}
-  /// Ends accounting for an adopted group; returns its exact peak, or 0 if unknown.
-  virtual std::uint64_t release(int /*pgid*/) { return 0; }
+  /// Ends accounting for an adopted group: its exact peak and whether the OOM
+  /// killer hit it (nothing known without a unit cgroup).
+  virtual GroupAccount release(int /*pgid*/) { return {}; }
   /// Whether any process of the group still exists.
   virtual bool group_alive(int pgid) = 0;
 };

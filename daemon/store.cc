@@ -257,7 +257,7 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
   return id;
 }
 
-std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord unit) {
+std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std::string& log_dir) {
   Transaction tx(db_);
   // Two calls may compile files of the same name (a/x.cu, b/x.cu).
   auto st = db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR name LIKE ?)");
@@ -269,6 +269,7 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord unit) {
   seq.step();
   unit.seq = static_cast<int>(seq.int64(0));
   if (same_name > 0) unit.name += "#" + std::to_string(same_name + 1);
+  if (!log_dir.empty()) unit.log_path = log_dir + "/" + unit.name + ".log";
   insert_unit(db_, build_id, unit);
   const auto id = db_.last_insert_id();
   tx.commit();

@@ -42,8 +42,10 @@ class Store {
   std::int64_t create_build(BuildRecord build, std::vector<UnitRecord> units);
 
   /// Adds one unit to an existing build (external compiles); returns its id.
-  /// The name is made unique within the build by a "#N" suffix.
-  std::int64_t add_unit(std::int64_t build_id, UnitRecord unit);
+  /// The name is made unique within the build by a "#N" suffix; with a
+  /// `log_dir`, the log is LOG_DIR/NAME.log, as for bundled units. Both are
+  /// written back to `unit`.
+  std::int64_t add_unit(std::int64_t build_id, UnitRecord& unit, const std::string& log_dir = {});
   /// The active external build of a session, if any.
   std::optional<BuildRecord> session_build(std::int64_t session);
 

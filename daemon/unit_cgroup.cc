@@ -56,6 +56,10 @@ std::optional<std::uint64_t> UnitCgroup::peak() const {
   return read_value(dir_ + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
 }
 
+std::optional<std::uint64_t> UnitCgroup::oom_kills() const {
+  return parse_oom_kills(read_small_file(dir_ + (v2_ ? "/memory.events" : "/memory.oom_control")));
+}
+
 std::unique_ptr<CgroupManager> CgroupManager::detect(std::string* why) {
   bool v2 = false;
   auto rel = parse_proc_cgroup_memory_path(read_small_file("/proc/self/cgroup"), &v2);

@@ -31,6 +31,10 @@ class UnitCgroup {
   std::optional<std::uint64_t> usage() const;
   /// Highest charge since creation (v1 max_usage_in_bytes, v2 memory.peak).
   std::optional<std::uint64_t> peak() const;
+  /// Processes of this unit the kernel's OOM killer ended (v1
+  /// memory.oom_control, v2 memory.events): the unit did not fail, it was
+  /// starved, whichever cgroup above it ran out.
+  std::optional<std::uint64_t> oom_kills() const;
   const std::string& dir() const { return dir_; }
 
  private:

@@ -128,6 +128,25 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+std::string find_tool(const std::vector<std::string>& candidates) {
+  for (const auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c;
+  return {};
+}
+
+fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake_line, const std::string& launcher) {
+  fs::create_directories(dir);
+  std::ofstream ninja(dir / "build.ninja");
+  ninja << "rule cc\n  command = " << launcher << (launcher.empty() ? "" : " ") << FAD_FAKE_NVCC_BIN
+        << " -c $in -o $out -gencode arch=compute_90,code=sm_90\n";
+  for (int i = 0; i < n; ++i) {
+    const std::string name = "u" + std::to_string(100 + i);
+    std::ofstream(dir / (name + ".cu")) << "// fake-nvcc: " << fake_line << "\n";
+    ninja << "build " << name << ".o: cc " << name << ".cu\n";
+  }
+  return dir;
+}
+
 bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -183,6 +202,7 @@ void Daemon::start(std::vector<std::string> extra_args, std::map<std::string, st
     argv.push_back(FAD_FAKE_NVCC_BIN);
   }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.insert(argv.begin(), wrapper_.begin(), wrapper_.end());
   env.emplace("FAD_FAKE_LOG", fake_log_path());
   env.emplace("FAD_CONFIG", (dir() / "test-config.json").string());
   pid_ = spawn(argv, env, dir() / "fadd.log", dir() / "fadd.log");

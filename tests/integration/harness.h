@@ -46,6 +46,14 @@ std::optional<int> poll_process(pid_t pid);
 /// the same program at the same time).
 std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd);
 
+/// The first of `candidates` that is an executable file; empty when none is.
+std::string find_tool(const std::vector<std::string>& candidates);
+
+/// Writes a ninja project of `n` compile edges (u100.cu ...) run by the fake
+/// compiler through `launcher` (may be empty), each source carrying
+/// `// fake-nvcc: <fake_line>`. Returns `dir`.
+fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake_line, const std::string& launcher);
+
 /// A fresh directory removed at the end of the test.
 class TempDir {
  public:
@@ -73,6 +81,9 @@ class Daemon {
 
   /// Writes a kernels dir (manifest + one .cu per unit) for the fake compiler.
   void write_kernels(const std::vector<FakeUnit>& units);
+  /// Runs fadd under a wrapper command from the next start() on (e.g. one that
+  /// joins a cgroup and execs the rest), so fadd keeps the wrapper's pid.
+  void set_wrapper(std::vector<std::string> wrapper) { wrapper_ = std::move(wrapper); }
   /// Starts fadd with the fake compiler (unless args name --nvcc) and waits until it answers.
   void start(std::vector<std::string> extra_args = {}, std::map<std::string, std::string> env = {});
   /// Starts fadd and returns its exit code (for refusals).
@@ -103,6 +114,7 @@ class Daemon {
  private:
   TempDir tmp_;
   pid_t pid_ = -1;
+  std::vector<std::string> wrapper_;
 };
 
 }  // namespace fad::test

@@ -12,26 +12,6 @@
 using namespace fad::test;
 
 namespace {
-std::string find_tool(const std::vector<std::string>& candidates) {
-  for (const auto& c : candidates)
-    if (::access(c.c_str(), X_OK) == 0) return c;
-  return {};
-}
-
-/// A ninja project of `n` compile edges through `launcher` (may be empty) and the fake compiler.
-fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake_line, const std::string& launcher) {
-  fs::create_directories(dir);
-  std::ofstream ninja(dir / "build.ninja");
-  ninja << "rule cc\n  command = " << launcher << (launcher.empty() ? "" : " ") << FAD_FAKE_NVCC_BIN
-        << " -c $in -o $out -gencode arch=compute_90,code=sm_90\n";
-  for (int i = 0; i < n; ++i) {
-    const std::string name = "u" + std::to_string(100 + i);
-    std::ofstream(dir / (name + ".cu")) << "// fake-nvcc: " << fake_line << "\n";
-    ninja << "build " << name << ".o: cc " << name << ".cu\n";
-  }
-  return dir;
-}
-
 int count_objects(const fs::path& dir) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".o";

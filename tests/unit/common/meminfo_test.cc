@@ -108,6 +108,18 @@ TEST_CASE("parse_cgroup_limit: v2 and v1 spellings of no limit", "[meminfo][cgro
   CHECK_FALSE(fad::parse_cgroup_limit("-1").ok());
 }
 
+TEST_CASE("parse_oom_kills reads v1 memory.oom_control and v2 memory.events", "[meminfo][cgroup]") {
+  CHECK(fad::parse_oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n") == std::optional<std::uint64_t>(3));
+  // v2: oom_group_kill must not be taken for oom_kill.
+  CHECK(fad::parse_oom_kills("low 0\nhigh 0\nmax 12\noom 2\noom_group_kill 5\noom_kill 1\n") ==
+        std::optional<std::uint64_t>(1));
+  CHECK(fad::parse_oom_kills("oom_kill 0") == std::optional<std::uint64_t>(0));
+  // Kernels before 4.13 have no counter; a vanished cgroup reads as empty.
+  CHECK_FALSE(fad::parse_oom_kills("oom_kill_disable 0\nunder_oom 0\n"));
+  CHECK_FALSE(fad::parse_oom_kills(""));
+  CHECK_FALSE(fad::parse_oom_kills("oom_kill lots\n"));
+}
+
 TEST_CASE("parse_cgroup_value", "[meminfo][cgroup]") {
   CHECK(*fad::parse_cgroup_value("123456789\n") == 123456789);
   CHECK(*fad::parse_cgroup_value("0") == 0);

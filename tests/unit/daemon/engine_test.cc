@@ -191,6 +191,41 @@ TEST_CASE("engine: a failing unit cancels queued units; retry requeues and the b
   CHECK(again.code == ErrorCode::failed);
 }
 
+TEST_CASE("engine: a unit the OOM killer ends is requeued with a raised estimate; three kills fail it", "[engine]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 2;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+
+  // SIGKILL with the unit cgroup's oom_kill counter up: memory ran out, the unit did not fail.
+  f.launcher.exit_with("a_one", ExitInfo{137, true, 4ull << 30, true});
+  CHECK(f.unit(id, "a_one")->state == UnitState::queued);
+  CHECK(f.unit(id, "a_one")->requeued_peak == 5ull << 30);  // the kill cut it short: peak + 25%
+  CHECK(f.unit(id, "b_one")->state == UnitState::queued);   // nothing cancelled
+  CHECK(f.build_state(id) == BuildState::running);
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Contains("OOM-killed a_one at 4.0 GiB (requeued)"));
+
+  // Rerun, killed again, rerun, killed a third time: it does not fit even
+  // with its own peak as the estimate, so it fails like any failed unit.
+  f.engine->tick();
+  CHECK(f.launcher.launch_count("a_one") == 2);
+  f.launcher.exit_with("a_one", ExitInfo{137, true, 5ull << 30, true});
+  CHECK(f.unit(id, "a_one")->state == UnitState::queued);
+  f.engine->tick();
+  CHECK(f.launcher.launch_count("a_one") == 3);
+  f.launcher.exit_with("a_one", ExitInfo{137, true, 5ull << 30, true});
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  CHECK(f.unit(id, "a_one")->attempts == 3);
+  CHECK(f.unit(id, "b_one")->state == UnitState::cancelled);
+
+  // A SIGKILL the OOM killer did not send (someone's kill -9) is a failure at once.
+  f.launcher.exit("a_two", 137, true);
+  CHECK(f.unit(id, "a_two")->state == UnitState::failed);
+  CHECK(f.unit(id, "a_two")->attempts == 1);
+}
+
 TEST_CASE("engine: a launch failure fails the unit and cancels the rest", "[engine]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;

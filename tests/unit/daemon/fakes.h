@@ -114,9 +114,9 @@ class RecordingLauncher final : public ProcessLauncher {
   }
   bool group_alive(int pgid) override { return !gone.count(pgid); }
   void adopt(int pgid) override { adopted.insert(pgid); }
-  std::uint64_t release(int pgid) override {
+  GroupAccount release(int pgid) override {
     adopted.erase(pgid);
-    return released_peak;
+    return {released_peak, released_oom_killed};
   }
 
   /// The unit name of a launch: its log file is ".../logs/<name>.log".
@@ -152,12 +152,13 @@ class RecordingLauncher final : public ProcessLauncher {
     return out;
   }
   /// Ends the newest launch of `name`, running the daemon's exit callback.
-  void exit(const std::string& name, int code, bool signaled = false) {
+  void exit(const std::string& name, int code, bool signaled = false) { exit_with(name, ExitInfo{code, signaled}); }
+  void exit_with(const std::string& name, ExitInfo info) {
     auto* l = find(name);
     if (!l || l->ended) throw std::logic_error("no live launch of " + name);
     l->ended = true;
     auto cb = l->on_exit;  // the callback may launch more, moving `launches`
-    cb(ExitInfo{code, signaled});
+    cb(info);
   }
   /// After a simulated daemon crash: the old callbacks point at a dead engine.
   void forget_callbacks() {
@@ -173,6 +174,7 @@ class RecordingLauncher final : public ProcessLauncher {
   std::set<int> gone;                        ///< groups group_alive() reports as vanished
   std::set<int> adopted;                     ///< external groups being accounted
   std::uint64_t released_peak = 0;           ///< what release() reports as the exact peak
+  bool released_oom_killed = false;          ///< what release() reports about the OOM killer
   int next_pgid = 1000;
   bool fail_next = false;
 };

@@ -321,6 +321,26 @@ TEST_CASE("store: wait reasons are stored per unit", "[store]") {
   CHECK(store.unit(uid)->wait_reason.empty());
 }
 
+TEST_CASE("store: add_unit numbers units after the last and keeps names and logs unique", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = store.create_build(make_build(), {make_unit("x.o", 0)});
+  auto first = make_unit("x.o", 0);
+  first.log_path.clear();
+  const auto a = store.add_unit(id, first, "/state/builds/1/logs");
+  auto second = make_unit("x.o", 0);
+  second.log_path.clear();
+  const auto b = store.add_unit(id, second, "/state/builds/1/logs");
+  // Two compiles writing x.o (other directories, or a rerun) are two units.
+  CHECK(first.name == "x.o#2");
+  CHECK(second.name == "x.o#3");
+  CHECK(second.log_path == "/state/builds/1/logs/x.o#3.log");
+  CHECK(store.unit(a)->seq == 1);
+  CHECK(store.unit(b)->seq == 2);
+  CHECK(store.unit(b)->log_path == second.log_path);
+  CHECK(store.unit(b)->state == UnitState::queued);
+}
+
 TEST_CASE("store: status_builds and finished_builds order", "[store]") {
   TempDir tmp("fad-store");
   Store store(tmp / "fad.db");

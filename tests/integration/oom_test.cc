@@ -1,0 +1,132 @@
+// The kernel's OOM killer, for real: fadd (and the build tool) run inside a
+// memory cgroup that stands in for a small VM, and units whose prior is far
+// too low spike past its limit faster than any poll can react. The killed unit
+// must be rerun, not fail the build, for bundled builds and for compiles that
+// come through `fad launch`. Needs root and the cgroup v1 memory controller
+// (skips, saying so, elsewhere).
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+
+constexpr const char* kMemoryRoot = "/sys/fs/cgroup/memory";
+
+/// A memory cgroup removed (after its processes are gone) at the end of the test.
+class TestCgroup {
+ public:
+  explicit TestCgroup(std::uint64_t limit) {
+    if (::geteuid() != 0 || !fs::is_directory(kMemoryRoot)) return;
+    const auto dir = fs::path(kMemoryRoot) / ("fad-oom-test-" + std::to_string(::getpid()));
+    std::error_code ec;
+    if (!fs::create_directory(dir, ec)) return;
+    dir_ = dir;
+    std::ofstream(dir_ / "memory.limit_in_bytes") << limit;
+    std::ofstream(dir_ / "memory.swappiness") << 0;  // no swap: an overrun is an OOM kill
+  }
+  ~TestCgroup() {
+    if (dir_.empty()) return;
+    // Children first (fadd's unit cgroups, if a crash left any), deepest first.
+    std::vector<fs::path> dirs;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_directory()) dirs.push_back(it->path());
+    std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) { return a.native().size() > b.native().size(); });
+    for (const auto& d : dirs) ::rmdir(d.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  bool ok() const { return !dir_.empty(); }
+  /// argv run inside this cgroup: a shell joins it, then execs argv.
+  std::vector<std::string> wrap(std::vector<std::string> argv) const {
+    std::vector<std::string> out{"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", dir_.string()};
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  }
+  const fs::path& dir() const { return dir_; }
+  /// How often usage reached the limit. (The OOM kills themselves are counted
+  /// in the victim's own cgroup, fadd's unit cgroup, gone with the unit.)
+  std::uint64_t limit_hits() const {
+    std::uint64_t n = 0;
+    std::ifstream(dir_ / "memory.failcnt") >> n;
+    return n;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds", "[integration][pressure][oom]") {
+  TestCgroup vm(700u << 20);
+  if (!vm.ok()) {
+    WARN("SKIP: needs root and the cgroup v1 memory controller; the OOM-killer test did not run");
+    return;
+  }
+  Daemon d;
+  // Three units whose prior says 50 MiB, each really reaching 300 MiB within
+  // 0.4 s: admitted together, they pass the 700 MiB limit before a poll sees them.
+  d.write_kernels({{"fwd_a", "peak_mb=300 duration_s=2"},
+                   {"fwd_b", "peak_mb=300 duration_s=2"},
+                   {"fwd_c", "peak_mb=300 duration_s=2"}});
+  {
+    auto manifest = json::parse(std::ifstream(fs::path(d.kernels_dir()) / "manifest.json"));
+    for (auto& u : manifest["units"]) u["prior"] = {{"peak_bytes", 50u << 20}, {"duration_s", 2}};
+    std::ofstream(fs::path(d.kernels_dir()) / "manifest.json") << manifest.dump(2);
+  }
+  d.set_wrapper(vm.wrap({}));
+  d.start({"--cores", "16"});
+  const auto id = d.submit({"--arch", "9.0"});
+  const auto b = d.wait_final(id, 120);
+  const auto log = d.daemon_log();
+  INFO(log);
+  REQUIRE(vm.limit_hits() > 0);  // the units really ran into the limit
+  // fadd read the kill from the unit cgroup's oom_kill counter, and reran the unit.
+  CHECK(log.find("killed by the kernel's OOM killer") != std::string::npos);
+  CHECK(b.at("state") == "succeeded");
+
+  int rerun = 0;
+  const auto units = d.status(id).at("unit_list");  // a copy: the status object is a temporary
+  for (const auto& u : units) {
+    if (u.at("kind") != "compile") continue;
+    CHECK(u.at("state") == "succeeded");
+    rerun += u.at("attempts").get<int>() > 1;
+  }
+  CHECK(rerun >= 1);
+  const auto calls = d.fake_log();
+  CHECK(std::count_if(calls.begin(), calls.end(), [](const std::string& l) { return l.find("src=") != std::string::npos; }) > 3);
+  d.terminate();
+}
+
+TEST_CASE("a compile through fad launch that the OOM killer ends is rerun; ninja never sees it fail",
+          "[integration][launcher][oom]") {
+  TestCgroup vm(700u << 20);
+  if (!vm.ok()) {
+    WARN("SKIP: needs root and the cgroup v1 memory controller; the OOM-killer test did not run");
+    return;
+  }
+  Daemon d;
+  d.write_kernels({});
+  // A never-seen compile is estimated at 50 MiB here, so ninja -j 8 gets three admitted at once.
+  std::ofstream(d.dir() / "test-config.json") << R"({"poll_interval_ms": 100, "unit_memory_prior": "50M"})";
+  d.set_wrapper(vm.wrap({}));
+  d.start({"--cores", "16"});
+  const auto project = write_ninja_project(d.dir() / "project", 3, "peak_mb=300 duration_s=2",
+                                           std::string(FAD_FAD_BIN) + " launch");
+  auto build = run(vm.wrap({"ninja", "-C", project.string(), "-j", "8"}), {{"FAD_SOCKET", d.socket()}}, 120);
+  const auto log = d.daemon_log();
+  INFO(build.out << build.err << log);
+  REQUIRE(vm.limit_hits() > 0);
+  CHECK(log.find("killed by the kernel's OOM killer") != std::string::npos);
+  CHECK(build.exit_code == 0);
+  for (const char* obj : {"u100.o", "u101.o", "u102.o"}) CHECK(fs::exists(project / obj));
+  // ninja prints its commands' stderr on its stdout
+  CHECK((build.out + build.err).find("runs again when memory allows") != std::string::npos);
+  d.terminate();
+}
