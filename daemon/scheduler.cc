@@ -42,6 +42,13 @@ constexpr std::size_t kLoadPoints = 512;
 /// The head's earliest start is searched on a load of at most this many points.
 constexpr std::size_t kSearchPoints = 128;
 constexpr double kForever = 1e9;
+/// A unit fad knows nothing about (no history for it or its family, no
+/// manifest prior) is estimated from the flat configured prior, a guess that
+/// real units overshoot (FlashAttention's backward units reach 6.2 GiB on one
+/// thread against 5 GiB). Beside other units, it is admitted only with this
+/// margin on the guess, so two guesses that are both too low do not meet at
+/// their peaks; alone it needs none.
+constexpr double kGuessMargin = 1.25;
 
 std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
 
@@ -146,9 +153,14 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
   if (available < reserve || fad_usage > capacity || psi_high) {
     // Pressure: admit nothing; stop the newest suspended unit past its grace,
     // else freeze the newest running one. Never the oldest: it must finish.
+    // Name the trigger that fired: the machine running short, fad's own units
+    // outgrowing their capacity (estimates too low), or stalls.
     std::string why = psi_high ? "memory pressure (PSI " + std::to_string(std::lround(*memory.psi_some_avg10)) + "%)"
-                               : "memory pressure (" + format_size(available) + " available, reserve " +
-                                     format_size(reserve) + ")";
+                      : available < reserve
+                          ? "memory pressure (" + format_size(available) + " available, reserve " +
+                                format_size(reserve) + ")"
+                          : "memory pressure (fad's units use " + format_size(fad_usage) + " of " +
+                                format_size(capacity) + ")";
     std::vector<const RunningUnit*> suspended, active;
     double last_suspend = -kForever;
     for (const auto& unit : running) {
@@ -239,6 +251,7 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     bool nothing_runs = count == 0;
     auto estimate = [&](int t) {
       Estimate est = estimator_.estimate(unit.key, t, unit.manifest_prior);
+      if (est.source == EstimateSource::prior && !nothing_runs) est.profile = est.profile.scaled(kGuessMargin, 1.0);
       est.profile = at_least(est.profile, unit.requeued_peak);
       return est;
     };

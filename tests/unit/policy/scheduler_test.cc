@@ -126,6 +126,31 @@ TEST_CASE("Scheduler staggers spikes and packs plateaus") {
   CHECK(most_running == 4);  // four plateaus side by side
 }
 
+TEST_CASE("Scheduler: a unit known only by the flat prior gets a 25% margin beside others") {
+  Harness h;
+  h.config.budget = 11 * kGiB;
+  h.enqueue(1, key("guess_a"));  // no history, no manifest prior: the 5 GiB guess
+  h.enqueue(2, key("guess_b"));
+  h.enqueue(3, key("measured"), ManifestPrior{5 * kGiB, 60});  // done before the first guess
+  auto plan = h.step(0);
+  // The first guess runs at 5 GiB; the second would need 6.25 GiB beside it
+  // (11.25 > 11); a measured 5 GiB unit fits and is backfilled.
+  REQUIRE(plan.decisions.size() == 2);
+  CHECK(plan.decisions[0].unit == 1);
+  CHECK(plan.decisions[0].estimate_bytes == 5 * kGiB);
+  CHECK(plan.decisions[1].unit == 3);
+  CHECK(plan.wait_reasons.at(2).rfind("needs 6.2 GiB", 0) == 0);
+
+  // With room for the margin, the second guess runs beside the first.
+  Harness roomy;
+  roomy.config.budget = 12 * kGiB;
+  roomy.enqueue(1, key("guess_a"));
+  roomy.enqueue(2, key("guess_b"));
+  plan = roomy.step(0);
+  REQUIRE(plan.decisions.size() == 2);
+  CHECK(plan.decisions[1].estimate_bytes == 5 * kGiB + 5 * kGiB / 4);
+}
+
 TEST_CASE("Scheduler: a unit bigger than the budget runs alone") {
   Harness h;
   h.config.budget = 3 * kGiB;
@@ -160,6 +185,8 @@ TEST_CASE("Scheduler under pressure suspends the newest, never the oldest, then 
   REQUIRE(plan.decisions.size() == 1);
   CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
   CHECK(plan.decisions[0].unit == 3);
+  CHECK(plan.decisions[0].reason ==
+        "newest running unit, suspended under memory pressure (3.0 GiB available, reserve 4.0 GiB)");
   CHECK(plan.wait_reasons.at(9) == "paused by memory pressure");
   h.running[1].suspended = true;
   h.running[1].suspended_at = 100;
@@ -181,6 +208,21 @@ TEST_CASE("Scheduler under pressure suspends the newest, never the oldest, then 
   REQUIRE(plan.decisions.size() == 1);
   CHECK(plan.decisions[0].kind == Decision::Kind::requeue);
   CHECK(plan.decisions[0].unit == 3);
+}
+
+TEST_CASE("Scheduler: units outgrowing their estimates are pressure, and the reason says so") {
+  Harness h;
+  h.config.budget = 10 * kGiB;
+  // Admitted on 5 GiB estimates, both now hold 6 GiB: the machine has room, the budget has not.
+  h.running = {running_unit(1, 0, 6 * kGiB), running_unit(2, 5, 6 * kGiB)};
+  h.memory.available = 40 * kGiB;
+  Scheduler s(h.config, h.estimator);
+  auto plan = s.decide(10, h.memory, h.queue, h.running);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
+  CHECK(plan.decisions[0].unit == 2);
+  CHECK(plan.decisions[0].reason ==
+        "newest running unit, suspended under memory pressure (fad's units use 12.0 GiB of 10.0 GiB)");
 }
 
 TEST_CASE("Scheduler: the only running unit is never suspended") {
