@@ -45,6 +45,7 @@ struct Run {
   std::uint64_t current = 0, peak = 0;
   bool suspended = false;
   double suspended_at = 0;
+  bool guess = false;
   std::vector<std::pair<double, std::uint64_t>> samples;
 };
 
@@ -72,6 +73,7 @@ void apply(const SchedulePlan& plan, double now, const std::vector<SimUnit>& uni
         r.started_at = now;
         r.truth = true_profile(units[unit], d.threads);
         r.predicted = d.predicted;
+        r.guess = d.guess;
         r.current = r.truth.at(0);
         running.push_back(std::move(r));
         break;
@@ -185,7 +187,7 @@ SimResult simulate(const std::vector<SimUnit>& units, const Machine& machine, co
         std::uint64_t usage = 0;
         for (const auto& r : running) {
           active.push_back({static_cast<std::int64_t>(r.unit), r.started_at, r.threads, r.predicted, r.current, r.peak,
-                            r.suspended, r.suspended_at});
+                            r.suspended, r.suspended_at, r.guess});
           usage += r.current;
         }
         MemorySnapshot snap;

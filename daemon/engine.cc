@@ -177,6 +177,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     // scheduler it is always freshly suspended, so it is never stopped for it.
     ru.suspended = r.suspended || r.paused;
     ru.suspended_at = r.paused ? now : r.suspended_at;
+    ru.guess = r.guess;
     running.push_back(std::move(ru));
   }
   if (queue.empty() && running.empty()) {
@@ -274,6 +275,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
+  r.guess = d.guess;
   r.paused = build && build->state == BuildState::paused;
   running_.emplace(id, std::move(r));
   spdlog::info("started {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,

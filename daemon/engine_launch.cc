@@ -158,6 +158,7 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
+  r.guess = d.guess;
   r.external = true;
   running_.emplace(unit.id, std::move(r));
   spdlog::info("admitted {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,

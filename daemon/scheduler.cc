@@ -45,9 +45,9 @@ constexpr double kForever = 1e9;
 /// A unit fad knows nothing about (no history for it or its family, no
 /// manifest prior) is estimated from the flat configured prior, a guess that
 /// real units overshoot (FlashAttention's backward units reach 6.2 GiB on one
-/// thread against 5 GiB). Beside other units, it is admitted only with this
-/// margin on the guess, so two guesses that are both too low do not meet at
-/// their peaks; alone it needs none.
+/// thread against 5 GiB). Beside another running guess, it is admitted only
+/// with this margin, so two guesses that are both too low do not meet at their
+/// peaks; beside measured units only (whose estimates hold) it needs none.
 constexpr double kGuessMargin = 1.25;
 
 std::uint64_t sub_sat(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
@@ -233,6 +233,8 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
 
   // Admission in queue order, with EASY backfill behind the first blocked unit.
   std::optional<Reservation> head;
+  int guesses_running = 0;
+  for (const auto& unit : running) guesses_running += unit.guess;
   auto used_threads = [&] { return static_cast<int>(cpu.at(0)); };
   for (std::size_t i = 0; i < queue.size(); ++i) {
     const QueuedUnit& unit = queue[i];
@@ -251,7 +253,8 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     bool nothing_runs = count == 0;
     auto estimate = [&](int t) {
       Estimate est = estimator_.estimate(unit.key, t, unit.manifest_prior);
-      if (est.source == EstimateSource::prior && !nothing_runs) est.profile = est.profile.scaled(kGuessMargin, 1.0);
+      if (est.source == EstimateSource::prior && guesses_running > 0)
+        est.profile = est.profile.scaled(kGuessMargin, 1.0);
       est.profile = at_least(est.profile, unit.requeued_peak);
       return est;
     };
@@ -299,7 +302,9 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
         head->cpu = head->cpu.plus(flat_threads(t, est.profile.duration_s), 0);
       }
       ++count;
-      plan.decisions.push_back({Decision::Kind::start, unit.id, t, est.profile, est.peak(), std::move(reason)});
+      const bool guess = est.source == EstimateSource::prior;
+      guesses_running += guess;
+      plan.decisions.push_back({Decision::Kind::start, unit.id, t, est.profile, est.peak(), std::move(reason), guess});
       continue;
     }
 

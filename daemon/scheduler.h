@@ -61,6 +61,7 @@ struct RunningUnit {
   std::uint64_t peak_bytes = 0;     ///< measured peak so far
   bool suspended = false;
   double suspended_at = 0;
+  bool guess = false;  ///< admitted on the flat prior: nothing known about it
 };
 
 struct Decision {
@@ -71,6 +72,7 @@ struct Decision {
   Profile predicted;            ///< start: the profile it was admitted with
   std::uint64_t estimate_bytes = 0;  ///< start: predicted peak
   std::string reason;           ///< human-readable, logged by the daemon
+  bool guess = false;           ///< start: estimated from the flat prior (carry into RunningUnit)
 };
 
 struct SchedulePlan {

@@ -74,6 +74,7 @@ struct Harness {
       r.started_at = now;
       r.threads = d.threads;
       r.predicted = d.predicted;
+      r.guess = d.guess;
       r.current_bytes = d.predicted.at(0);
       running.push_back(r);
       started_at[d.unit] = now;
@@ -126,7 +127,7 @@ TEST_CASE("Scheduler staggers spikes and packs plateaus") {
   CHECK(most_running == 4);  // four plateaus side by side
 }
 
-TEST_CASE("Scheduler: a unit known only by the flat prior gets a 25% margin beside others") {
+TEST_CASE("Scheduler: a unit known only by the flat prior gets a 25% margin beside another guess") {
   Harness h;
   h.config.budget = 11 * kGiB;
   h.enqueue(1, key("guess_a"));  // no history, no manifest prior: the 5 GiB guess
@@ -149,6 +150,18 @@ TEST_CASE("Scheduler: a unit known only by the flat prior gets a 25% margin besi
   plan = roomy.step(0);
   REQUIRE(plan.decisions.size() == 2);
   CHECK(plan.decisions[1].estimate_bytes == 5 * kGiB + 5 * kGiB / 4);
+  CHECK(plan.decisions[0].guess);
+  CHECK(plan.decisions[1].guess);
+
+  // Beside measured units only, a guess needs no margin.
+  Harness measured;
+  measured.config.budget = 10 * kGiB;
+  measured.enqueue(1, key("measured"), ManifestPrior{5 * kGiB, 300});
+  measured.enqueue(2, key("guess"));
+  plan = measured.step(0);
+  REQUIRE(plan.decisions.size() == 2);
+  CHECK_FALSE(plan.decisions[0].guess);
+  CHECK(plan.decisions[1].estimate_bytes == 5 * kGiB);
 }
 
 TEST_CASE("Scheduler: a unit bigger than the budget runs alone") {
