@@ -34,14 +34,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace_bench import CG_ROOT, GIB, Cgroup, parse_size  # noqa: E402
+from trace_bench import CG_ROOT, GIB, Cgroup, parse_size, stop_daemon, wait_socket  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POLICIES = ("fad", "safe", "j4")
@@ -147,21 +146,6 @@ class Sampler(threading.Thread):
         return max(self.samples, default=0)
 
 
-def wait_socket(path, proc, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            sys.exit(f"fadd exited with {proc.returncode}")
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(path)
-            s.close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit("fadd did not open its socket")
-
-
 def kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -249,12 +233,7 @@ def run_policy(args, policy, sdist, py):
         return result
     finally:
         if fadd is not None:
-            fadd.send_signal(signal.SIGTERM)
-            try:
-                fadd.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                fadd.kill()
-                fadd.wait()
+            stop_daemon(fadd, timeout=20)
         cg.remove()
 
 

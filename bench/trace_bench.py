@@ -276,6 +276,16 @@ def wait_socket(path, proc, timeout=20):
     sys.exit("fadd did not open its socket")
 
 
+def stop_daemon(proc, timeout=15):
+    """SIGTERM, then SIGKILL if fadd has not exited within `timeout` s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def run_fad_build(args, cg, client, sock, nunits, label):
     oom0 = cg.oom_kills()
     cg.reset()
@@ -355,12 +365,7 @@ def run_fad(args, cg, kdir, entries, fake, fake_env, which):
             time.sleep(1.0)
             results["fad-warm"] = run_fad_build(args, cg, client, sock, len(entries), "fad-warm")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_daemon(proc)
         log.close()
         for name in ("fadd.log",):
             if os.path.exists(os.path.join(state, name)):
