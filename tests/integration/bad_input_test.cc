@@ -43,7 +43,7 @@ json error_of(const std::string& line) {
 }
 }  // namespace
 
-TEST_CASE("malformed, truncated and oversized socket messages get errors; fadd keeps serving", "[integration]") {
+TEST_CASE("malformed, truncated and oversized socket messages get errors, fadd keeps serving", "[integration]") {
   Daemon d;
   d.write_kernels({{"fwd_x", ""}});
   d.start();

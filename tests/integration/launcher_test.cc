@@ -34,7 +34,7 @@ std::pair<int, std::uint64_t> ninja_with_peak(const fs::path& dir, const std::ma
 }
 }  // namespace
 
-TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it; plain ninja -j 16 exceeds it",
+TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain ninja -j 16 exceeds it",
           "[integration][launcher]") {
   Daemon d;
   d.write_kernels({});

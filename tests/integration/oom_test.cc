@@ -104,7 +104,7 @@ TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds",
   d.terminate();
 }
 
-TEST_CASE("a compile through fad launch that the OOM killer ends is rerun; ninja never sees it fail",
+TEST_CASE("a compile through fad launch that the OOM killer ends is rerun, ninja never sees it fail",
           "[integration][launcher][oom]") {
   TestCgroup vm(700u << 20);
   if (!vm.ok()) {

@@ -8,7 +8,7 @@
 
 using namespace fad::test;
 
-TEST_CASE("over budget: newest units are suspended, then requeued with their peak; the build succeeds",
+TEST_CASE("over budget: newest units are suspended, then requeued with their peak, the build succeeds",
           "[integration][pressure]") {
   Daemon d;
   // Five units whose manifest prior says 100 MiB; each really ramps to 400 MiB

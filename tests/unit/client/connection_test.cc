@@ -89,7 +89,7 @@ TEST_CASE("one request line out, one response line back") {
   CHECK(request->type == "submit");
 }
 
-TEST_CASE("a daemon that hangs up without answering is unreachable; garbage is a failure") {
+TEST_CASE("a daemon that hangs up without answering is unreachable, garbage is a failure") {
   {
     OneShotServer server(socket_path(), "");
     auto reply = call_daemon(socket_path(), fad::Request{"status", {}});

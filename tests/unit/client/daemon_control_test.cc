@@ -51,7 +51,7 @@ TEST_CASE("find_fadd prefers the one beside fad, then PATH") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("daemon stop: not running is fine; a daemon that goes away is stopped") {
+TEST_CASE("daemon stop: not running is fine, a daemon that goes away is stopped") {
   std::ostringstream out, err;
   std::deque<CallResult> answers;
   std::vector<std::string> types;

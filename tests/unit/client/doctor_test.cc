@@ -81,7 +81,7 @@ TEST_CASE("missing nvcc fails with install, PATH and --nvcc advice") {
   CHECK(has(named.detail, "'/opt/cuda-12.4/bin/nvcc' not found"));
 }
 
-TEST_CASE("nvcc that does not run fails; a wrapper without a release warns") {
+TEST_CASE("nvcc that does not run fails, a wrapper without a release warns") {
   CHECK(check_nvcc(NvccFacts{"nvcc", "/usr/bin/nvcc", std::nullopt}).status == Verdict::fail);
   Finding wrapper = check_nvcc(NvccFacts{"wrap", "/w/wrap", fixture("doctor/nvcc_version_wrapper.txt")});
   CHECK(wrapper.status == Verdict::warn);
@@ -144,7 +144,7 @@ TEST_CASE("host compiler: nvcc rejecting gcc's version fails with a -ccbin fix")
   CHECK(has(f.fix, "NVCC_CCBIN=g++-13"));
 }
 
-TEST_CASE("host compiler: other failures fail with the error line; no g++ says install it") {
+TEST_CASE("host compiler: other failures fail with the error line, no g++ says install it") {
   Finding other = check_host_compiler(HostCompilerFacts{true, "12.2.0", false, false, "\nk.cu(1): error: oops\n"});
   CHECK(other.status == Verdict::fail);
   CHECK(has(other.detail, "k.cu(1): error: oops"));
@@ -322,7 +322,7 @@ TEST_CASE("disk: warn under 5 GiB, fail under 1 GiB") {
   CHECK(check_disk("/s", std::nullopt).status == Verdict::warn);
 }
 
-TEST_CASE("daemon: answering is ok with pid and version; absent warns how to start it") {
+TEST_CASE("daemon: answering is ok with pid and version, absent warns how to start it") {
   fad::Response response;
   response.ok = true;
   response.result = {{"daemon", {{"version", FAD_VERSION}, {"pid", 4242}}}, {"builds", fad::json::array()}};

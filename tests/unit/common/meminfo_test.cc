@@ -17,7 +17,7 @@ std::string read_fixture(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("parse_meminfo: Debian 12, no swap; kB means KiB", "[meminfo]") {
+TEST_CASE("parse_meminfo: Debian 12, no swap, kB means KiB", "[meminfo]") {
   auto r = fad::parse_meminfo(read_fixture("meminfo_debian12.txt"));
   REQUIRE(r.ok());
   CHECK(r->total == 32787364ull * 1024);

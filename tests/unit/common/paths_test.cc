@@ -87,7 +87,7 @@ TEST_CASE("resolve_path: flag, env, config, default", "[paths]") {
   CHECK(fad::resolve_path(none, env, "FAD_STATE_DIR", none, "/def") == "/def");  // other variable
 }
 
-TEST_CASE("process_env reads the real environment; empty counts as unset", "[paths]") {
+TEST_CASE("process_env reads the real environment, empty counts as unset", "[paths]") {
   ::setenv("FAD_PATHS_TEST_VAR", "value", 1);
   ::setenv("FAD_PATHS_TEST_EMPTY", "", 1);
   ::unsetenv("FAD_PATHS_TEST_UNSET");

@@ -137,7 +137,7 @@ TEST_CASE("engine: a link that exits 0 without writing its output fails the buil
   CHECK_THAT(test::slurp(f.build_dir(id) + "/logs/link.log"), Contains("cannot publish"));
 }
 
-TEST_CASE("engine: a failing unit cancels queued units; retry requeues and the build can succeed", "[engine]") {
+TEST_CASE("engine: a failing unit cancels queued units, retry requeues and the build can succeed", "[engine]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 2;
   f.make_engine().recover();
@@ -191,7 +191,7 @@ TEST_CASE("engine: a failing unit cancels queued units; retry requeues and the b
   CHECK(again.code == ErrorCode::failed);
 }
 
-TEST_CASE("engine: a unit the OOM killer ends is requeued with a raised estimate; three kills fail it", "[engine]") {
+TEST_CASE("engine: a unit the OOM killer ends is requeued with a raised estimate, three kills fail it", "[engine]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 2;
   f.make_engine().recover();
