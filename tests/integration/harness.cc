@@ -147,6 +147,13 @@ fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake
   return dir;
 }
 
+json find_build(const json& status, const std::string& name) {
+  json found;
+  for (const auto& b : status.at("builds"))
+    if (b.at("name") == name && (found.is_null() || b.at("id") > found.at("id"))) found = b;
+  return found;
+}
+
 bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

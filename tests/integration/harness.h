@@ -54,6 +54,9 @@ std::string find_tool(const std::vector<std::string>& candidates);
 /// `// fake-nvcc: <fake_line>`. Returns `dir`.
 fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake_line, const std::string& launcher);
 
+/// The newest build named `name` in a `fad status --json` object; null when none is.
+json find_build(const json& status, const std::string& name);
+
 /// A fresh directory removed at the end of the test.
 class TempDir {
  public:

@@ -129,11 +129,9 @@ TEST_CASE("a CMake + Ninja CUDA project builds with real nvcc through fad run an
   REQUIRE(build.exit_code == 0);
   CHECK(fs::exists(build_dir / "check"));
 
-  json project;
   const auto all = d.status_all();
   INFO(all.dump(2));
-  for (const auto& b : all.at("builds"))
-    if (b.at("name") == "cuda-project") project = b;
+  const json project = find_build(all, "cuda-project");
   REQUIRE(project.is_object());
   CHECK(project.at("state") == "succeeded");
   const auto units = d.status(project.at("id")).at("unit_list");

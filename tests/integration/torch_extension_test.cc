@@ -111,11 +111,9 @@ TEST_CASE("a PyTorch CUDA extension builds with torch.utils.cpp_extension throug
       module = e.path();
   REQUIRE(!module.empty());
 
-  json ext;
   const auto all = d.status_all();
   INFO(all.dump(2));
-  for (const auto& b : all.at("builds"))
-    if (b.at("name") == "torch-ext") ext = b;
+  const json ext = find_build(all, "torch-ext");
   REQUIRE(ext.is_object());
   CHECK(ext.at("state") == "succeeded");
   const auto units = d.status(ext.at("id")).at("unit_list");

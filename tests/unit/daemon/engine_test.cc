@@ -24,6 +24,17 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
   return v;
 }
 
+/// Submits the test build with two units at a time and starts it: a_one and
+/// a_two run. Returns the build id.
+std::int64_t submit_with_two_running(EngineFixture& f) {
+  f.options.scheduler.max_parallel_units = 2;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+  return id;
+}
+
 /// Runs the four compile units of build `id` to success.
 void finish_compiles(EngineFixture& f) {
   for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
@@ -139,11 +150,7 @@ TEST_CASE("engine: a link that exits 0 without writing its output fails the buil
 
 TEST_CASE("engine: a failing unit cancels queued units, retry requeues and the build can succeed", "[engine]") {
   EngineFixture f;
-  f.options.scheduler.max_parallel_units = 2;
-  f.make_engine().recover();
-  const auto id = f.submit();
-  f.engine->tick();
-  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+  const auto id = submit_with_two_running(f);
 
   f.launcher.exit("a_one", 1);
   CHECK(f.unit(id, "a_one")->state == UnitState::failed);
@@ -193,11 +200,7 @@ TEST_CASE("engine: a failing unit cancels queued units, retry requeues and the b
 
 TEST_CASE("engine: a unit the OOM killer ends is requeued with a raised estimate, three kills fail it", "[engine]") {
   EngineFixture f;
-  f.options.scheduler.max_parallel_units = 2;
-  f.make_engine().recover();
-  const auto id = f.submit();
-  f.engine->tick();
-  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+  const auto id = submit_with_two_running(f);
 
   // SIGKILL with the unit cgroup's oom_kill counter up: memory ran out, the unit did not fail.
   f.launcher.exit_with("a_one", ExitInfo{137, true, 4ull << 30, true});
@@ -309,11 +312,7 @@ TEST_CASE("engine: retry right after cancel, before the stopped units exit, can 
 
 TEST_CASE("engine: pause stops running groups and admits nothing until resume", "[engine]") {
   EngineFixture f;
-  f.options.scheduler.max_parallel_units = 2;
-  f.make_engine().recover();
-  const auto id = f.submit();
-  f.engine->tick();
-  REQUIRE(f.launcher.live() == std::vector<std::string>{"a_one", "a_two"});
+  const auto id = submit_with_two_running(f);
   const int p1 = f.launcher.pgid_of("a_one");
   const int p2 = f.launcher.pgid_of("a_two");
 
