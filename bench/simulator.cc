@@ -10,7 +10,7 @@
 #include <deque>
 #include <optional>
 
-#include "daemon/scheduler.h"
+#include "policy/scheduler.h"
 
 namespace fad::sim {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/estimator.h"
-#include "daemon/profile.h"
+#include "policy/estimator.h"
+#include "policy/profile.h"
 
 namespace fad::sim {
 

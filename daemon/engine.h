@@ -14,11 +14,11 @@
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
 #include "daemon/clock.h"
-#include "daemon/estimator.h"
+#include "policy/estimator.h"
 #include "daemon/memory_probe.h"
 #include "daemon/model.h"
 #include "daemon/process_launcher.h"
-#include "daemon/scheduler.h"
+#include "policy/scheduler.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "daemon/estimator.h"
+#include "policy/estimator.h"
 
 namespace fad {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "daemon/scheduler.h"
+#include "policy/scheduler.h"
 
 namespace fad {
 

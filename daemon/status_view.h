@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/model.h"
-#include "daemon/scheduler.h"
+#include "policy/scheduler.h"
 
 namespace fad {
 

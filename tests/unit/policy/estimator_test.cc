@@ -1,6 +1,6 @@
 // Estimator: each fallback level, thread scaling, newest-first learning, and
 // learning from a family's first finished unit during a cold build.
-#include "daemon/estimator.h"
+#include "policy/estimator.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Profile: step-function semantics, serialization round trip, thinning that
 // keeps peaks, and the load operations the scheduler relies on.
-#include "daemon/profile.h"
+#include "policy/profile.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Scheduler: fake time and fake memory drive decide(); a small harness carries
 // its decisions out the way the daemon would and tracks true memory.
-#include "daemon/scheduler.h"
+#include "policy/scheduler.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -2,7 +2,7 @@
 // operations the estimator and scheduler need on it (max, sum, shifted peaks).
 // Loads are built from events (time, delta) so that summing n profiles costs a
 // sort, not n merges: the scheduler rebuilds its load on every decision.
-#include "daemon/profile.h"
+#include "policy/profile.h"
 
 #include <algorithm>
 #include <charconv>

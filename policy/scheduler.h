@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "daemon/estimator.h"
+#include "policy/estimator.h"
 
 namespace fad {
 

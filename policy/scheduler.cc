@@ -9,7 +9,7 @@
 // units may jump it only if, as predicted, they do not delay that reservation.
 // Under memory pressure nothing starts; the newest unit is suspended, and
 // stopped and requeued after suspend_grace_s; the oldest is never touched.
-#include "daemon/scheduler.h"
+#include "policy/scheduler.h"
 
 #include <algorithm>
 #include <cmath>

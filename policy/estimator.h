@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/profile.h"
+#include "policy/profile.h"
 
 namespace fad {
 

@@ -15,7 +15,7 @@
 //   traces: 4.1 GiB at 1 thread, 7.05 GiB at 2, ratio 1.7 < 2); scaling *down*
 //   linearly would under-estimate (7.05 / 2 < 4.1), so down we scale by
 //   (e + 1) / (e_obs + 1) instead (7.05 * 2/3 = 4.7 GiB >= 4.1).
-#include "daemon/estimator.h"
+#include "policy/estimator.h"
 
 #include <algorithm>
 
