@@ -41,10 +41,11 @@ std::optional<Profile> read_trace(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::printf("usage: fad_sim [TRACES_DIR]\n"
-                "Simulates 96- and 290-unit builds on 16-64 cores and 32-128 GiB with the real\n"
-                "scheduler and estimator, against ninja -j, FlashAttention's heuristic and the\n"
-                "lower bound; prints a table. TRACES_DIR defaults to bench/traces.\n");
+    std::printf(
+        "usage: fad_sim [TRACES_DIR]\n"
+        "Simulates 96- and 290-unit builds on 16-64 cores and 32-128 GiB with the real\n"
+        "scheduler and estimator, against ninja -j, FlashAttention's heuristic and the\n"
+        "lower bound; prints a table. TRACES_DIR defaults to bench/traces.\n");
     return 0;
   }
   std::string dir = argc > 1 ? argv[1] : FAD_TRACES_DIR;

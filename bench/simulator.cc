@@ -128,7 +128,8 @@ std::vector<SimUnit> make_workload(const std::vector<Trace>& traces, int count, 
     u.key.archs = t.arch_count == 1 ? "90" : "80,90";
     u.key.compiler = "13.0";
     u.key.arch_count = t.arch_count;
-    u.truth = t.profile.scaled(family_memory * (0.95 + 0.1 * rng.uniform()), family_time * (0.95 + 0.1 * rng.uniform()));
+    u.truth =
+        t.profile.scaled(family_memory * (0.95 + 0.1 * rng.uniform()), family_time * (0.95 + 0.1 * rng.uniform()));
     u.truth_threads = t.threads;
     units.push_back(std::move(u));
   }

@@ -17,7 +17,7 @@ namespace fad::sim {
 /// A compile unit as it really behaves.
 struct SimUnit {
   UnitKey key;
-  Profile truth;        ///< true memory over time when run with `truth_threads`
+  Profile truth;  ///< true memory over time when run with `truth_threads`
   int truth_threads = 1;
 };
 

@@ -24,8 +24,9 @@ struct RawArgs {
 
 // Every subcommand accepts --socket and --config; the daemon side reads the same files.
 void add_locations(CLI::App* sub, RawArgs& raw) {
-  sub->add_option("--socket", raw.socket, "fadd's Unix socket (default: $FAD_SOCKET, config, "
-                                          "$XDG_RUNTIME_DIR/fad/fad.sock)");
+  sub->add_option("--socket", raw.socket,
+                  "fadd's Unix socket (default: $FAD_SOCKET, config, "
+                  "$XDG_RUNTIME_DIR/fad/fad.sock)");
   sub->add_option("--config", raw.config, "config file (default: $FAD_CONFIG, ~/.config/fad/fad.json)");
 }
 
@@ -54,8 +55,7 @@ std::string command_path(const CLI::App& app) {
 std::string lower_first(std::string text) {
   // "Could not convert" -> "could not convert", but "ID is required" stays.
   auto at = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  if (text.size() > 1 && std::isupper(at(0)) && std::islower(at(1)))
-    text[0] = static_cast<char>(std::tolower(at(0)));
+  if (text.size() > 1 && std::isupper(at(0)) && std::islower(at(1))) text[0] = static_cast<char>(std::tolower(at(0)));
   return text;
 }
 
@@ -94,9 +94,9 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   const CLI::App* sub = app.get_subcommands().front();
   cmd.path = command_path(app);
   static const std::pair<const char*, CommandKind> kKinds[] = {
-      {"submit", CommandKind::submit}, {"status", CommandKind::status},   {"logs", CommandKind::logs},
-      {"cancel", CommandKind::cancel}, {"pause", CommandKind::pause},     {"resume", CommandKind::resume},
-      {"retry", CommandKind::retry},   {"history", CommandKind::history}, {"start", CommandKind::daemon_start},
+      {"submit", CommandKind::submit},    {"status", CommandKind::status},   {"logs", CommandKind::logs},
+      {"cancel", CommandKind::cancel},    {"pause", CommandKind::pause},     {"resume", CommandKind::resume},
+      {"retry", CommandKind::retry},      {"history", CommandKind::history}, {"start", CommandKind::daemon_start},
       {"stop", CommandKind::daemon_stop}, {"doctor", CommandKind::doctor}};
   if (sub->get_name() == "daemon") sub = sub->get_subcommands().front();
   for (const auto& [name, kind] : kKinds)
@@ -158,8 +158,10 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   app.require_subcommand(1);
 
   auto* submit = app.add_subcommand("submit", "queue a build of the bundled kernels; prints its id");
-  submit->add_option("--arch", raw.archs, "target arch (12.0, sm_90a, ...); repeat or comma list; "
-                                          "default: the local GPUs")
+  submit
+      ->add_option("--arch", raw.archs,
+                   "target arch (12.0, sm_90a, ...); repeat or comma list; "
+                   "default: the local GPUs")
       ->allow_extra_args(false);
   submit->add_option("--kernels", raw.kernels, "glob over kernel unit names (default *)");
   submit->add_option("--nvcc", raw.nvcc, "nvcc (or compatible) program to compile with");

@@ -14,7 +14,17 @@
 namespace fad::client {
 
 enum class CommandKind {
-  submit, status, logs, cancel, pause, resume, retry, history, daemon_start, daemon_stop, doctor
+  submit,
+  status,
+  logs,
+  cancel,
+  pause,
+  resume,
+  retry,
+  history,
+  daemon_start,
+  daemon_stop,
+  doctor
 };
 
 /// One parsed invocation. Only the fields of `kind` are meaningful.
@@ -38,9 +48,9 @@ struct Command {
   std::optional<std::string> nvcc;
   std::string name;
 
-  std::optional<std::int64_t> id;  ///< status (optional), logs and build control (required)
-  std::optional<std::string> unit; ///< logs
-  int limit = 20;                  ///< history
+  std::optional<std::int64_t> id;   ///< status (optional), logs and build control (required)
+  std::optional<std::string> unit;  ///< logs
+  int limit = 20;                   ///< history
 
   std::vector<std::string> fadd_args;  ///< daemon start: everything after "--"
 };

@@ -76,8 +76,8 @@ int run_control(const Command& cmd, Context& ctx) {
   BuildRequest req;
   req.id = cmd.id.value_or(0);
   int rc = kExitOk;
-  const char* type = cmd.kind == CommandKind::cancel  ? "cancel"
-                     : cmd.kind == CommandKind::pause ? "pause"
+  const char* type = cmd.kind == CommandKind::cancel   ? "cancel"
+                     : cmd.kind == CommandKind::pause  ? "pause"
                      : cmd.kind == CommandKind::resume ? "resume"
                                                        : "retry";
   auto result = request(ctx, type, req.to_json(), rc);

@@ -41,7 +41,8 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   char chunk[64 * 1024];
   while (buffer.find('\n') == std::string::npos) {
     if (buffer.size() > kMaxMessageBytes)
-      return CallFailure{kExitFailed, "fadd sent a response longer than " + std::to_string(kMaxMessageBytes) + " bytes"};
+      return CallFailure{kExitFailed,
+                         "fadd sent a response longer than " + std::to_string(kMaxMessageBytes) + " bytes"};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd pfd{socket.native_handle(), POLLIN, 0};
     if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0)

@@ -103,8 +103,7 @@ ProgramRun run_program(const std::vector<std::string>& argv, seconds timeout, bo
   }
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   return run;
 }

@@ -108,8 +108,7 @@ std::optional<CudaRelease> parse_nvcc_release(std::string_view version_text) {
 // ---- 1. nvcc ----------------------------------------------------------------
 
 Finding check_nvcc(const NvccFacts& facts) {
-  const std::string install_fix =
-      "install the CUDA toolkit, add /usr/local/cuda/bin to PATH, or pass --nvcc PATH";
+  const std::string install_fix = "install the CUDA toolkit, add /usr/local/cuda/bin to PATH, or pass --nvcc PATH";
   if (!facts.path) {
     if (facts.requested != "nvcc")
       return make("nvcc", Verdict::fail, "'" + facts.requested + "' not found or not executable",
@@ -156,8 +155,9 @@ Finding check_archs(const ArchFacts& facts) {
 
 Finding check_host_compiler(const HostCompilerFacts& facts) {
   const std::string gcc = facts.gcc_version ? "g++ " + *facts.gcc_version : "no g++ on PATH";
-  if (!facts.nvcc_usable) return make("host compiler", Verdict::warn, gcc + "; trial compile skipped: no usable nvcc",
-                                      "see the nvcc finding");
+  if (!facts.nvcc_usable)
+    return make("host compiler", Verdict::warn, gcc + "; trial compile skipped: no usable nvcc",
+                "see the nvcc finding");
   if (facts.compiled) return make("host compiler", Verdict::ok, gcc + "; nvcc compiles a trial kernel");
   if (facts.timed_out)
     return make("host compiler", Verdict::fail, gcc + "; the trial compile did not finish in time",
@@ -247,14 +247,13 @@ Finding check_torch(const TorchFacts& facts, const std::optional<CudaRelease>& n
   if (!torch_cuda)
     return make("torch", Verdict::warn, detail + "; a CPU-only build cannot run CUDA extensions",
                 "install a CUDA build of torch (pip install torch --index-url https://download.pytorch.org/whl/cuXY)");
-  if (!nvcc) return make("torch", Verdict::warn, detail + "; nvcc's CUDA release unknown, not compared",
-                         "see the nvcc finding");
+  if (!nvcc)
+    return make("torch", Verdict::warn, detail + "; nvcc's CUDA release unknown, not compared", "see the nvcc finding");
 
   const std::string nvcc_cuda = std::to_string(nvcc->major) + "." + std::to_string(nvcc->minor);
   const std::string fix = "install torch built for CUDA " + nvcc_cuda +
-                          " (pip index https://download.pytorch.org/whl/cu" +
-                          std::to_string(nvcc->major) + std::to_string(nvcc->minor) +
-                          "), or pass --nvcc an nvcc of CUDA " + facts.cuda;
+                          " (pip index https://download.pytorch.org/whl/cu" + std::to_string(nvcc->major) +
+                          std::to_string(nvcc->minor) + "), or pass --nvcc an nvcc of CUDA " + facts.cuda;
   if (torch_cuda->first != nvcc->major)
     return make("torch", Verdict::fail, detail + "; nvcc is CUDA " + nvcc_cuda + ": major versions differ", fix);
   if (torch_cuda->second != nvcc->minor)
@@ -292,9 +291,8 @@ Finding check_wsl(std::string_view proc_version, const MemInfo& meminfo) {
   constexpr std::uint64_t kMinMemory = 16 * kGiB;
   constexpr std::uint64_t kMinSwap = 4 * kGiB;
   constexpr int kSuggestedSwapGb = 8;
-  const std::string kind = contains(lower(proc_version), "wsl2") || contains(lower(proc_version), "microsoft-standard")
-                               ? "WSL2"
-                               : "WSL";
+  const std::string kind =
+      contains(lower(proc_version), "wsl2") || contains(lower(proc_version), "microsoft-standard") ? "WSL2" : "WSL";
   std::string detail = kind + " VM: memory " + format_size(meminfo.total) + ", swap " + format_size(meminfo.swap_total);
   const bool small_memory = static_cast<double>(meminfo.total) < kSlack * static_cast<double>(kMinMemory);
   const bool small_swap = static_cast<double>(meminfo.swap_total) < kSlack * static_cast<double>(kMinSwap);
@@ -317,8 +315,8 @@ Finding check_psi(const std::optional<std::string>& psi_text) {
   if (!psi_text) return make("psi", Verdict::warn, "no PSI (WSL kernels lack it): fad falls back to MemAvailable", fix);
   auto psi = parse_psi(*psi_text);
   if (!psi)
-    return make("psi", Verdict::warn, "/proc/pressure/memory unreadable (" + psi.error() +
-                                          "): fad falls back to MemAvailable", fix);
+    return make("psi", Verdict::warn,
+                "/proc/pressure/memory unreadable (" + psi.error() + "): fad falls back to MemAvailable", fix);
   std::ostringstream detail;
   detail.setf(std::ios::fixed);
   detail.precision(2);
@@ -369,8 +367,8 @@ Finding check_cgroup(const CgroupFacts& facts) {
       const bool memory = has_word(facts.subtree_control, "memory") || has_word(facts.controllers, "memory");
       if (facts.memory_dir_writable && memory)
         return make("cgroups", Verdict::ok, "v2, per-unit memory cgroups possible under " + own + limit);
-      const std::string why = !facts.memory_dir_writable ? "cgroup " + own + " not writable"
-                                                         : "memory controller not available in " + own;
+      const std::string why =
+          !facts.memory_dir_writable ? "cgroup " + own + " not writable" : "memory controller not available in " + own;
       return make("cgroups", Verdict::warn, "v2: " + why + ", no per-unit cgroups" + limit, fix);
     }
   }

@@ -43,8 +43,8 @@ std::optional<CudaRelease> parse_nvcc_release(std::string_view version_text);
 // ---- 1. nvcc --------------------------------------------------------------
 
 struct NvccFacts {
-  std::string requested;             ///< what was asked for: --nvcc, config "nvcc", or "nvcc"
-  std::optional<std::string> path;   ///< resolved executable; nullopt = not found
+  std::string requested;                    ///< what was asked for: --nvcc, config "nvcc", or "nvcc"
+  std::optional<std::string> path;          ///< resolved executable; nullopt = not found
   std::optional<std::string> version_text;  ///< `--version` output; nullopt = it did not run
 };
 
@@ -71,7 +71,7 @@ struct HostCompilerFacts {
   std::optional<std::string> gcc_version;  ///< `g++ -dumpfullversion`; nullopt = no g++
   bool compiled = false;                   ///< the trial `nvcc -c` succeeded
   bool timed_out = false;
-  std::string compile_output;              ///< its stdout and stderr
+  std::string compile_output;  ///< its stdout and stderr
 };
 
 /// fail when the trial compile fails; when nvcc rejected the host compiler's
@@ -84,11 +84,11 @@ Finding check_host_compiler(const HostCompilerFacts& facts);
 struct TorchFacts {
   bool python_found = false;
   bool timed_out = false;
-  bool installed = false;      ///< `import torch` found a module (it may still have failed)
-  std::string import_error;    ///< non-empty: importing failed
-  std::string version;         ///< torch.__version__
-  std::string cuda;            ///< torch.version.cuda; empty for a CPU-only build
-  std::string cache_tag;       ///< sys.implementation.cache_tag ("cpython-311")
+  bool installed = false;         ///< `import torch` found a module (it may still have failed)
+  std::string import_error;       ///< non-empty: importing failed
+  std::string version;            ///< torch.__version__
+  std::string cuda;               ///< torch.version.cuda; empty for a CPU-only build
+  std::string cache_tag;          ///< sys.implementation.cache_tag ("cpython-311")
   std::optional<bool> cxx11_abi;  ///< torch._C._GLIBCXX_USE_CXX11_ABI
 };
 
@@ -127,10 +127,10 @@ enum class CgroupLayout { none, v1, hybrid, v2 };
 
 struct CgroupFacts {
   CgroupLayout layout = CgroupLayout::none;
-  std::string proc_self_cgroup;  ///< /proc/self/cgroup
-  bool memory_dir_writable = false;  ///< v1: /sys/fs/cgroup/memory; v2: this process's cgroup dir
-  std::string controllers;       ///< v2: cgroup.controllers of this process's cgroup
-  std::string subtree_control;   ///< v2: its cgroup.subtree_control
+  std::string proc_self_cgroup;           ///< /proc/self/cgroup
+  bool memory_dir_writable = false;       ///< v1: /sys/fs/cgroup/memory; v2: this process's cgroup dir
+  std::string controllers;                ///< v2: cgroup.controllers of this process's cgroup
+  std::string subtree_control;            ///< v2: its cgroup.subtree_control
   std::optional<std::string> limit_text;  ///< memory.max / memory.limit_in_bytes, if readable
 };
 

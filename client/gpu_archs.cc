@@ -52,8 +52,7 @@ Result<std::vector<Arch>> detect_gpu_archs() {
   }
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return make_error("nvidia-smi failed");
   return parse_compute_caps(output);
 }

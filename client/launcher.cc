@@ -75,8 +75,7 @@ struct ChildExit {
 
 ChildExit wait_child(pid_t pid) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   g_child_group = 0;
   if (WIFSIGNALED(status)) return {128 + WTERMSIG(status), true};
   return {WEXITSTATUS(status), false};
@@ -171,8 +170,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       ::setpgid(0, 0);
       ::close(go[1]);
       char byte;
-      while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {
-      }
+      while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {}
       ::setenv("FAD_LAUNCH_ACTIVE", "1", 1);
       ::_exit(exec_direct(run_argv));
     }

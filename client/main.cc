@@ -36,8 +36,12 @@ int main(int argc, char** argv) {
     }
 
     // 3. Wire the real world in: the socket, the terminal, the clock, nvidia-smi.
-    Context ctx{socket_sender(locations->socket), locations->socket, std::cout, std::cerr,
-                [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }, detect_gpu_archs};
+    Context ctx{socket_sender(locations->socket),
+                locations->socket,
+                std::cout,
+                std::cerr,
+                [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); },
+                detect_gpu_archs};
 
     // 4. Run the subcommand; its return value is the contract's exit code.
     return run_command(cmd, *locations, ctx);

@@ -67,9 +67,9 @@ NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(co
       add_gencode(call.archs, value);
     } else if (option_value(args, i, {"-arch", "--gpu-architecture"}, &value)) {
       add_arch(call.archs, value);
-    } else if (option_value(args, i, {"-MF", "-MT", "-MQ", "-odir", "--output-directory", "-ccbin", "-code", "--gpu-code",
-                                      "--compiler-bindir", "-Xcompiler", "-Xptxas", "-Xlinker", "-Xcudafe",
-                                      "-include", "-x"},
+    } else if (option_value(args, i,
+                            {"-MF", "-MT", "-MQ", "-odir", "--output-directory", "-ccbin", "-code", "--gpu-code",
+                             "--compiler-bindir", "-Xcompiler", "-Xptxas", "-Xlinker", "-Xcudafe", "-include", "-x"},
                             &value)) {
       // A value that may look like a file; never the source.
     } else if (a.rfind("-", 0) != 0 && call.source.empty() && has_source_extension(a) && exists(a)) {

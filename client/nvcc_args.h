@@ -9,9 +9,9 @@
 namespace fad::client {
 
 struct NvccCall {
-  bool compile = false;              ///< -c / -dc / --compile: a compile unit
-  std::string source;                ///< as written (relative to the caller's cwd)
-  std::string output;                ///< -o value, as written; may be empty
+  bool compile = false;  ///< -c / -dc / --compile: a compile unit
+  std::string source;    ///< as written (relative to the caller's cwd)
+  std::string output;    ///< -o value, as written; may be empty
   /// Distinct virtual archs compiled, in display form ("9.0", "12.0a"): nvcc
   /// runs one front end per virtual arch, which is what --threads parallelises
   /// and what multiplies memory; code=[compute_90,sm_90] is one, not two.

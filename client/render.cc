@@ -143,8 +143,8 @@ std::string render_build_status(const json& status) {
   if (builds.empty()) return out + "no such build\n";
   const json& b = builds.front();
   const json& u = units_of(b);
-  out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + text(b, "state") + ", archs " +
-         archs_cell(b) + ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
+  out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + text(b, "state") + ", archs " + archs_cell(b) +
+         ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
   out += "units: " + done_of_total(b) + " succeeded, " + std::to_string(count(u, "running")) + " running, " +
          std::to_string(count(u, "queued")) + " queued, " + std::to_string(count(u, "failed")) + " failed\n";
   if (field(b, "artifact")) out += "artifact: " + text(b, "artifact") + "\n";
@@ -172,9 +172,8 @@ std::string render_history(const json& history) {
 
 std::string render_progress(const json& build) {
   const json& u = units_of(build);
-  std::string line = "build " + text(build, "id") + ": " +
-                     std::to_string(count(u, "succeeded") + count(u, "failed")) + "/" +
-                     std::to_string(count(u, "total")) + " units done, " + std::to_string(count(u, "running")) +
+  std::string line = "build " + text(build, "id") + ": " + std::to_string(count(u, "succeeded") + count(u, "failed")) +
+                     "/" + std::to_string(count(u, "total")) + " units done, " + std::to_string(count(u, "running")) +
                      " running";
   if (count(u, "failed") > 0) line += ", " + std::to_string(count(u, "failed")) + " failed";
   line += ", peak " + size_cell(build, "peak_bytes");

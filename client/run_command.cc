@@ -119,8 +119,7 @@ int run_build_command(const RunOptions& o) {
     sa.sa_handler = forward;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
     int status = 0;
-    while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {}
     code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   }
 

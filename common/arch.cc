@@ -20,7 +20,8 @@ std::string_view trim(std::string_view s) {
 }
 
 bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 Error arch_error(std::string_view text) {
@@ -68,8 +69,8 @@ Result<Arch> parse_arch(std::string_view text) {
     if (!all_digits(rest) || rest.size() > 3) return arch_error(text);
     arch.number = std::stoi(std::string(rest));
     if (arch.number > 0 && arch.number < kMinArchNumber && !prefixed) {
-      return make_error("invalid arch '" + std::string(text) + "': ambiguous; write " + std::string(rest) +
-                        ".0 or " + std::string(rest) + "0");
+      return make_error("invalid arch '" + std::string(text) + "': ambiguous; write " + std::string(rest) + ".0 or " +
+                        std::string(rest) + "0");
     }
   }
   if (arch.number < kMinArchNumber || arch.number > kMaxArchNumber) return arch_error(text);

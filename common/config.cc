@@ -37,7 +37,8 @@ struct Problem {
 /// 1-based line of byte `offset` in `text`.
 std::size_t line_of(std::string_view text, std::size_t offset) {
   offset = std::min(offset, text.size());
-  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  return 1 +
+         static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
 /// Offset of `"key"` followed by optional whitespace and ':' in the raw text.
@@ -83,9 +84,12 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
       return "expected a size such as \"2G\" or a percentage such as \"10%\", got " + v.dump();
     }
   } else if (key == "swap") {
-    if (v == "use") config.swap_use = true;
-    else if (v == "ignore") config.swap_use = false;
-    else return "expected \"ignore\" or \"use\", got " + v.dump();
+    if (v == "use")
+      config.swap_use = true;
+    else if (v == "ignore")
+      config.swap_use = false;
+    else
+      return "expected \"ignore\" or \"use\", got " + v.dump();
   } else if (key == "max_parallel_units") {
     auto n = integer_in(v, 0, std::numeric_limits<int>::max());
     if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
@@ -117,8 +121,9 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     config.log_level = v.get<std::string>();
   } else if (key == "socket" || key == "state_dir" || key == "kernels_dir") {
     if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
-    std::optional<std::string>& field =
-        key == "socket" ? config.socket : key == "state_dir" ? config.state_dir : config.kernels_dir;
+    std::optional<std::string>& field = key == "socket"      ? config.socket
+                                        : key == "state_dir" ? config.state_dir
+                                                             : config.kernels_dir;
     field = v.get<std::string>();
   } else {
     return "unknown key (known keys: " + std::string(kKnownKeys) + ")";

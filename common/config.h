@@ -25,10 +25,10 @@ Result<Reserve> parse_reserve(std::string_view text);
 struct Config {
   std::optional<std::uint64_t> memory_budget;  ///< nullopt = "auto"
   Reserve reserve;
-  bool swap_use = false;                       ///< "swap": "use" | "ignore"
-  int max_parallel_units = 0;                  ///< 0 = no cap beyond memory and cores
-  int nvcc_threads = 0;                        ///< 0 = "auto"
-  std::string nvcc;                            ///< empty = nvcc from PATH
+  bool swap_use = false;                         ///< "swap": "use" | "ignore"
+  int max_parallel_units = 0;                    ///< 0 = no cap beyond memory and cores
+  int nvcc_threads = 0;                          ///< 0 = "auto"
+  std::string nvcc;                              ///< empty = nvcc from PATH
   std::uint64_t unit_memory_prior = 5ull << 30;  ///< per nvcc thread, never-seen unit
   int poll_interval_ms = 500;
   std::string log_level = "info";

@@ -107,8 +107,7 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
 }
 
 json LaunchRequest::to_json() const {
-  json j{{"session", session}, {"cwd", cwd},       {"argv", argv},
-         {"source", source},   {"output", output}, {"archs", archs}};
+  json j{{"session", session}, {"cwd", cwd}, {"argv", argv}, {"source", source}, {"output", output}, {"archs", archs}};
   if (build_id) j["build_id"] = *build_id;
   return j;
 }

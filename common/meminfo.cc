@@ -65,11 +65,16 @@ Result<MemInfo> parse_meminfo(std::string_view text) {
   MemInfo info;
   bool have_total = false, have_available = false;
   for (std::string_view line : split_lines(text)) {
-    if (auto v = kb_field(line, "MemTotal")) info.total = *v, have_total = true;
-    else if (auto v = kb_field(line, "MemFree")) info.free = *v;
-    else if (auto v = kb_field(line, "MemAvailable")) info.available = *v, have_available = true;
-    else if (auto v = kb_field(line, "SwapTotal")) info.swap_total = *v;
-    else if (auto v = kb_field(line, "SwapFree")) info.swap_free = *v;
+    if (auto v = kb_field(line, "MemTotal"))
+      info.total = *v, have_total = true;
+    else if (auto v = kb_field(line, "MemFree"))
+      info.free = *v;
+    else if (auto v = kb_field(line, "MemAvailable"))
+      info.available = *v, have_available = true;
+    else if (auto v = kb_field(line, "SwapTotal"))
+      info.swap_total = *v;
+    else if (auto v = kb_field(line, "SwapFree"))
+      info.swap_free = *v;
   }
   if (!have_total) return make_error("/proc/meminfo has no MemTotal line");
   if (!have_available) return make_error("/proc/meminfo has no MemAvailable line (Linux 3.14 or newer is needed)");

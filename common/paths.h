@@ -27,8 +27,7 @@ std::string default_state_dir(const EnvLookup& env);
 std::optional<std::string> default_config_path(const EnvLookup& env);
 
 /// First present of flag, env var `env_name`, config value, else `fallback`.
-std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env,
-                         std::string_view env_name, const std::optional<std::string>& config_value,
-                         const std::string& fallback);
+std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,
+                         const std::optional<std::string>& config_value, const std::string& fallback);
 
 }  // namespace fad

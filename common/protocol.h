@@ -60,8 +60,8 @@ struct Response {
 };
 /// Parses one response line; fails only when the line is not a valid response.
 Result<Response> parse_response(std::string_view line);
-std::string encode_ok(const json& result);                                 ///< newline included
-std::string encode_error(ErrorCode code, std::string_view message);        ///< newline included
+std::string encode_ok(const json& result);                           ///< newline included
+std::string encode_error(ErrorCode code, std::string_view message);  ///< newline included
 
 // ---- Typed request bodies: one per message type. from_json() validates
 // ---- every field and names the bad one; to_json() is its inverse.

@@ -87,8 +87,7 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   }
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   boost::system::error_code ec;
-  bp::process proc(io_.get_executor(), bp::filesystem::path(spec.argv[0]), args,
-                   bp::process_stdio{nullptr, log, log},
+  bp::process proc(io_.get_executor(), bp::filesystem::path(spec.argv[0]), args, bp::process_stdio{nullptr, log, log},
                    UnitProcessSetup{::getpid(), cgroup ? cgroup->procs_fd() : -1}, ec);
   std::fclose(log);
   if (cgroup) cgroup->close_procs_fd();

@@ -234,8 +234,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         spdlog::warn("memory pressure: stopping {} to run it later ({})", r.unit.name, d.reason);
         stop_unit(r, StopReason::requeue, now);
         break;
-      case Decision::Kind::start:
-        break;
+      case Decision::Kind::start: break;
     }
   }
   for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
@@ -324,8 +323,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
                            std::nullopt);
         update_build(u.build_id);
         return;
-      case StopReason::none:
-        break;
+      case StopReason::none: break;
     }
     const auto now_record = info.oom_killed ? store_.unit(unit_id) : std::nullopt;  // attempts incl. this run
     if (info.signaled && now_record && now_record->attempts < kMaxOomAttempts) {
@@ -334,9 +332,10 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
       // margin, since the kill cut it short of its true peak.
       const std::uint64_t floor = r.peak + r.peak / 4;
       store_.requeue_unit(unit_id, floor);
-      spdlog::warn("unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
-                   "least {}",
-                   u.name, u.build_id, format_size(r.peak), format_size(floor));
+      spdlog::warn(
+          "unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
+          "least {}",
+          u.name, u.build_id, format_size(r.peak), format_size(floor));
       append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
       update_build(u.build_id);
       return;
@@ -346,8 +345,8 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
       std::error_code ec;
       fs::rename(u.output_path + ".tmp", u.output_path, ec);
       if (ec) {
-        std::ofstream(u.log_path, std::ios::app) << "fad: cannot publish " << u.output_path << ": " << ec.message()
-                                                 << "\n";
+        std::ofstream(u.log_path, std::ios::app)
+            << "fad: cannot publish " << u.output_path << ": " << ec.message() << "\n";
         ok = false;
       } else {
         store_.set_build_artifact(u.build_id, u.output_path);
@@ -371,9 +370,9 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
           obs.profile.points.emplace_back(0.0, r.peak);
       }
       estimator_.learn(obs);
-      history = HistoryRecord{obs.key.exact(), obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
-                              obs.key.compiler, obs.key.family, obs.key.arch_count, r.threads,
-                              obs.profile.serialize()};
+      history =
+          HistoryRecord{obs.key.exact(),  obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
+                        obs.key.compiler, obs.key.family, obs.key.arch_count,   r.threads,     obs.profile.serialize()};
     }
     store_.finish_unit(unit_id, ok ? UnitState::succeeded : UnitState::failed, info.exit_code, r.peak, duration,
                        clock_.wall(), history);

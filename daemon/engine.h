@@ -97,9 +97,9 @@ class Engine {
     bool paused = false;  ///< by the user (fad pause)
     StopReason stop = StopReason::none;
     double stop_sent_at = 0;
-    bool external = false;    ///< run by a launcher; pgid is 0 until it reports
-    bool guess = false;       ///< admitted on the flat prior (the scheduler's margin)
-    double gone_since = 0;    ///< external: when its process group was first seen gone
+    bool external = false;  ///< run by a launcher; pgid is 0 until it reports
+    bool guess = false;     ///< admitted on the flat prior (the scheduler's margin)
+    double gone_since = 0;  ///< external: when its process group was first seen gone
   };
 
   void measure_running(double now);

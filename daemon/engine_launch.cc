@@ -28,7 +28,6 @@ constexpr double kGoneGraceS = 10;
 // Launches outside `fad run` are grouped per session into one build, closed after this quiet spell.
 constexpr double kSessionIdleS = 30;
 
-
 // Flags that name this call's files rather than how it compiles: left out of
 // the learning key, so the same kernel built in another directory is known.
 bool takes_path_value(const std::string& a) {
@@ -43,8 +42,7 @@ std::string key_flags(const std::vector<std::string>& argv, const std::string& s
       ++i;
       continue;
     }
-    if (a.rfind("--threads=", 0) == 0 || a == source || fs::path(a).filename() == fs::path(source).filename())
-      continue;
+    if (a.rfind("--threads=", 0) == 0 || a == source || fs::path(a).filename() == fs::path(source).filename()) continue;
     out += (out.empty() ? "" : " ") + a;
   }
   return out;
@@ -107,7 +105,8 @@ Response Engine::launch(const LaunchRequest& req) {
   if (req.build_id) {
     build = store_.build(*req.build_id);
     if (!build || build->kind != "external" || is_final(build->state))
-      return error_response(ErrorCode::not_found, "build " + std::to_string(*req.build_id) + " is not an open fad run build");
+      return error_response(ErrorCode::not_found,
+                            "build " + std::to_string(*req.build_id) + " is not an open fad run build");
   } else {
     build = store_.session_build(req.session);
     if (!build) {
@@ -169,7 +168,8 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
 Response Engine::launch_poll(const UnitRequest& req) {
   const double now = clock_.now();
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
-    if (it->second.stop != StopReason::none) return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
+    if (it->second.stop != StopReason::none)
+      return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
     return ok_response({{"state", "admitted"}, {"threads", it->second.threads}});
   }
   auto unit = store_.unit(req.unit_id);
@@ -185,7 +185,8 @@ Response Engine::launch_poll(const UnitRequest& req) {
 Response Engine::launch_started(const LaunchStartedRequest& req) {
   auto it = running_.find(req.unit_id);
   if (it == running_.end() || !it->second.external || it->second.pgid != 0 || it->second.stop != StopReason::none)
-    return error_response(ErrorCode::failed, "unit " + std::to_string(req.unit_id) + " is not admitted now; poll again");
+    return error_response(ErrorCode::failed,
+                          "unit " + std::to_string(req.unit_id) + " is not admitted now; poll again");
   it->second.pgid = req.pid;
   // Its profile starts now, not at admission: the launcher's poll and the
   // compiler's start lag behind, and staggered spikes must stay staggered.

@@ -85,7 +85,8 @@ Response Engine::cancel(std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (is_final(b->state))
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
+    return error_response(ErrorCode::failed,
+                          "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
   const double now = clock_.now();
   for (auto& [uid, r] : running_)
     if (r.unit.build_id == id) stop_unit(r, StopReason::cancel, now);
@@ -100,7 +101,7 @@ Response Engine::pause(std::int64_t id) {
   if (!b) return no_build(id);
   if (is_final(b->state) || b->state == BuildState::paused)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
-                                       ", not running or queued");
+                                                 ", not running or queued");
   // Running units are frozen (SIGSTOP of their process group), keeping their
   // memory; nothing new starts until resume.
   for (auto& [uid, r] : running_) {
@@ -117,8 +118,8 @@ Response Engine::resume(std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (b->state != BuildState::paused)
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
-                                       ", not paused");
+    return error_response(ErrorCode::failed,
+                          "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) + ", not paused");
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;
     r.paused = false;
@@ -136,10 +137,11 @@ Response Engine::retry(std::int64_t id) {
   if (!b) return no_build(id);
   if (b->state != BuildState::failed && b->state != BuildState::cancelled)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
-                                       "; only failed or cancelled builds can be retried");
+                                                 "; only failed or cancelled builds can be retried");
   for (const auto& [uid, r] : running_)
     if (r.unit.build_id == id)
-      return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is still stopping its units; retry in a moment");
+      return error_response(ErrorCode::failed,
+                            "build " + std::to_string(id) + " is still stopping its units; retry in a moment");
   Transaction tx(store_.db());
   const int requeued = store_.requeue_failed_units(id);
   store_.set_build_state(id, BuildState::queued, std::nullopt);
@@ -161,7 +163,7 @@ Response Engine::logs(const LogsRequest& req) {
       if (u.name == *req.unit) unit = u;
     if (!unit)
       return error_response(ErrorCode::not_found, "build " + std::to_string(req.id) + " has no unit '" + *req.unit +
-                                            "' (see 'fad status " + std::to_string(req.id) + "')");
+                                                      "' (see 'fad status " + std::to_string(req.id) + "')");
     path = unit->log_path;
     finished = unit->state != UnitState::queued && unit->state != UnitState::running;
   }

@@ -72,7 +72,8 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view filename
       const auto& p = u["prior"];
       if (p.contains("peak_bytes") && p["peak_bytes"].is_number_unsigned())
         unit.prior.peak_bytes = p["peak_bytes"].get<std::uint64_t>();
-      if (p.contains("duration_s") && p["duration_s"].is_number()) unit.prior.duration_s = p["duration_s"].get<double>();
+      if (p.contains("duration_s") && p["duration_s"].is_number())
+        unit.prior.duration_s = p["duration_s"].get<double>();
     }
     m.units.push_back(std::move(unit));
   }

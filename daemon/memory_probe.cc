@@ -35,11 +35,12 @@ MemorySnapshot ProcMemoryProbe::sample() {
   }
   if (auto psi = parse_psi(read_small_file(root_ + "/proc/pressure/memory"))) snap.psi_some_avg10 = psi->some_avg10;
   if (!cgroup_dir_.empty()) {
-    auto limit = parse_cgroup_limit(read_small_file(cgroup_dir_ + (cgroup_v2_ ? "/memory.max" : "/memory.limit_in_bytes")));
+    auto limit =
+        parse_cgroup_limit(read_small_file(cgroup_dir_ + (cgroup_v2_ ? "/memory.max" : "/memory.limit_in_bytes")));
     if (limit && *limit) {
       snap.cgroup_limit = **limit;
-      auto usage =
-          parse_cgroup_value(read_small_file(cgroup_dir_ + (cgroup_v2_ ? "/memory.current" : "/memory.usage_in_bytes")));
+      auto usage = parse_cgroup_value(
+          read_small_file(cgroup_dir_ + (cgroup_v2_ ? "/memory.current" : "/memory.usage_in_bytes")));
       if (usage) snap.cgroup_usage = *usage;
     }
   }

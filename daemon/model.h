@@ -38,8 +38,8 @@ struct BuildRecord {
   std::string error;  ///< why it failed, for users
   /// "bundled" (planned from the kernels manifest) or "external" (fad run / fad launch).
   std::string kind = "bundled";
-  std::optional<std::int64_t> session;  ///< external builds grouped by the caller's session
-  std::string command;                  ///< external: the build command fad run ran
+  std::optional<std::int64_t> session;        ///< external builds grouped by the caller's session
+  std::string command;                        ///< external: the build command fad run ran
   std::optional<std::uint64_t> budget_bytes;  ///< this build's own memory cap
 };
 

@@ -14,7 +14,8 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   CLI::App app{"fadd: the fad build daemon. Schedules CUDA compile units by memory, not job count.", "fadd"};
   app.set_help_flag("-h,--help", "Show this help and exit");
   auto opt = [&](const char* name, std::optional<std::string>& target, const char* help) {
-    app.add_option_function<std::string>(name, [&target](const std::string& v) { target = v; }, help);
+    app.add_option_function<std::string>(
+        name, [&target](const std::string& v) { target = v; }, help);
   };
   opt("--config", f.config, "Config file (JSON); default ~/.config/fad/fad.json if present");
   opt("--state-dir", f.state_dir, "State directory (database, logs, outputs)");
@@ -24,8 +25,9 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   opt("--nvcc", f.nvcc, "Default compiler (nvcc or an nvcc-compatible program)");
   opt("--log-level", f.log_level, "trace|debug|info|warn|error");
   opt("--kernels-dir", f.kernels_dir, "Directory of the bundled kernels (holding manifest.json)");
-  app.add_option_function<int>("--cores", [&f](int n) { f.cores = n; },
-                               "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
+  app.add_option_function<int>(
+         "--cores", [&f](int n) { f.cores = n; },
+         "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
       ->check(CLI::Range(1, 4096));
   app.add_flag("--version", f.version, "Print the version and exit");
   try {

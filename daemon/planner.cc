@@ -60,7 +60,12 @@ std::string headers_hash(const Manifest& manifest, const fs::path& kernels_dir) 
 }  // namespace
 
 UnitKey unit_key(const UnitRecord& u) {
-  return UnitKey{u.source, u.content_hash, u.flags, join(u.archs, ","), u.compiler, u.family,
+  return UnitKey{u.source,
+                 u.content_hash,
+                 u.flags,
+                 join(u.archs, ","),
+                 u.compiler,
+                 u.family,
                  std::max<int>(1, static_cast<int>(u.archs.size()))};
 }
 

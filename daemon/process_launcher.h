@@ -20,8 +20,8 @@ struct LaunchSpec {
 };
 
 struct ExitInfo {
-  int exit_code = 0;       ///< the program's exit status, or 128 + signal
-  bool signaled = false;   ///< killed by a signal
+  int exit_code = 0;      ///< the program's exit status, or 128 + signal
+  bool signaled = false;  ///< killed by a signal
   /// Peak memory of the whole tree when the launcher measured it exactly
   /// (per-unit cgroup); 0 when only polling saw it.
   std::uint64_t peak_bytes = 0;

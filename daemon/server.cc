@@ -34,9 +34,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read() {
-    asio::async_read_until(socket_, buffer_, '\n', [self = shared_from_this()](auto ec, std::size_t n) {
-      self->on_read(ec, n);
-    });
+    asio::async_read_until(socket_, buffer_, '\n',
+                           [self = shared_from_this()](auto ec, std::size_t n) { self->on_read(ec, n); });
   }
 
   void on_read(boost::system::error_code ec, std::size_t n) {
@@ -69,9 +68,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void reply_and_close(std::string response) {
     out_ = std::move(response);
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto, std::size_t) {
-      self->server_.remove(self);
-    });
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](auto, std::size_t) { self->server_.remove(self); });
   }
 
   Server& server_;
@@ -97,7 +95,8 @@ Status Server::listen(const std::string& socket_path) {
     local::socket probe(io_);
     boost::system::error_code cec;
     probe.connect(local::endpoint(socket_path), cec);
-    if (!cec) return make_error("another fadd is already running on " + socket_path + " (stop it with 'fad daemon stop')");
+    if (!cec)
+      return make_error("another fadd is already running on " + socket_path + " (stop it with 'fad daemon stop')");
     fs::remove(path, ec);  // stale: its daemon died without cleaning up
     spdlog::info("removed stale socket {}", socket_path);
   }

@@ -277,9 +277,10 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
 }
 
 std::optional<BuildRecord> Store::session_build(std::int64_t session) {
-  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM builds WHERE kind = 'external' AND session = ? AND state IN ('queued','running','paused') "
-                        "ORDER BY id DESC LIMIT 1");
+  auto st =
+      db_.prepare("SELECT " + std::string(kBuildColumns) +
+                  " FROM builds WHERE kind = 'external' AND session = ? AND state IN ('queued','running','paused') "
+                  "ORDER BY id DESC LIMIT 1");
   st.bind(1, session);
   if (!st.step()) return std::nullopt;
   return read_build(st);

@@ -65,8 +65,7 @@ void append_double(std::string& out, double v) {
 
 std::uint64_t Profile::at(double t) const {
   if (points.empty() || t < 0 || t >= duration_s) return 0;
-  auto it = std::upper_bound(points.begin(), points.end(), t,
-                             [](double v, const auto& p) { return v < p.first; });
+  auto it = std::upper_bound(points.begin(), points.end(), t, [](double v, const auto& p) { return v < p.first; });
   return it == points.begin() ? points.front().second : std::prev(it)->second;
 }
 
@@ -105,7 +104,8 @@ Profile Profile::scaled(double memory_factor, double time_factor) const {
   out.duration_s = duration_s * time_factor;
   out.points.reserve(points.size());
   for (const auto& [t, v] : points)
-    out.points.emplace_back(t * time_factor, static_cast<std::uint64_t>(std::llround(static_cast<double>(v) * memory_factor)));
+    out.points.emplace_back(t * time_factor,
+                            static_cast<std::uint64_t>(std::llround(static_cast<double>(v) * memory_factor)));
   return out;
 }
 

@@ -155,12 +155,11 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     // else freeze the newest running one. Never the oldest: it must finish.
     // Name the trigger that fired: the machine running short, fad's own units
     // outgrowing their capacity (estimates too low), or stalls.
-    std::string why = psi_high ? "memory pressure (PSI " + std::to_string(std::lround(*memory.psi_some_avg10)) + "%)"
-                      : available < reserve
-                          ? "memory pressure (" + format_size(available) + " available, reserve " +
-                                format_size(reserve) + ")"
-                          : "memory pressure (fad's units use " + format_size(fad_usage) + " of " +
-                                format_size(capacity) + ")";
+    std::string why =
+        psi_high ? "memory pressure (PSI " + std::to_string(std::lround(*memory.psi_some_avg10)) + "%)"
+        : available < reserve
+            ? "memory pressure (" + format_size(available) + " available, reserve " + format_size(reserve) + ")"
+            : "memory pressure (fad's units use " + format_size(fad_usage) + " of " + format_size(capacity) + ")";
     std::vector<const RunningUnit*> suspended, active;
     double last_suspend = -kForever;
     for (const auto& unit : running) {
@@ -170,15 +169,22 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     }
     std::sort(suspended.begin(), suspended.end(), newest_first);
     std::sort(active.begin(), active.end(), newest_first);
-    auto overdue = std::find_if(suspended.begin(), suspended.end(), [&](const RunningUnit* u) {
-      return now - u->suspended_at > config_.suspend_grace_s;
-    });
+    auto overdue = std::find_if(suspended.begin(), suspended.end(),
+                                [&](const RunningUnit* u) { return now - u->suspended_at > config_.suspend_grace_s; });
     if (overdue != suspended.end()) {
-      plan.decisions.push_back({Decision::Kind::requeue, (*overdue)->id, (*overdue)->threads, {}, 0,
-                                "suspended over " + std::to_string(std::lround(config_.suspend_grace_s)) +
-                                    " s under " + why + ": stop and requeue"});
+      plan.decisions.push_back({Decision::Kind::requeue,
+                                (*overdue)->id,
+                                (*overdue)->threads,
+                                {},
+                                0,
+                                "suspended over " + std::to_string(std::lround(config_.suspend_grace_s)) + " s under " +
+                                    why + ": stop and requeue"});
     } else if (!active.empty() && now - last_suspend >= kSuspendSpacingS) {
-      plan.decisions.push_back({Decision::Kind::suspend, active.front()->id, active.front()->threads, {}, 0,
+      plan.decisions.push_back({Decision::Kind::suspend,
+                                active.front()->id,
+                                active.front()->threads,
+                                {},
+                                0,
                                 "newest running unit, suspended under " + why});
     }
     for (const auto& unit : queue) plan.wait_reasons[unit.id] = "paused by memory pressure";
@@ -217,16 +223,21 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
       frozen = frozen.plus(Profile::flat(suspended[j]->current_bytes, rest.duration_s), 0);
     std::uint64_t total = load.plus(frozen, 0).peak_with(rest, 0);
     if (total > capacity && !(none_active && resumed == 0)) break;
-    plan.decisions.push_back({Decision::Kind::resume, unit.id, unit.threads, {}, 0,
-                              "headroom returned: predicted total " + format_size(total) + " of " +
-                                  format_size(capacity)});
+    plan.decisions.push_back(
+        {Decision::Kind::resume,
+         unit.id,
+         unit.threads,
+         {},
+         0,
+         "headroom returned: predicted total " + format_size(total) + " of " + format_size(capacity)});
     load = load.plus(rest, 0);
     cpu = cpu.plus(flat_threads(unit.threads, rest.duration_s), 0);
   }
   if (resumed < suspended.size()) {
     for (std::size_t j = resumed; j < suspended.size(); ++j)
       load = load.plus(Profile::flat(suspended[j]->current_bytes, kForever), 0);
-    for (const auto& unit : queue) plan.wait_reasons[unit.id] = "paused by memory pressure: suspended units resume first";
+    for (const auto& unit : queue)
+      plan.wait_reasons[unit.id] = "paused by memory pressure: suspended units resume first";
     plan.committed = load.peak();
     return plan;
   }
@@ -247,8 +258,8 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
       continue;
     }
     int arch = std::max(unit.key.arch_count, 1);
-    int max_threads = config_.nvcc_threads > 0 ? std::min(config_.nvcc_threads, arch)
-                                               : std::max(1, std::min(arch, config_.cores));
+    int max_threads =
+        config_.nvcc_threads > 0 ? std::min(config_.nvcc_threads, arch) : std::max(1, std::min(arch, config_.cores));
     int free_cores = config_.cores - used_threads();
     bool nothing_runs = count == 0;
     auto estimate = [&](int t) {
@@ -345,8 +356,7 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
       }
       r.memory = load.plus(smallest->profile, r.start);
       r.cpu = cpu.plus(threads, r.start);
-      if (r.start < kForever / 2)
-        reason += " (expected to start in ~" + std::to_string(std::lround(r.start)) + " s)";
+      if (r.start < kForever / 2) reason += " (expected to start in ~" + std::to_string(std::lround(r.start)) + " s)";
       head = std::move(r);
     }
     plan.wait_reasons[unit.id] = std::move(reason);

@@ -24,7 +24,7 @@ struct MemorySnapshot {
   std::uint64_t swap_free = 0;
   std::optional<std::uint64_t> cgroup_limit;  ///< limit of the cgroup fadd runs in
   std::uint64_t cgroup_usage = 0;
-  std::optional<double> psi_some_avg10;       ///< nullopt where the kernel has no PSI (WSL)
+  std::optional<double> psi_some_avg10;  ///< nullopt where the kernel has no PSI (WSL)
 };
 
 struct SchedulerConfig {
@@ -54,9 +54,9 @@ struct QueuedUnit {
 /// A unit that the daemon is running (or has suspended).
 struct RunningUnit {
   std::int64_t id = 0;
-  double started_at = 0;         ///< seconds, same clock as `now`
+  double started_at = 0;  ///< seconds, same clock as `now`
   int threads = 1;
-  Profile predicted;             ///< the estimate it was started with
+  Profile predicted;                ///< the estimate it was started with
   std::uint64_t current_bytes = 0;  ///< measured now over its process tree
   std::uint64_t peak_bytes = 0;     ///< measured peak so far
   bool suspended = false;
@@ -68,11 +68,11 @@ struct Decision {
   enum class Kind { start, suspend, resume, requeue };
   Kind kind = Kind::start;
   std::int64_t unit = 0;
-  int threads = 1;              ///< start: nvcc --threads
-  Profile predicted;            ///< start: the profile it was admitted with
+  int threads = 1;                   ///< start: nvcc --threads
+  Profile predicted;                 ///< start: the profile it was admitted with
   std::uint64_t estimate_bytes = 0;  ///< start: predicted peak
-  std::string reason;           ///< human-readable, logged by the daemon
-  bool guess = false;           ///< start: estimated from the flat prior (carry into RunningUnit)
+  std::string reason;                ///< human-readable, logged by the daemon
+  bool guess = false;                ///< start: estimated from the flat prior (carry into RunningUnit)
 };
 
 struct SchedulePlan {

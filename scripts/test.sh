@@ -8,6 +8,9 @@ export PATH="$PATH:/usr/local/cuda/bin:$PWD/.tools/bin"
 
 scripts/setup.sh
 
+echo "== format =="
+scripts/check-format.sh
+
 echo "== build and test (RelWithDebInfo) =="
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo scripts/build.sh
 (cd build && ctest --output-on-failure -j2 --timeout 900)

@@ -38,8 +38,8 @@ TEST_CASE("a build runs to success and status JSON follows the contract", "[inte
   CHECK(daemon.at("version").is_string());
   CHECK(daemon.at("pid").get<int>() == d.pid());
   CHECK(daemon.at("uptime_s").is_number_integer());
-  for (const char* key : {"total_bytes", "available_bytes", "swap_total_bytes", "swap_free_bytes", "budget_bytes",
-                          "committed_bytes"})
+  for (const char* key :
+       {"total_bytes", "available_bytes", "swap_total_bytes", "swap_free_bytes", "budget_bytes", "committed_bytes"})
     CHECK(daemon.at("memory").at(key).is_number_unsigned());
   CHECK(daemon.at("memory").at("total_bytes").get<std::uint64_t>() > 0);
   CHECK(daemon.at("memory").contains("psi_some_avg10"));
@@ -138,7 +138,8 @@ TEST_CASE("retry requeues the failed units of a failed build", "[integration]") 
 
 TEST_CASE("cancel stops the running compilers and the build", "[integration]") {
   Daemon d;
-  d.write_kernels({{"fwd_slow1", "peak_mb=20 duration_s=60"}, {"fwd_slow2", "peak_mb=20 duration_s=60"},
+  d.write_kernels({{"fwd_slow1", "peak_mb=20 duration_s=60"},
+                   {"fwd_slow2", "peak_mb=20 duration_s=60"},
                    {"fwd_slow3", "peak_mb=20 duration_s=60"}});
   d.start();
   const auto id = d.submit({"--arch", "9.0"});
@@ -158,8 +159,10 @@ TEST_CASE("cancel stops the running compilers and the build", "[integration]") {
 
 TEST_CASE("pause freezes a build and resume lets it finish", "[integration]") {
   Daemon d;
-  d.write_kernels({{"fwd_p1", "peak_mb=10 duration_s=1.5"}, {"fwd_p2", "peak_mb=10 duration_s=1.5"},
-                   {"fwd_p3", "peak_mb=10 duration_s=1.5"}, {"fwd_p4", "peak_mb=10 duration_s=1.5"}});
+  d.write_kernels({{"fwd_p1", "peak_mb=10 duration_s=1.5"},
+                   {"fwd_p2", "peak_mb=10 duration_s=1.5"},
+                   {"fwd_p3", "peak_mb=10 duration_s=1.5"},
+                   {"fwd_p4", "peak_mb=10 duration_s=1.5"}});
   d.start();
   const auto id = d.submit({"--arch", "9.0"});
   REQUIRE(wait_for([&] { return d.status(id).at("units").at("running").get<int>() >= 1; }, std::chrono::seconds(30)));

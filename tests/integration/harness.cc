@@ -25,8 +25,8 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            const fs::path& out, const fs::path& err) {
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& out,
+            const fs::path& err) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string s(*e);
@@ -100,8 +100,7 @@ std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::pat
   return total;
 }
 
-CommandResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                  int timeout_s) {
+CommandResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, int timeout_s) {
   TempDir tmp;
   auto out = tmp.path() / "out", err = tmp.path() / "err";
   CommandResult r;
@@ -180,12 +179,8 @@ void Daemon::write_kernels(const std::vector<FakeUnit>& units) {
   fs::create_directories(k / "src");
   fs::create_directories(k / "include");
   std::ofstream(k / "include" / "common.cuh") << "#pragma once\n";
-  json manifest = {{"version", 1},
-                   {"library", "fad_test"},
-                   {"include_dirs", {"include"}},
-                   {"flags", {"-O2"}},
-                   {"link_flags", json::array()},
-                   {"units", json::array()}};
+  json manifest = {{"version", 1},     {"library", "fad_test"},       {"include_dirs", {"include"}},
+                   {"flags", {"-O2"}}, {"link_flags", json::array()}, {"units", json::array()}};
   for (const auto& u : units) {
     std::ofstream src(k / "src" / (u.name + ".cu"));
     src << "#include \"common.cuh\"\n";
@@ -200,8 +195,8 @@ void Daemon::write_kernels(const std::vector<FakeUnit>& units) {
 }
 
 void Daemon::start(std::vector<std::string> extra_args, std::map<std::string, std::string> env) {
-  std::vector<std::string> argv = {FAD_FADD_BIN,  "--socket",      socket(), "--state-dir",
-                                   state_dir(),   "--kernels-dir", kernels_dir()};
+  std::vector<std::string> argv = {FAD_FADD_BIN, "--socket",      socket(),     "--state-dir",
+                                   state_dir(),  "--kernels-dir", kernels_dir()};
   bool has_nvcc = false;
   for (const auto& a : extra_args) has_nvcc |= a == "--nvcc";
   if (!has_nvcc) {
@@ -228,8 +223,8 @@ void Daemon::start(std::vector<std::string> extra_args, std::map<std::string, st
 }
 
 int Daemon::start_expect_exit(std::vector<std::string> extra_args, std::string* log) {
-  std::vector<std::string> argv = {FAD_FADD_BIN, "--socket", socket(), "--state-dir", state_dir(), "--kernels-dir",
-                                   kernels_dir(), "--nvcc",  FAD_FAKE_NVCC_BIN};
+  std::vector<std::string> argv = {FAD_FADD_BIN,    "--socket",    socket(), "--state-dir",    state_dir(),
+                                   "--kernels-dir", kernels_dir(), "--nvcc", FAD_FAKE_NVCC_BIN};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   auto r = run(argv, {{"FAD_CONFIG", (dir() / "test-config.json").string()}}, 30);
   if (log) *log = r.out + r.err;

@@ -47,8 +47,8 @@ TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain 
   INFO("with fad: peak " << (fad_peak >> 20) << " MiB\n" << d.daemon_log());
   REQUIRE(fad_code == 0);
   CHECK(count_objects(fad_dir) == 16);
-  CHECK(fad_peak > (200u << 20));   // it really ran the units
-  CHECK(fad_peak <= (1u << 30));    // and never more than the budget at once
+  CHECK(fad_peak > (200u << 20));  // it really ran the units
+  CHECK(fad_peak <= (1u << 30));   // and never more than the budget at once
 
   auto plain_dir = write_ninja_project(d.dir() / "plain", 16, unit, "");
   auto [plain_code, plain_peak] = ninja_with_peak(plain_dir, {});
@@ -63,7 +63,8 @@ TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain 
   CHECK(b.at("units").at("total") == 16);
   CHECK(b.at("units").at("succeeded") == 16);
   int estimated_from_history = 0;
-  for (const auto& u : b.at("unit_list")) estimated_from_history += u.at("estimate_bytes").get<std::uint64_t>() < (1u << 30);
+  for (const auto& u : b.at("unit_list"))
+    estimated_from_history += u.at("estimate_bytes").get<std::uint64_t>() < (1u << 30);
   CHECK(estimated_from_history >= 14);  // all but the first (prior) ones
 }
 
@@ -117,10 +118,10 @@ TEST_CASE("a CMake + Ninja CUDA project builds with real nvcc through fad run an
   d.start({"--nvcc", nvcc});
   const auto build_dir = d.dir() / "cmake-build";
   const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}};
-  auto configure = run({cmake, "-G", "Ninja", "-S", std::string(FAD_SOURCE_DIR) + "/tests/cuda_project", "-B",
-                        build_dir.string(), "-DCMAKE_CUDA_COMPILER=" + nvcc,
-                        std::string("-DCMAKE_CUDA_COMPILER_LAUNCHER=") + FAD_FAD_BIN + ";launch"},
-                       env, 600);
+  auto configure =
+      run({cmake, "-G", "Ninja", "-S", std::string(FAD_SOURCE_DIR) + "/tests/cuda_project", "-B", build_dir.string(),
+           "-DCMAKE_CUDA_COMPILER=" + nvcc, std::string("-DCMAKE_CUDA_COMPILER_LAUNCHER=") + FAD_FAD_BIN + ";launch"},
+          env, 600);
   INFO(configure.out << configure.err);
   REQUIRE(configure.exit_code == 0);
   auto build = run({FAD_FAD_BIN, "run", "--name", "cuda-project", "--", "ninja", "-C", build_dir.string(), "-j", "16"},

@@ -37,7 +37,8 @@ class TestCgroup {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
       if (it->is_directory()) dirs.push_back(it->path());
-    std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) { return a.native().size() > b.native().size(); });
+    std::sort(dirs.begin(), dirs.end(),
+              [](const fs::path& a, const fs::path& b) { return a.native().size() > b.native().size(); });
     for (const auto& d : dirs) ::rmdir(d.c_str());
     ::rmdir(dir_.c_str());
   }
@@ -100,7 +101,8 @@ TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds",
   }
   CHECK(rerun >= 1);
   const auto calls = d.fake_log();
-  CHECK(std::count_if(calls.begin(), calls.end(), [](const std::string& l) { return l.find("src=") != std::string::npos; }) > 3);
+  CHECK(std::count_if(calls.begin(), calls.end(),
+                      [](const std::string& l) { return l.find("src=") != std::string::npos; }) > 3);
   d.terminate();
 }
 
@@ -117,8 +119,8 @@ TEST_CASE("a compile through fad launch that the OOM killer ends is rerun, ninja
   std::ofstream(d.dir() / "test-config.json") << R"({"poll_interval_ms": 100, "unit_memory_prior": "50M"})";
   d.set_wrapper(vm.wrap({}));
   d.start({"--cores", "16"});
-  const auto project = write_ninja_project(d.dir() / "project", 3, "peak_mb=300 duration_s=2",
-                                           std::string(FAD_FAD_BIN) + " launch");
+  const auto project =
+      write_ninja_project(d.dir() / "project", 3, "peak_mb=300 duration_s=2", std::string(FAD_FAD_BIN) + " launch");
   auto build = run(vm.wrap({"ninja", "-C", project.string(), "-j", "8"}), {{"FAD_SOCKET", d.socket()}}, 120);
   const auto log = d.daemon_log();
   INFO(build.out << build.err << log);

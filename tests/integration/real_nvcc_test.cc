@@ -26,8 +26,8 @@ TEST_CASE("real nvcc builds bundled units for two archs into a library with SASS
   // The bundled kernels, not a test copy.
   fs::create_symlink(fs::path(FAD_SOURCE_DIR) / "kernels", d.kernels_dir());
   d.start({"--nvcc", nvcc});
-  auto r = d.fad({"submit", "--arch", "sm_80", "--arch", "9.0", "--kernels", "fwd_hdim32_fp16_*", "--wait", "--json"},
-                 1800);
+  auto r =
+      d.fad({"submit", "--arch", "sm_80", "--arch", "9.0", "--kernels", "fwd_hdim32_fp16_*", "--wait", "--json"}, 1800);
   INFO(r.out << r.err << d.daemon_log());
   REQUIRE(r.exit_code == 0);
   const auto build = json::parse(r.out);
@@ -39,8 +39,8 @@ TEST_CASE("real nvcc builds bundled units for two archs into a library with SASS
   // cuobjdump: next to nvcc, or on PATH (scripts/setup.sh installs one when the
   // toolkit lacks it).
   std::string cuobjdump = "cuobjdump";
-  for (const auto& candidate : {fs::path(nvcc).parent_path() / "cuobjdump",
-                                fs::path(FAD_SOURCE_DIR) / ".tools" / "bin" / "cuobjdump"})
+  for (const auto& candidate :
+       {fs::path(nvcc).parent_path() / "cuobjdump", fs::path(FAD_SOURCE_DIR) / ".tools" / "bin" / "cuobjdump"})
     if (fs::exists(candidate)) cuobjdump = candidate.string();
   auto elf = run({cuobjdump, "--list-elf", artifact});
   INFO(elf.out << elf.err);
@@ -87,12 +87,12 @@ TEST_CASE("the whole bundled library builds through fad and its self-test runs, 
 
   const fs::path k = fs::path(FAD_SOURCE_DIR) / "kernels";
   const auto exe = d.dir() / "fad_attention_selftest";
-  auto compile = run({nvcc, "-std=c++17", "-O2", "-I", (k / "include").string(), "-I", (k / "reference").string(),
-                      (k / "selftest" / "fad_attention_selftest.cu").string(),
-                      (k / "reference" / "reference_attention.cc").string(), "-o", exe.string(),
-                      "-L" + lib.parent_path().string(), "-lfad_attention",
-                      "-Xlinker", "-rpath=" + lib.parent_path().string()},
-                     {}, 600);
+  auto compile =
+      run({nvcc, "-std=c++17", "-O2", "-I", (k / "include").string(), "-I", (k / "reference").string(),
+           (k / "selftest" / "fad_attention_selftest.cu").string(),
+           (k / "reference" / "reference_attention.cc").string(), "-o", exe.string(), "-L" + lib.parent_path().string(),
+           "-lfad_attention", "-Xlinker", "-rpath=" + lib.parent_path().string()},
+          {}, 600);
   INFO(compile.out << compile.err);
   REQUIRE(compile.exit_code == 0);
   auto selftest = run({exe.string(), "--no-bench"}, {}, 900);

@@ -37,8 +37,7 @@ TEST_CASE("kill -9 mid-build: restart resumes and finished units are not compile
   d.write_kernels(slowish_units(6, "peak_mb=10 duration_s=0.8"));
   d.start();
   const auto id = d.submit({"--arch", "9.0"});
-  REQUIRE(wait_for([&] { return d.status(id).at("units").at("succeeded").get<int>() >= 2; },
-                   std::chrono::seconds(60)));
+  REQUIRE(wait_for([&] { return d.status(id).at("units").at("succeeded").get<int>() >= 2; }, std::chrono::seconds(60)));
   d.kill9();
   // What the database says had finished at the moment of the crash.
   d.start();

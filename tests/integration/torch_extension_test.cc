@@ -63,8 +63,8 @@ fs::path torch_venv(int major, std::string* why) {
   }
   const auto cuda = last_line(have.out);
   if (have.exit_code != 0 || cuda.substr(0, cuda.find('.')) != std::to_string(major)) {
-    *why = "torch in " + venv.string() + " is built for CUDA '" + cuda + "' but nvcc is CUDA " +
-           std::to_string(major) + " (set FAD_TORCH_REQUIREMENT)";
+    *why = "torch in " + venv.string() + " is built for CUDA '" + cuda + "' but nvcc is CUDA " + std::to_string(major) +
+           " (set FAD_TORCH_REQUIREMENT)";
     return {};
   }
   return venv;

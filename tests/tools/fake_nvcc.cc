@@ -109,9 +109,26 @@ double env_double(const char* name, double fallback) {
 
 /// Flags whose value is the next argument; the value is not a source file.
 bool takes_value(const std::string& a) {
-  static const char* kFlags[] = {"-I", "-D", "-U", "-L", "-l", "-x", "-Xcompiler", "-Xptxas", "-Xlinker", "-Xnvlink",
-                                 "-ccbin", "-code", "-isystem", "-include", "-maxrregcount", "-std",
-                                 "--compiler-bindir", "--std", "--include-path", "--define-macro"};
+  static const char* kFlags[] = {"-I",
+                                 "-D",
+                                 "-U",
+                                 "-L",
+                                 "-l",
+                                 "-x",
+                                 "-Xcompiler",
+                                 "-Xptxas",
+                                 "-Xlinker",
+                                 "-Xnvlink",
+                                 "-ccbin",
+                                 "-code",
+                                 "-isystem",
+                                 "-include",
+                                 "-maxrregcount",
+                                 "-std",
+                                 "--compiler-bindir",
+                                 "--std",
+                                 "--include-path",
+                                 "--define-macro"};
   return std::find_if(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return a == f; }) != std::end(kFlags);
 }
 
@@ -120,8 +137,7 @@ std::string gencode_target(const std::string& value) {
   std::size_t code = value.find("code=");
   if (code == std::string::npos) return value;
   std::string target = value.substr(code + 5);
-  target.erase(std::remove_if(target.begin(), target.end(), [](char c) { return c == '[' || c == ']'; }),
-               target.end());
+  target.erase(std::remove_if(target.begin(), target.end(), [](char c) { return c == '[' || c == ']'; }), target.end());
   return target.substr(0, target.find(','));
 }
 
@@ -189,8 +205,7 @@ void append_log(const std::string& line) {
   if (!path) return;
   int fd = ::open(path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) die("cannot open FAD_FAKE_LOG " + *path + ": " + std::strerror(errno));
-  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
-  }
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
   std::string text = line + "\n";
   const char* p = text.data();
   std::size_t left = text.size();
@@ -236,9 +251,12 @@ Overrides read_overrides(const std::string& src) {
     if (eq == std::string::npos) continue;
     std::string key = field.substr(0, eq);
     const char* value = field.c_str() + eq + 1;
-    if (key == "peak_mb") o.peak_mb = std::atof(value);
-    else if (key == "duration_s") o.duration_s = std::atof(value);
-    else if (key == "exit") o.exit_code = std::atoi(value);
+    if (key == "peak_mb")
+      o.peak_mb = std::atof(value);
+    else if (key == "duration_s")
+      o.duration_s = std::atof(value);
+    else if (key == "exit")
+      o.exit_code = std::atoi(value);
     else if (key == "profile" && *value) {
       std::string path = value;
       std::size_t slash = src.rfind('/');
@@ -393,8 +411,10 @@ int run_compile(Args args) {
     return 1;
   }
   int code = 0;
-  if (over.exit_code) code = *over.exit_code;
-  else if (std::optional<std::string> forced = env("FAD_FAKE_EXIT")) code = std::atoi(forced->c_str());
+  if (over.exit_code)
+    code = *over.exit_code;
+  else if (std::optional<std::string> forced = env("FAD_FAKE_EXIT"))
+    code = std::atoi(forced->c_str());
   if (code != 0) {
     std::fprintf(stderr, "fake-nvcc: exiting with forced code %d\n", code);
     return code;

@@ -91,9 +91,11 @@ TEST_CASE("reference attention: uniform scores average the values", "[reference_
       double mean = 0.0;
       for (int j = 0; j < sk; ++j) mean += v[(static_cast<std::size_t>(h) * sk + j) * d + t];
       mean /= sk;
-      for (int i = 0; i < sq; ++i) REQUIRE(f.o[(static_cast<std::size_t>(h) * sq + i) * d + t] == Approx(mean).margin(1e-6));
+      for (int i = 0; i < sq; ++i)
+        REQUIRE(f.o[(static_cast<std::size_t>(h) * sq + i) * d + t] == Approx(mean).margin(1e-6));
     }
-    for (int i = 0; i < sq; ++i) REQUIRE(f.lse[static_cast<std::size_t>(h) * sq + i] == Approx(std::log(7.0)).margin(1e-6));
+    for (int i = 0; i < sq; ++i)
+      REQUIRE(f.lse[static_cast<std::size_t>(h) * sq + i] == Approx(std::log(7.0)).margin(1e-6));
   }
 }
 
@@ -111,7 +113,8 @@ TEST_CASE("reference attention: causal masking", "[reference_attention]") {
     nc.causal = false;
     Fwd g = run_fwd(nc, q, k, v);
     for (int t = 0; t < d; ++t)
-      REQUIRE(f.o[static_cast<std::size_t>(n - 1) * d + t] == Approx(g.o[static_cast<std::size_t>(n - 1) * d + t]).margin(1e-6));
+      REQUIRE(f.o[static_cast<std::size_t>(n - 1) * d + t] ==
+              Approx(g.o[static_cast<std::size_t>(n - 1) * d + t]).margin(1e-6));
     // Changing a future key must not change earlier outputs.
     auto k2 = k;
     auto v2 = v;

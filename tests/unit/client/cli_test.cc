@@ -127,8 +127,8 @@ TEST_CASE("history limit") {
 }
 
 TEST_CASE("daemon start and stop, with args for fadd after --") {
-  Command start = command({"daemon", "start", "--state-dir", "/st", "--config", "/c.json", "--", "--log-level",
-                           "debug"});
+  Command start =
+      command({"daemon", "start", "--state-dir", "/st", "--config", "/c.json", "--", "--log-level", "debug"});
   CHECK(start.kind == CommandKind::daemon_start);
   CHECK(start.path == "fad daemon start");
   CHECK(start.state_dir == "/st");

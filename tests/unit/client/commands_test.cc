@@ -29,7 +29,10 @@ struct ScriptedDaemon {
                      answers.pop_front();
                      return a;
                    },
-                   "/s", out, err, [this](std::chrono::milliseconds) { ++sleeps; },
+                   "/s",
+                   out,
+                   err,
+                   [this](std::chrono::milliseconds) { ++sleeps; },
                    [this]() -> fad::Result<std::vector<fad::Arch>> {
                      if (gpus.empty()) return fad::make_error("no GPU");
                      return gpus;
@@ -53,8 +56,12 @@ json build(const std::string& state, int succeeded, int running, int total = 4) 
           {"name", ""},
           {"state", state},
           {"archs", {"9.0"}},
-          {"units", {{"total", total}, {"queued", total - succeeded - running}, {"running", running},
-                     {"succeeded", succeeded}, {"failed", 0}}},
+          {"units",
+           {{"total", total},
+            {"queued", total - succeeded - running},
+            {"running", running},
+            {"succeeded", succeeded},
+            {"failed", 0}}},
           {"peak_bytes", 1073741824},
           {"artifact", state == "succeeded" ? json("/st/builds/7/lib.so") : json(nullptr)}};
 }

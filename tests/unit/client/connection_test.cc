@@ -36,7 +36,8 @@ class OneShotServer {
         if (n <= 0) break;
         seen_.append(buf, static_cast<std::size_t>(n));
       }
-      if (!reply.empty()) [[maybe_unused]] auto n = ::write(c, reply.data(), reply.size());
+      if (!reply.empty()) [[maybe_unused]]
+        auto n = ::write(c, reply.data(), reply.size());
       ::close(c);
     });
   }
@@ -59,8 +60,7 @@ class OneShotServer {
 };
 
 std::string socket_path() {
-  return (std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()) + ".sock"))
-      .string();
+  return (std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()) + ".sock")).string();
 }
 
 }  // namespace

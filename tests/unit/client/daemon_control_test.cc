@@ -62,7 +62,11 @@ TEST_CASE("daemon stop: not running is fine, a daemon that goes away is stopped"
                 answers.pop_front();
                 return a;
               },
-              "/s", out, err, [](std::chrono::milliseconds) {}, nullptr};
+              "/s",
+              out,
+              err,
+              [](std::chrono::milliseconds) {},
+              nullptr};
   CHECK(run_daemon_stop(ctx) == 0);
   CHECK(out.str() == "fadd is not running (nothing answers at /s)\n");
 

@@ -134,8 +134,8 @@ TEST_CASE("host compiler: a trial compile that works is ok and names gcc") {
 }
 
 TEST_CASE("host compiler: nvcc rejecting gcc's version fails with a -ccbin fix") {
-  Finding f = check_host_compiler(
-      HostCompilerFacts{true, "14.2.0", false, false, fixture("doctor/nvcc_unsupported_gcc.txt")});
+  Finding f =
+      check_host_compiler(HostCompilerFacts{true, "14.2.0", false, false, fixture("doctor/nvcc_unsupported_gcc.txt")});
   CHECK(f.status == Verdict::fail);
   CHECK(has(f.detail, "g++ 14.2.0 rejected by nvcc"));
   CHECK(has(f.detail, "unsupported GNU version"));
@@ -270,20 +270,26 @@ TEST_CASE("own memory cgroup dir per layout") {
 }
 
 TEST_CASE("cgroup v2: writable with memory is ok and reports the limit") {
-  CgroupFacts facts{CgroupLayout::v2, fixture("cgroup_v2_self.txt"), true,
-                    fixture("doctor/cgroup_v2_controllers.txt"), "", fixture("doctor/cgroup_v2_memory_max_8g.txt")};
+  CgroupFacts facts{CgroupLayout::v2,
+                    fixture("cgroup_v2_self.txt"),
+                    true,
+                    fixture("doctor/cgroup_v2_controllers.txt"),
+                    "",
+                    fixture("doctor/cgroup_v2_memory_max_8g.txt")};
   Finding f = check_cgroup(facts);
   CHECK(f.status == Verdict::ok);
-  CHECK(has(f.detail, "v2, per-unit memory cgroups possible under "
-                      "/user.slice/user-1000.slice/user@1000.service/app.slice/fad.service"));
+  CHECK(has(f.detail,
+            "v2, per-unit memory cgroups possible under "
+            "/user.slice/user-1000.slice/user@1000.service/app.slice/fad.service"));
   CHECK(has(f.detail, "memory limit: 8.0 GiB"));
   facts.limit_text = fixture("doctor/cgroup_v2_memory_max_unlimited.txt");
   CHECK_FALSE(has(check_cgroup(facts).detail, "limit"));
 }
 
 TEST_CASE("cgroup v2: not writable or no memory controller warns with Delegate=memory") {
-  CgroupFacts facts{CgroupLayout::v2, fixture("cgroup_v2_self.txt"), false,
-                    fixture("doctor/cgroup_v2_controllers.txt"), "", std::nullopt};
+  CgroupFacts facts{
+      CgroupLayout::v2, fixture("cgroup_v2_self.txt"), false, fixture("doctor/cgroup_v2_controllers.txt"), "",
+      std::nullopt};
   Finding f = check_cgroup(facts);
   CHECK(f.status == Verdict::warn);
   CHECK(has(f.detail, "not writable"));

@@ -25,9 +25,11 @@ fad::EnvLookup fake_env(std::map<std::string, std::string> vars) {
 
 TEST_CASE("defaults come from XDG directories") {
   Command cmd;
-  auto loc = resolve_locations(cmd, fake_env({{"XDG_RUNTIME_DIR", "/run/user/5"}, {"XDG_STATE_HOME", "/xs"},
-                                               {"XDG_CONFIG_HOME", "/nonexistent-config"}}),
-                               5);
+  auto loc = resolve_locations(
+      cmd,
+      fake_env(
+          {{"XDG_RUNTIME_DIR", "/run/user/5"}, {"XDG_STATE_HOME", "/xs"}, {"XDG_CONFIG_HOME", "/nonexistent-config"}}),
+      5);
   REQUIRE(loc.ok());
   CHECK(loc->socket == "/run/user/5/fad/fad.sock");
   CHECK(loc->state_dir == "/xs/fad");

@@ -13,8 +13,8 @@ bool exists_cu(const std::string& path) { return path.find("missing") == std::st
 TEST_CASE("nvcc_args: a CMake-style compile", "[nvcc_args]") {
   auto call = parse_nvcc_call({"-forward-unknown-to-host-compiler", "-I/src/include", "-O3",
                                "--generate-code=arch=compute_90,code=[compute_90,sm_90]", "-MD", "-MT",
-                               "CMakeFiles/k.dir/src/saxpy.cu.o", "-MF", "CMakeFiles/k.dir/src/saxpy.cu.o.d",
-                               "-x", "cu", "-c", "/src/saxpy.cu", "-o", "CMakeFiles/k.dir/src/saxpy.cu.o"},
+                               "CMakeFiles/k.dir/src/saxpy.cu.o", "-MF", "CMakeFiles/k.dir/src/saxpy.cu.o.d", "-x",
+                               "cu", "-c", "/src/saxpy.cu", "-o", "CMakeFiles/k.dir/src/saxpy.cu.o"},
                               exists_cu);
   CHECK(call.compile);
   CHECK(call.source == "/src/saxpy.cu");
@@ -34,9 +34,9 @@ TEST_CASE("nvcc_args: several -gencode and -arch spellings", "[nvcc_args]") {
 
 TEST_CASE("nvcc_args: calls that are not compiles are not scheduled", "[nvcc_args]") {
   CHECK_FALSE(parse_nvcc_call({"--version"}, exists_cu).compile);
-  CHECK_FALSE(parse_nvcc_call({"a.o", "b.o", "-o", "app"}, exists_cu).compile);           // link
-  CHECK_FALSE(parse_nvcc_call({"-c", "missing.cu", "-o", "x.o"}, exists_cu).compile);     // no such source
-  CHECK_FALSE(parse_nvcc_call({"-c", "x.o", "-o", "y.o"}, exists_cu).compile);            // not a source
+  CHECK_FALSE(parse_nvcc_call({"a.o", "b.o", "-o", "app"}, exists_cu).compile);        // link
+  CHECK_FALSE(parse_nvcc_call({"-c", "missing.cu", "-o", "x.o"}, exists_cu).compile);  // no such source
+  CHECK_FALSE(parse_nvcc_call({"-c", "x.o", "-o", "y.o"}, exists_cu).compile);         // not a source
   // A value of -MF that looks like a source is not the source.
   auto call = parse_nvcc_call({"-MF", "dep.cu", "-c", "real.cu"}, exists_cu);
   CHECK(call.source == "real.cu");
@@ -46,6 +46,7 @@ TEST_CASE("nvcc_args: calls that are not compiles are not scheduled", "[nvcc_arg
 TEST_CASE("nvcc_args: --threads is replaced by the grant", "[nvcc_args]") {
   using V = std::vector<std::string>;
   CHECK(with_threads({"-c", "a.cu"}, 3) == V{"-c", "a.cu", "--threads", "3"});
-  CHECK(with_threads({"-c", "a.cu", "--threads", "8", "-o", "a.o"}, 2) == V{"-c", "a.cu", "-o", "a.o", "--threads", "2"});
+  CHECK(with_threads({"-c", "a.cu", "--threads", "8", "-o", "a.o"}, 2) ==
+        V{"-c", "a.cu", "-o", "a.o", "--threads", "2"});
   CHECK(with_threads({"--threads=0", "-c", "a.cu", "-t", "4"}, 1) == V{"-c", "a.cu", "--threads", "1"});
 }

@@ -120,9 +120,14 @@ TEST_CASE("status tolerates missing, null and mistyped fields") {
 
 TEST_CASE("history rows carry duration and peak") {
   json history = {{"builds",
-                   {{{"id", 6}, {"name", "x"}, {"state", "failed"}, {"archs", {"8.0"}},
-                     {"units", {{"total", 2}, {"succeeded", 1}, {"failed", 1}}}, {"peak_bytes", 1536 * 1024 * 1024ull},
-                     {"duration_s", 305}, {"finished_at", "2026-11-22T10:05:00Z"}}}}};
+                   {{{"id", 6},
+                     {"name", "x"},
+                     {"state", "failed"},
+                     {"archs", {"8.0"}},
+                     {"units", {{"total", 2}, {"succeeded", 1}, {"failed", 1}}},
+                     {"peak_bytes", 1536 * 1024 * 1024ull},
+                     {"duration_s", 305},
+                     {"finished_at", "2026-11-22T10:05:00Z"}}}}};
   std::string text = render_history(history);
   std::string row = line_starting(text, "6 ");
   CHECK(has(row, "failed"));
@@ -145,7 +150,8 @@ TEST_CASE("progress and outcome lines") {
   peak_only["peak_bytes"] = 1;
   CHECK(progress_key(peak_only) == progress_key(running));  // peak alone is not worth a line
   const json& done = kStatus["builds"][1];
-  CHECK(render_outcome(done) == "build 6 succeeded: 2/2 units, peak 1.0 GiB\nartifact: /state/builds/6/libfad_kernels.so\n");
+  CHECK(render_outcome(done) ==
+        "build 6 succeeded: 2/2 units, peak 1.0 GiB\nartifact: /state/builds/6/libfad_kernels.so\n");
   json cancelled = running;
   cancelled["state"] = "cancelled";
   CHECK(render_outcome(cancelled) == "build 7 cancelled\n");

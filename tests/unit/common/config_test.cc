@@ -78,8 +78,9 @@ TEST_CASE("every bad value and unknown key is reported, in file order, with its 
   std::string file = kFixtures + "/config_bad_values.json";
   auto lines = error_lines(fad::load_config(file));
   REQUIRE(lines.size() == 10);
-  CHECK(lines[0] == file + ":2: key 'memory_budget': invalid size '4X': expected a number with an optional K, M, G "
-                           "or T suffix (e.g. 512M, 1.5G) (or \"auto\")");
+  CHECK(lines[0] == file +
+                        ":2: key 'memory_budget': invalid size '4X': expected a number with an optional K, M, G "
+                        "or T suffix (e.g. 512M, 1.5G) (or \"auto\")");
   CHECK(lines[1] ==
         file + ":3: key 'reserve': invalid reserve '150%': a percentage must be more than 0% and less than 100%");
   CHECK(lines[2] == file + ":4: key 'swap': expected \"ignore\" or \"use\", got \"maybe\"");
@@ -119,8 +120,7 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("swap": true)").error() == "f.json:2: key 'swap': expected \"ignore\" or \"use\", got true");
   CHECK(one(R"("log_level": 3)").ok() == false);
   CHECK(one(R"("socket": "")").error() == "f.json:2: key 'socket': expected a non-empty path string, got \"\"");
-  CHECK(one(R"("state_dir": null)").error() ==
-        "f.json:2: key 'state_dir': expected a non-empty path string, got null");
+  CHECK(one(R"("state_dir": null)").error() == "f.json:2: key 'state_dir': expected a non-empty path string, got null");
   CHECK(one(R"("kernels_dir": ["a"])").ok() == false);
 }
 
@@ -165,8 +165,9 @@ TEST_CASE("parse_reserve and is_log_level", "[config]") {
   CHECK(fad::parse_reserve("10%")->resolve(1000) == 100);
   auto bad = fad::parse_reserve("lots");
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error() == "invalid size 'lots': expected a number with an optional K, M, G or T suffix (e.g. 512M, "
-                       "1.5G) or a percentage such as 10%");
+  CHECK(bad.error() ==
+        "invalid size 'lots': expected a number with an optional K, M, G or T suffix (e.g. 512M, "
+        "1.5G) or a percentage such as 10%");
   CHECK_FALSE(fad::parse_reserve("-5%").ok());
   CHECK_FALSE(fad::parse_reserve("%").ok());
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) CHECK(fad::is_log_level(level));

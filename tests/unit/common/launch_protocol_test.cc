@@ -42,7 +42,8 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   auto no_argv = LaunchRequest::from_json({{"session", 1}, {"cwd", "/"}, {"source", "/a.cu"}});
   REQUIRE_FALSE(no_argv);
   CHECK(no_argv.error() == "field \"argv\" must be a non-empty array of strings");
-  auto bad_session = LaunchRequest::from_json({{"session", "x"}, {"cwd", "/"}, {"source", "/a.cu"}, {"argv", {"nvcc"}}});
+  auto bad_session =
+      LaunchRequest::from_json({{"session", "x"}, {"cwd", "/"}, {"source", "/a.cu"}, {"argv", {"nvcc"}}});
   REQUIRE_FALSE(bad_session);
   CHECK(bad_session.error().find("\"session\"") != std::string::npos);
   auto pid1 = LaunchStartedRequest::from_json({{"unit_id", 1}, {"pid", 1}});

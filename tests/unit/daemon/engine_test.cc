@@ -58,11 +58,10 @@ TEST_CASE("engine: submit then tick launches every compile unit with --threads",
   const std::string dir = f.build_dir(id);
   const auto* a = f.launcher.find("a_one");
   REQUIRE(a);
-  CHECK(a->spec.argv == std::vector<std::string>{"/opt/fake/nvcc", "-c", f.kernels + "/src/a_one.cu", "-o",
-                                                 dir + "/obj/a_one.o", "-O3", "-std=c++17",
-                                                 "-I" + f.kernels + "/include", "-gencode",
-                                                 "arch=compute_90,code=sm_90", "-gencode",
-                                                 "arch=compute_120,code=sm_120", "--threads", "2"});
+  CHECK(a->spec.argv ==
+        std::vector<std::string>{"/opt/fake/nvcc", "-c", f.kernels + "/src/a_one.cu", "-o", dir + "/obj/a_one.o", "-O3",
+                                 "-std=c++17", "-I" + f.kernels + "/include", "-gencode", "arch=compute_90,code=sm_90",
+                                 "-gencode", "arch=compute_120,code=sm_120", "--threads", "2"});
   CHECK(a->spec.log_path == dir + "/logs/a_one.log");
   CHECK(a->spec.unit_id == f.unit(id, "a_one")->id);
   // The command is logged and the output directories exist before launch.
@@ -113,11 +112,10 @@ TEST_CASE("engine: the link runs after all compiles and publishes the artifact",
   const auto* link = f.launcher.find("link");
   REQUIRE(link);
   const std::string dir = f.build_dir(id);
-  CHECK(link->spec.argv == std::vector<std::string>{"/opt/fake/nvcc", "-shared", "-o", f.artifact(id) + ".tmp",
-                                                    dir + "/obj/a_one.o", dir + "/obj/a_two.o", dir + "/obj/b_one.o",
-                                                    dir + "/obj/b_two.o", "-lcudart", "-gencode",
-                                                    "arch=compute_90,code=sm_90", "-gencode",
-                                                    "arch=compute_120,code=sm_120"});
+  CHECK(link->spec.argv ==
+        std::vector<std::string>{"/opt/fake/nvcc", "-shared", "-o", f.artifact(id) + ".tmp", dir + "/obj/a_one.o",
+                                 dir + "/obj/a_two.o", dir + "/obj/b_one.o", dir + "/obj/b_two.o", "-lcudart",
+                                 "-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_120,code=sm_120"});
 
   test::write_file(f.artifact(id) + ".tmp", "ELF");
   f.launcher.exit("link", 0);
@@ -278,8 +276,7 @@ TEST_CASE("engine: cancel terminates running groups and cancels the build", "[en
   CHECK(f.engine->cancel(id + 1).code == ErrorCode::not_found);
 }
 
-TEST_CASE("engine: retry right after cancel, before the stopped units exit, can still finish",
-          "[engine]") {
+TEST_CASE("engine: retry right after cancel, before the stopped units exit, can still finish", "[engine]") {
   // Bug: cancel() marks running units cancelled at once; retry() requeues them,
   // but when the old process then exits, on_exit (StopReason::cancel) writes
   // 'cancelled' over the requeued unit and the build stays 'running' forever.
@@ -475,9 +472,7 @@ TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
   const auto id = f.submit();
   f.engine->tick();
   const std::string log = f.build_dir(id) + "/logs/a_one.log";
-  {
-    std::ofstream(log, std::ios::app) << "compiling\n";
-  }
+  { std::ofstream(log, std::ios::app) << "compiling\n"; }
   const std::string full = test::slurp(log);
 
   LogsRequest req;

@@ -36,8 +36,8 @@ class TempDir {
   explicit TempDir(const std::string& prefix = "fad-test") {
     static std::atomic<int> counter{0};
     for (;;) {
-      fs::path p = fs::temp_directory_path() /
-                   (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+      fs::path p =
+          fs::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
       if (fs::create_directory(p)) {
         path_ = p;
         break;
@@ -204,8 +204,8 @@ inline void write_kernels(const fs::path& dir) {
   ]
 })");
   for (const char* n : {"a_one", "a_two", "b_one", "b_two"})
-    write_file(dir / "src" / (std::string(n) + ".cu"), std::string("#include \"common.cuh\"\n__global__ void ") + n +
-                                                           "() {}\n");
+    write_file(dir / "src" / (std::string(n) + ".cu"),
+               std::string("#include \"common.cuh\"\n__global__ void ") + n + "() {}\n");
   write_file(dir / "include" / "common.cuh", "#pragma once\n");
 }
 

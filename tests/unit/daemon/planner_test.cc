@@ -106,11 +106,10 @@ TEST_CASE("planner: the glob selects units by name", "[planner]") {
   REQUIRE(fwd);
   CHECK(names(*fwd) == std::vector<std::string>{"fwd_a", "fwd_b", "link"});
   // The link only takes the selected objects.
-  CHECK(fwd->back().argv == std::vector<std::string>{"/opt/fake/nvcc", "-shared", "-o",
-                                                     f.state + "/builds/{build}/lib/libfad_x.so.tmp",
-                                                     f.state + "/builds/{build}/obj/fwd_a.o",
-                                                     f.state + "/builds/{build}/obj/fwd_b.o", "-lcudart", "-gencode",
-                                                     "arch=compute_90,code=sm_90"});
+  CHECK(fwd->back().argv ==
+        std::vector<std::string>{"/opt/fake/nvcc", "-shared", "-o", f.state + "/builds/{build}/lib/libfad_x.so.tmp",
+                                 f.state + "/builds/{build}/obj/fwd_a.o", f.state + "/builds/{build}/obj/fwd_b.o",
+                                 "-lcudart", "-gencode", "arch=compute_90,code=sm_90"});
 
   auto one = f.plan({Arch{90, 0}}, "*_a");
   REQUIRE(one);

@@ -34,7 +34,7 @@ TEST_CASE("process group: process_group_rss sums VmRSS over the group", "[proces
   add(100, "nvcc", 100, "Name:\tnvcc\nVmPeak:\t  99999 kB\nVmRSS:\t   1000 kB\n");
   add(101, "cc1 plus", 100, "Name:\tcc1plus\nVmRSS:\t   2500 kB\nRssAnon:\t 2000 kB\n");
   add(200, "ptxas", 200, "Name:\tptxas\nVmRSS:\t   7000 kB\n");
-  add(102, "zombie) x", 100, "Name:\tz\nState:\tZ (zombie)\n");  // no VmRSS: counts 0
+  add(102, "zombie) x", 100, "Name:\tz\nState:\tZ (zombie)\n");    // no VmRSS: counts 0
   write_file(proc / "self" / "stat", "1 (self) S 0 100 100 0\n");  // not a pid dir
   write_file(proc / "meminfo", "MemTotal: 1 kB\n");
 

@@ -89,7 +89,8 @@ TEST_CASE("request handler: other failures keep their own codes", "[request_hand
 
 TEST_CASE("request handler: shutdown is answered, then the callback runs", "[request_handler]") {
   HandlerFixture f;
-  auto r = f.call(R"({"v":1,"type":"shutdown","body":{}})" "\n");
+  auto r = f.call(R"({"v":1,"type":"shutdown","body":{}})"
+                  "\n");
   CHECK(r.ok);
   CHECK(f.shutdowns == 1);
   r = f.call(R"({"v":1,"type":"shutdown"})");

@@ -111,8 +111,8 @@ TEST_CASE("store: create_build replaces {build} in paths and argv and queues eve
     CHECK(u.attempts == 0);
     CHECK(u.output_path == dir + "/obj/" + name + ".o");
     CHECK(u.log_path == dir + "/logs/" + name + ".log");
-    CHECK(u.argv == std::vector<std::string>{"/opt/fake/nvcc", "-c", "src/" + name + ".cu", "-o",
-                                             dir + "/obj/" + name + ".o"});
+    CHECK(u.argv ==
+          std::vector<std::string>{"/opt/fake/nvcc", "-c", "src/" + name + ".cu", "-o", dir + "/obj/" + name + ".o"});
     CHECK(u.prior_peak == 1000);
     CHECK(u.prior_duration_s == Approx(2.5));
     CHECK(u.key == "key-" + name);

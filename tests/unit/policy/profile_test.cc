@@ -107,8 +107,8 @@ TEST_CASE("Profile::max_of is the pointwise maximum") {
 }
 
 TEST_CASE("Profile::sum, plus and peak_with build loads") {
-  Profile a = spike();                    // 1, 4 at [10,20), 2 after, ends 100
-  Profile b = Profile::flat(kGiB, 50);    // 1 until 50
+  Profile a = spike();                  // 1, 4 at [10,20), 2 after, ends 100
+  Profile b = Profile::flat(kGiB, 50);  // 1 until 50
   Profile load = Profile::sum({a, b});
   CHECK(load.at(0) == 2 * kGiB);
   CHECK(load.at(15) == 5 * kGiB);
@@ -125,9 +125,9 @@ TEST_CASE("Profile::sum, plus and peak_with build loads") {
 
   // Peaks of b + a shifted: at 10..20 a spikes while b holds 1.
   CHECK(b.peak_with(a, 0) == 5 * kGiB);
-  CHECK(b.peak_with(a, 45) == 4 * kGiB);   // spike at 55..65, b ended at 50
-  CHECK(b.peak_with(a, 35) == 5 * kGiB);   // spike at 45..55 meets b until 50
-  CHECK(a.peak_with(a, 15) == 6 * kGiB);   // a's spike [25,35) over a's plateau
+  CHECK(b.peak_with(a, 45) == 4 * kGiB);  // spike at 55..65, b ended at 50
+  CHECK(b.peak_with(a, 35) == 5 * kGiB);  // spike at 45..55 meets b until 50
+  CHECK(a.peak_with(a, 15) == 6 * kGiB);  // a's spike [25,35) over a's plateau
   CHECK(a.peak_with(Profile(), 0) == 0);
   CHECK(a.breakpoints() == std::vector<double>{0, 10, 20, 100});
 }
