@@ -384,8 +384,8 @@ Outcome run_case(const Case& c, const Hooks& hooks, bool repeat_bwd_bitwise) {
     };
     if (hooks.before_bwd) hooks.before_bwd(c);
     st = backward();
-    if (st == FAD_ERR_NOT_BUILT) {
-      out.skipped = true;
+    if (st == FAD_ERR_NOT_BUILT) {  // a library of forward units only: the forward was checked
+      out.detail += " (backward not built)";
       cleanup();
       return out;
     }
