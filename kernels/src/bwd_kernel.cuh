@@ -33,9 +33,14 @@ struct BwdTraits {
   static constexpr int WM1 = WM1_, WN1 = WARPS_ / WM1_, MA1 = BM / (16 * WM1), NA1 = BN / (8 * WN1);
   // dV, dK: BN x D
   static constexpr int WM2 = WM2_, WN2 = WARPS_ / WM2_, MA2 = BN / (16 * WM2), DA2 = D / (8 * WN2);
-  // dQ: BM x D, in column chunks of at most 8 atoms to bound registers
+  // dQ: BM x D, in column chunks of at most 12 atoms to bound registers
   static constexpr int WM3 = WM3_, WN3 = WARPS_ / WM3_, MA3 = BM / (16 * WM3), DA3 = D / (8 * WN3);
-  static constexpr int CH3 = DA3 < 8 ? DA3 : 8;
+  static constexpr int chunk(int da) {
+    for (int c = 12; c >= 2; c -= 2)
+      if (da % c == 0) return c;
+    return da;
+  }
+  static constexpr int CH3 = chunk(DA3);
   using QL = Tile<BM, D>;
   using KL = Tile<BN, D>;
   using PL = Tile<BM, BN>;
