@@ -100,8 +100,7 @@ TEST_CASE("the bundled library builds through fad and its self-test runs, or ski
   d.start({"--nvcc", nvcc});
   // The local GPU's arch when there is one (fad picks it), else Hopper.
   const bool gpu = run({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}).exit_code == 0;
-  std::vector<std::string> submit = {"submit", "--wait", "--json", "--kernels",
-                                     all ? "*" : "fwd_hdim64_fp16_causal"};
+  std::vector<std::string> submit = {"submit", "--wait", "--json", "--kernels", all ? "*" : "fwd_hdim64_fp16_causal"};
   if (!gpu) submit.insert(submit.end(), {"--arch", "9.0"});
   auto r = d.fad(submit, all ? 6 * 3600 : 3600);
   INFO(r.out << r.err);
@@ -112,13 +111,13 @@ TEST_CASE("the bundled library builds through fad and its self-test runs, or ski
 
   const fs::path k = fs::path(FAD_SOURCE_DIR) / "kernels";
   const auto exe = d.dir() / "fad_attention_selftest";
-  auto compile = run({nvcc, "-std=c++17", "-O2", "-I", (k / "include").string(), "-I", (k / "reference").string(),
-                      "-I", (k / "selftest").string(), (k / "selftest" / "fad_attention_selftest.cu").string(),
-                      (k / "selftest" / "attention_cases.cc").string(),
-                      (k / "reference" / "reference_attention.cc").string(), "-o", exe.string(),
-                      "-L" + lib.parent_path().string(), "-lfad_attention", "-Xlinker",
-                      "-rpath=" + lib.parent_path().string()},
-                     {}, 600);
+  auto compile =
+      run({nvcc, "-std=c++17", "-O2", "-I", (k / "include").string(), "-I", (k / "reference").string(), "-I",
+           (k / "selftest").string(), (k / "selftest" / "fad_attention_selftest.cu").string(),
+           (k / "selftest" / "attention_cases.cc").string(), (k / "reference" / "reference_attention.cc").string(),
+           "-o", exe.string(), "-L" + lib.parent_path().string(), "-lfad_attention", "-Xlinker",
+           "-rpath=" + lib.parent_path().string()},
+          {}, 600);
   INFO(compile.out << compile.err);
   REQUIRE(compile.exit_code == 0);
   auto selftest = run({"bash", (k / "selftest" / "run_selftest.sh").string(), exe.string(), lib.string()}, {}, 3600);
