@@ -61,6 +61,7 @@ inline fad_status launch_kernel(void (*kernel)(Params), dim3 grid, int threads, 
     }
   }
 #ifdef FAD_EMULATION
+  (void)stream;
   emu_launch(kernel, grid, threads, smem, p);
 #else
   kernel<<<grid, threads, smem, stream>>>(p);

@@ -103,6 +103,8 @@ struct StridedRows {
 __device__ __forceinline__ void opaque(int64_t& v) {
 #ifndef FAD_EMULATION
   asm volatile("" : "+l"(v));
+#else
+  (void)v;
 #endif
 }
 
