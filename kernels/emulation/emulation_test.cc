@@ -4,15 +4,19 @@
 // fp32 reference.
 //
 // Usage: fad-kernels-emulation [--filter TEXT]... [--list] [--require-all] [--verbose]
-// A case whose unit is not in this build prints SKIP (FAD_ERR_NOT_BUILT),
-// which --require-all turns into a failure. Exit 0 only if every case passed.
+// A case whose unit is not in this build prints SKIP (FAD_ERR_NOT_BUILT). The
+// build holds one dtype per head dim and mask for most head dims (units.txt);
+// --require-all fails unless every head dim and mask ran in some dtype and no
+// feature case was skipped. Exit 0 only if every case that ran passed.
 //
 // Per call it also checks what only the emulator sees: no violation (shared-
 // memory races, uninitialised or unfinished reads, out-of-bounds accesses,
 // misaligned ldmatrix rows), no ldmatrix bank conflict, and no atomics in a
 // deterministic backward.
 #include <cstdio>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention_cases.h"
@@ -54,7 +58,8 @@ int main(int argc, char** argv) {
     if (bwd && c.deterministic && s.atomics) out.fail("deterministic backward used atomics");
   };
 
-  int run = 0, failed = 0, skipped = 0;
+  int run = 0, failed = 0, skipped = 0, missing = 0;
+  std::set<std::pair<int, bool>> base_wanted, base_ran;
   for (const fad_cases::Case& c : fad_cases::all_cases()) {
     bool match = filters.empty();
     for (const auto& f : filters) match = match || c.name.find(f) != std::string::npos;
@@ -65,16 +70,24 @@ int main(int argc, char** argv) {
     }
     const fad_cases::Outcome o = fad_cases::run_case(c, hooks);
     ++run;
+    if (c.base) base_wanted.insert({c.d, c.causal});
     if (o.skipped) {
       ++skipped;
+      if (!c.base) ++missing;
       std::printf("SKIP %s (unit not in this build)\n", c.name.c_str());
     } else {
+      if (c.base) base_ran.insert({c.d, c.causal});
       failed += !o.pass;
       std::printf("%s %s |%s\n", o.pass ? "PASS" : "FAIL", c.name.c_str(), o.detail.c_str());
     }
     std::fflush(stdout);
   }
   if (list) return 0;
+  for (const auto& [d, causal] : base_wanted)
+    if (!base_ran.count({d, causal})) {
+      ++missing;
+      std::printf("MISSING head dim %d %s: no dtype of it is in this build\n", d, causal ? "causal" : "full");
+    }
   std::printf("emulation: %d passed, %d failed, %d skipped\n", run - failed - skipped, failed, skipped);
-  return failed > 0 || (require_all && skipped > 0) || run == skipped ? 1 : 0;
+  return failed > 0 || (require_all && missing > 0) || run == skipped ? 1 : 0;
 }

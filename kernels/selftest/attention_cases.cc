@@ -456,6 +456,7 @@ std::vector<Case> all_cases() {
         c.pad = n % 4 == 3 ? 8 : 0;
         c.abi = n % 5 == 4 ? 1 : 2;
         ++n;
+        c.base = true;
         cs.push_back(c);
       }
   // Tile-multiple lengths take the kernels without bounds checks.
@@ -470,6 +471,7 @@ std::vector<Case> all_cases() {
   for (int d : {32, 96, 128, 160, 192, 256}) {
     Case c;
     c.d = d, c.small_smem = true, c.causal = d % 64 == 0, c.sq = 100, c.sk = 130, c.heads = 1;
+    if (d == 128) c.dt = FAD_DTYPE_BF16;
     cs.push_back(c);
   }
   {  // element path: strides that are not multiples of 8
@@ -512,7 +514,7 @@ std::vector<Case> all_cases() {
     Case c;
     c.d = 64, c.alibi = true, c.batch = 2;
     cs.push_back(c);
-    c.d = 128, c.causal = true, c.alibi_per_batch = true;
+    c.d = 128, c.causal = true, c.alibi_per_batch = true, c.dt = FAD_DTYPE_BF16;
     cs.push_back(c);
   }
   {
@@ -540,6 +542,7 @@ std::vector<Case> all_cases() {
     c.splits = 4, c.page = 48, c.d = 256, c.dt = FAD_DTYPE_BF16, c.wl = 100, c.causal = false, c.softcap = 3.0f;
     cs.push_back(c);
     c.splits = 2, c.page = 16, c.d = 32, c.alibi = true, c.wl = -1, c.softcap = 0, c.seqused = false, c.sq = 70;
+    c.dt = FAD_DTYPE_FP16;
     cs.push_back(c);
   }
   for (auto& c : cs) c.name = describe(c);

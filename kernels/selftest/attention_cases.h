@@ -35,6 +35,7 @@ struct Case {
   bool bwd = true;
   int abi = 2;
   bool small_smem = false;  // emulation only: a device with 99 KiB of shared memory per block
+  bool base = false;        // one of the head dim x dtype x mask cases
 };
 
 // Per-dtype tolerance: max|got - ref| <= atol + rtol * max|ref|.
