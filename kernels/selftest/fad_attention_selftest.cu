@@ -166,8 +166,11 @@ int main(int argc, char** argv) {
   int ndev = 0;
   const cudaError_t e = cudaGetDeviceCount(&ndev);
   const bool present = nvidia_gpu_present();
-  if ((e == cudaErrorNoDevice || (e == cudaSuccess && ndev == 0)) && !present) {
-    std::printf("SKIP: no CUDA device (no NVIDIA GPU on this machine)\n");
+  if ((e != cudaSuccess || ndev == 0) && !present) {
+    // No NVIDIA device node or driver entry: nothing to test (CUDA says
+    // "no device" or, with no driver installed at all, "insufficient driver").
+    std::printf("SKIP: no CUDA device (no NVIDIA GPU on this machine; CUDA: %s)\n",
+                e == cudaSuccess ? "no device" : cudaGetErrorName(e));
     return all_ok ? 0 : 1;
   }
   if (e != cudaSuccess || ndev == 0) {
