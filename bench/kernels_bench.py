@@ -21,7 +21,7 @@ Needs root and a cgroup v1 memory controller at /sys/fs/cgroup/memory, nvcc,
 and fad built (fadd, fad in --build-dir). A few units validate the script in
 minutes:
 
-  sudo python3 bench/kernels_bench.py --units 'fwd_hdim32_fp16_*' --policies j1,j2,fad --budget 6G
+  sudo python3 bench/kernels_bench.py --units 'fwd_hdim32_fp16_causal' --policies j1,j2,fad --budget 6G
 
 The full library (84 units; hours on 2 cores):
 
