@@ -68,6 +68,10 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view filename
     auto flags = string_list(u, "flags", where);
     if (!flags) return make_error(flags.error());
     unit.flags = std::move(*flags);
+    if (u.contains("required")) {
+      if (!u["required"].is_boolean()) return make_error(where + ": \"required\" must be true or false");
+      unit.required = u["required"].get<bool>();
+    }
     if (u.contains("prior") && u["prior"].is_object()) {
       const auto& p = u["prior"];
       if (p.contains("peak_bytes") && p["peak_bytes"].is_number_unsigned())

@@ -16,7 +16,8 @@ struct ManifestUnit {
   std::string source;  ///< relative to the kernels dir
   std::string family;
   std::vector<std::string> flags;
-  ManifestPrior prior;  ///< zeros when never measured
+  ManifestPrior prior;    ///< zeros when never measured
+  bool required = false;  ///< built whenever the glob selects any unit (the library needs it to link)
 };
 
 struct Manifest {

@@ -82,10 +82,15 @@ Result<std::vector<UnitRecord>> plan_build(const Manifest& manifest, const PlanR
     arch_names.push_back(a.display());
   }
 
+  // A required unit (the library's entry points) joins any non-empty
+  // selection: a subset of the kernels still links into a usable library.
+  const auto selected = [&](const ManifestUnit& mu) { return ::fnmatch(req.glob.c_str(), mu.name.c_str(), 0) == 0; };
+  const bool any = std::any_of(manifest.units.begin(), manifest.units.end(),
+                               [&](const ManifestUnit& mu) { return !mu.required && selected(mu); });
   std::vector<UnitRecord> units;
   std::vector<std::string> objects;
   for (const auto& mu : manifest.units) {
-    if (::fnmatch(req.glob.c_str(), mu.name.c_str(), 0) != 0) continue;
+    if (!selected(mu) && !(mu.required && any)) continue;
     auto text = read_file(kdir / mu.source);
     if (!text) return make_error(text.error());
     UnitRecord u;

@@ -1,42 +1,41 @@
 #!/usr/bin/env python3
-"""Generate the per-variant compile units, src/launchers.h and manifest.json.
+"""Generate the compile units, src/launchers.h and manifest.json.
 
 Run from anywhere:  python3 kernels/generate_units.py
-One compile unit per (direction, head dim, dtype, causal) = 48 units, plus the
-hand-written src/dispatch.cu. The generated files are checked in.
 
-PRIOR holds compile figures measured with nvcc for sm_90, --threads 1 (see
-README.md); every unit gets the figure of its nearest measured sibling.
+One compile unit per (direction, head dim, dtype, causal), the way
+FlashAttention-2 cuts its library: directions fwd (the plain forward),
+fwd_split (split-KV and paged KV cache, for decoding) and bwd; 7 head dims,
+fp16/bf16, causal or not = 84 units, plus the hand-written src/dispatch.cu.
+Each unit's launcher instantiates every kernel its runtime switches can
+reach (see src/fwd_launch.cuh, src/bwd_launch.cuh). The generated files are
+checked in.
+
+Priors (the scheduler's first guess for a unit it has never built) come from
+priors.json, written by measure_priors.py from a build through fad itself;
+a unit missing there takes the figure of its nearest measured sibling (same
+direction, nearest head dim), else FALLBACK.
 """
 import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DIRECTIONS = ["fwd", "bwd"]
-HEAD_DIMS = [32, 64, 96, 128, 192, 256]
+DIRECTIONS = ["fwd", "fwd_split", "bwd"]
+HEAD_DIMS = [32, 64, 96, 128, 160, 192, 256]
 DTYPES = {"fp16": "__half", "bf16": "__nv_bfloat16"}
 CAUSAL = [False, True]
+RUNNER = {"fwd": "run_fwd", "fwd_split": "run_fwd_split", "bwd": "run_bwd"}
+INCLUDE = {"fwd": "fwd_launch.cuh", "fwd_split": "fwd_launch.cuh", "bwd": "bwd_launch.cuh"}
 
-# Measured directly (sm_90, --threads 1): key -> (peak_bytes, duration_s).
-# Keys are (direction, head_dim); each unit takes the figure of the measured
-# unit with the same direction and the nearest head dim (i.e. its fp16/bf16,
-# causal/non-causal siblings share one measurement).
-PRIOR = {
-    # measured unit                              peak_bytes  duration_s
-    ("fwd", 32): (204468224, 1.7),   # fwd_hdim32_fp16_noncausal
-    ("fwd", 64): (200556544, 1.4),   # fwd_hdim64_bf16_noncausal
-    ("fwd", 96): (200491008, 1.4),   # fwd_hdim96_fp16_causal
-    ("fwd", 128): (200507392, 1.6),  # fwd_hdim128_fp16_causal
-    ("fwd", 192): (200527872, 1.5),  # fwd_hdim192_fp16_noncausal
-    ("fwd", 256): (200540160, 1.4),  # fwd_hdim256_bf16_causal
-    ("bwd", 32): (200859648, 1.8),   # bwd_hdim32_fp16_noncausal
-    ("bwd", 64): (201027584, 1.7),   # bwd_hdim64_bf16_causal
-    ("bwd", 96): (200888320, 1.6),   # bwd_hdim96_fp16_noncausal
-    ("bwd", 128): (201080832, 1.7),  # bwd_hdim128_fp16_causal
-    ("bwd", 192): (201076736, 1.6),  # bwd_hdim192_bf16_noncausal
-    ("bwd", 256): (201015296, 1.7),  # bwd_hdim256_bf16_causal
-    ("dispatch", 0): (189186048, 0.7),  # dispatch
-}
+# Used only when priors.json has no unit of the same direction: a heavy
+# attention unit on sm_90 with nvcc --threads 1 (see README.md).
+FALLBACK = {"compile": (3 << 30, 120.0), "dispatch": (200 << 20, 3.0)}
+
+# The library's manifest flags. --resource-usage puts every kernel's registers,
+# spills and shared memory in the unit's log; -lineinfo lets compute-sanitizer
+# and profilers name source lines (FlashAttention builds with it too).
+FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr", "-lineinfo",
+         "--resource-usage"]
 
 
 def load_measured():
@@ -51,18 +50,24 @@ def load_measured():
 MEASURED = load_measured()
 
 
-def unit_prior(name, direction, hdim):
+def parse_name(name):
+    """(direction, head dim) of a unit name, or ('dispatch', 0)."""
+    if name == "dispatch":
+        return "dispatch", 0
+    head, _, rest = name.partition("_hdim")
+    return head, int(rest.split("_")[0])
+
+
+def unit_prior(name):
     if name in MEASURED:
-        return {"peak_bytes": int(MEASURED[name]["peak_bytes"]),
-                "duration_s": round(float(MEASURED[name]["duration_s"]), 1)}
-    return nearest_prior(direction, hdim)
-
-
-def nearest_prior(direction, hdim):
-    cands = [k for k in PRIOR if k[0] == direction]
-    key = min(cands, key=lambda k: (abs(k[1] - hdim), k[1]))
-    peak, dur = PRIOR[key]
-    return {"peak_bytes": int(peak), "duration_s": round(float(dur), 1)}
+        m = MEASURED[name]
+        return {"peak_bytes": int(m["peak_bytes"]), "duration_s": round(float(m["duration_s"]), 1)}
+    direction, hdim = parse_name(name)
+    siblings = [(abs(parse_name(k)[1] - hdim), k) for k in MEASURED if parse_name(k)[0] == direction]
+    if siblings:
+        return unit_prior(min(siblings)[1])
+    peak, dur = FALLBACK["dispatch" if direction == "dispatch" else "compile"]
+    return {"peak_bytes": int(peak), "duration_s": dur}
 
 
 def unit_name(direction, hdim, dtype, causal):
@@ -74,6 +79,7 @@ def launcher_name(direction, hdim, dtype, causal):
 
 
 HEADER = "// GENERATED by kernels/generate_units.py - do not edit.\n"
+SIG = "fad_status {}(const Params& p, const DeviceInfo& dev, cudaStream_t stream)"
 
 
 def write(path, text):
@@ -82,8 +88,7 @@ def write(path, text):
 
 
 def main():
-    units = []
-    decls = []
+    units, decls, table = [], [], {d: [] for d in DIRECTIONS}
     for direction in DIRECTIONS:
         for hdim in HEAD_DIMS:
             for dtype, ctype in DTYPES.items():
@@ -91,35 +96,42 @@ def main():
                     name = unit_name(direction, hdim, dtype, causal)
                     fn = launcher_name(direction, hdim, dtype, causal)
                     c = "true" if causal else "false"
-                    if direction == "fwd":
-                        sig = f"fad_status {fn}(const fad_attention_fwd_params& p, cudaStream_t stream)"
-                        body = f"  return run_fwd<{ctype}, {hdim}, {c}>(p, stream);\n"
-                        inc = "fwd_launch.cuh"
-                    else:
-                        sig = (f"fad_status {fn}(const fad_attention_bwd_params& p, void* workspace, "
-                               f"cudaStream_t stream)")
-                        body = f"  return run_bwd<{ctype}, {hdim}, {c}>(p, workspace, stream);\n"
-                        inc = "bwd_launch.cuh"
-                    decls.append(sig + ";")
-                    src = (HEADER + f'#include "{inc}"\n#include "launchers.h"\n\nnamespace fad {{\n\n'
-                           + sig + " {\n" + body + "}\n\n}  // namespace fad\n")
+                    decls.append("FAD_WEAK " + SIG.format(fn) + ";")
+                    table[direction].append((dtype, hdim, causal, fn))
+                    src = (HEADER + f'#include "{INCLUDE[direction]}"\n#include "launchers.h"\n\nnamespace fad {{\n\n'
+                           + SIG.format(fn) + " {\n"
+                           + f"  return {RUNNER[direction]}<{ctype}, {hdim}, {c}>(p, dev, stream);\n"
+                           + "}\n\n}  // namespace fad\n")
                     write(os.path.join(HERE, "src", name + ".cu"), src)
-                    units.append({"name": name, "source": f"src/{name}.cu",
-                                  "family": f"{direction}_hdim{hdim}", "flags": [],
-                                  "prior": unit_prior(name, direction, hdim)})
-    units.append({"name": "dispatch", "source": "src/dispatch.cu", "family": "dispatch",
-                  "flags": [], "prior": unit_prior("dispatch", "dispatch", 0)})
+                    units.append({"name": name, "source": f"src/{name}.cu", "family": f"{direction}_hdim{hdim}",
+                                  "flags": [], "prior": unit_prior(name)})
+    units.append({"name": "dispatch", "source": "src/dispatch.cu", "family": "dispatch", "flags": [],
+                  "required": True, "prior": unit_prior("dispatch")})
 
-    launchers = (HEADER + "// Internal: per-variant host launchers (C++ linkage), one per compile unit.\n"
-                 "#pragma once\n\n#include <cuda_runtime.h>\n\n#include \"fad_attention.h\"\n\n"
-                 "namespace fad {\n\n" + "\n".join(decls) + "\n\n}  // namespace fad\n")
+    rows = []
+    for di, direction in enumerate(DIRECTIONS):
+        for dtype, hdim, causal, fn in table[direction]:
+            rows.append(f"      {{{di}, {list(DTYPES).index(dtype)}, {hdim}, {int(causal)}, {fn}}},")
+    launchers = (HEADER + "// Internal: the launchers of the compile units and the table the dispatch\n"
+                 "// routes by. Declared weak: a library built from a subset of the units links,\n"
+                 "// and the launchers it lacks are null (the call returns FAD_ERR_NOT_BUILT).\n"
+                 "#pragma once\n\n#include \"launch.cuh\"\n\n#define FAD_WEAK __attribute__((weak))\n\n"
+                 "namespace fad {\n\n" + "\n".join(decls) + "\n\n"
+                 "using Launcher = fad_status (*)(const Params&, const DeviceInfo&, cudaStream_t);\n\n"
+                 "// direction: 0 fwd, 1 fwd_split, 2 bwd; dtype: 0 fp16, 1 bf16.\n"
+                 "inline Launcher find_launcher(int direction, int dtype, int head_dim, bool causal) {\n"
+                 "  struct Entry {\n    int direction, dtype, head_dim, causal;\n    Launcher fn;\n  };\n"
+                 "  static const Entry kTable[] = {\n" + "\n".join(rows) + "\n  };\n"
+                 "  for (const Entry& e : kTable)\n"
+                 "    if (e.direction == direction && e.dtype == dtype && e.head_dim == head_dim && e.causal == (int)causal)\n"
+                 "      return e.fn;\n  return nullptr;\n}\n\n}  // namespace fad\n")
     write(os.path.join(HERE, "src", "launchers.h"), launchers)
 
     manifest = {
         "version": 1,
         "library": "fad_attention",
         "include_dirs": ["include", "src"],
-        "flags": ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "--expt-relaxed-constexpr"],
+        "flags": FLAGS,
         "link_flags": [],
         "units": units,
     }

@@ -3,12 +3,13 @@
 record them as the manifest's priors (the scheduler's estimate for a unit it
 has never seen).
 
-Usage: python3 kernels/measure_priors.py [--build-dir build] [--arch 9.0]
+Usage: python3 kernels/measure_priors.py [--build-dir build] [--arch 9.0] [--units GLOB]
 
 Starts a private fadd (fresh state in a temp dir, one core so each unit is
-measured alone, per-unit cgroups where the machine allows), builds every unit
-for one arch with nvcc --threads 1, writes kernels/priors.json and regenerates
-manifest.json from it.
+measured alone, per-unit cgroups where the machine allows), builds the units
+(default all; hours for the whole library) for one arch with nvcc --threads 1,
+merges their figures into kernels/priors.json and regenerates manifest.json
+from it (units never measured take their nearest measured sibling's figure).
 """
 import argparse
 import json
@@ -27,6 +28,7 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--arch", default="9.0")
     ap.add_argument("--nvcc", default="nvcc")
+    ap.add_argument("--units", default="*", help="glob over unit names (default: all)")
     args = ap.parse_args()
     fadd = os.path.join(args.build_dir, "fadd")
     fad = os.path.join(args.build_dir, "fad")
@@ -44,8 +46,10 @@ def main():
                 if subprocess.run([fad, "status"], capture_output=True, env=env).returncode == 0:
                     break
                 time.sleep(0.1)
-            done = subprocess.run([fad, "submit", "--arch", args.arch, "--wait", "--json"],
+            t0 = time.monotonic()
+            done = subprocess.run([fad, "submit", "--arch", args.arch, "--kernels", args.units, "--wait", "--json"],
                                   capture_output=True, text=True, env=env)
+            wall = time.monotonic() - t0
             if done.returncode != 0:
                 sys.exit("measure_priors: the build failed:\n" + done.stdout + done.stderr)
             build = json.loads(done.stdout)
@@ -55,17 +59,25 @@ def main():
         finally:
             daemon.terminate()
             daemon.wait()
-    priors = {u["name"]: {"peak_bytes": u["peak_bytes"], "duration_s": round(u["duration_s"], 1)}
-              for u in units if u["kind"] == "compile"}
+    path = os.path.join(HERE, "priors.json")
+    priors = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            priors = json.load(f)
+    measured = {u["name"]: {"peak_bytes": u["peak_bytes"], "duration_s": round(u["duration_s"], 1)}
+                for u in units if u["kind"] == "compile"}
+    priors.update(measured)
     priors["_measured"] = {"arch": args.arch, "nvcc_threads": 1, "how": "fad per-unit cgroup peak, alone on one core"}
-    with open(os.path.join(HERE, "priors.json"), "w") as f:
+    with open(path, "w") as f:
         json.dump(priors, f, indent=1, sort_keys=True)
         f.write("\n")
     subprocess.run([sys.executable, os.path.join(HERE, "generate_units.py")], check=True)
-    peaks = [p["peak_bytes"] for k, p in priors.items() if not k.startswith("_")]
-    secs = [p["duration_s"] for k, p in priors.items() if not k.startswith("_")]
+    for name, m in sorted(measured.items()):
+        print(f"{name:34} peak {m['peak_bytes'] / 2**20:7.0f} MiB  {m['duration_s']:7.1f} s")
+    peaks = [m["peak_bytes"] for m in measured.values()]
+    secs = [m["duration_s"] for m in measured.values()]
     print(f"measured {len(peaks)} units: peak {min(peaks) / 2**20:.0f}-{max(peaks) / 2**20:.0f} MiB, "
-          f"{min(secs):.1f}-{max(secs):.1f} s each, {sum(secs):.0f} s in all")
+          f"{min(secs):.1f}-{max(secs):.1f} s each, {sum(secs):.0f} s in all ({wall:.0f} s wall)")
 
 
 if __name__ == "__main__":

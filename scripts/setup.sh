@@ -30,13 +30,17 @@ if [[ -z "$nvcc" ]]; then
   exit 0
 fi
 
-# cuobjdump shows which SASS a library holds; some toolkit installs lack it.
-# Then take NVIDIA's own package from PyPI for the same CUDA major into .tools/.
+# cuobjdump shows which SASS a library holds and, with nvdisasm, the SASS the
+# kernels' checks count (kernels/sass/); some toolkit installs lack them. Then
+# take NVIDIA's own packages from PyPI for the same CUDA major into .tools/.
 tools="$(cd "$(dirname "$0")/.." && pwd)/.tools"
-if ! command -v cuobjdump >/dev/null && [[ ! -x "$(dirname "$nvcc")/cuobjdump" && ! -x "$tools/bin/cuobjdump" ]]; then
-  major=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
-  echo "setup: installing cuobjdump for CUDA $major into $tools"
-  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$tools/pip" "nvidia-cuda-cuobjdump==${major}.*"
-  mkdir -p "$tools/bin"
-  ln -sf "$(find "$tools/pip" -type f -name cuobjdump -perm -u+x | head -n1)" "$tools/bin/cuobjdump"
-fi
+major=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+for tool in cuobjdump nvdisasm; do
+  if ! command -v "$tool" >/dev/null && [[ ! -x "$(dirname "$nvcc")/$tool" && ! -x "$tools/bin/$tool" ]]; then
+    echo "setup: installing $tool for CUDA $major into $tools"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$tools/pip/$tool" \
+      "nvidia-cuda-$tool==${major}.*"
+    mkdir -p "$tools/bin"
+    ln -sf "$(find "$tools/pip/$tool" -type f -name "$tool" -perm -u+x | head -n1)" "$tools/bin/$tool"
+  fi
+done

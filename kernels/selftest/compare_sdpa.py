@@ -1,131 +1,131 @@
 #!/usr/bin/env python3
-"""Compare libfad_attention against torch.nn.functional.scaled_dot_product_attention.
+"""Compare libfad_attention with torch.nn.functional.scaled_dot_product_attention:
+correctness of O, dQ, dK, dV and TFLOP/s of both, forward and backward.
 
-Usage: python3 compare_sdpa.py [path/to/libfad_attention.so]
+Usage: python3 compare_sdpa.py path/to/libfad_attention.so
 
-Needs torch with CUDA; otherwise prints a SKIP message and exits 0.
-Layout used here: [B, H, S, D] contiguous. Causal comparisons use
-seqlen_q == seqlen_k because SDPA's is_causal is top-left aligned while fad is
-bottom-right aligned (identical when the lengths match).
+Needs torch with CUDA; otherwise prints SKIP and exits 0. Layout [B, H, S, D]
+contiguous; causal comparisons use seqlen_q == seqlen_k (SDPA's is_causal is
+top-left aligned, fad's bottom-right: identical for equal lengths). Calls go
+through ABI 2 (fad_attention_fwd_v2 / fad_attention_bwd_v2). Variants the
+library was built without are listed as not built.
 """
 import ctypes
-import os
 import sys
 
-
-def skip(msg):
-    print(f"SKIP: {msg}")
-    sys.exit(0)
+P, I32, I64, U32, U64, F32 = (ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint64,
+                              ctypes.c_float)
 
 
-try:
-    import torch
-    import torch.nn.functional as F
-except Exception as e:  # noqa: BLE001
-    skip(f"torch not importable ({e})")
-if not torch.cuda.is_available():
-    skip("torch has no CUDA device")
-
-LIB = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.getcwd(), "libfad_attention.so")
-lib = ctypes.CDLL(LIB)
-
-FAD_DTYPE_FP16, FAD_DTYPE_BF16 = 0, 1
-i64 = ctypes.c_int64
+def strides(*names):
+    return [(f"{n}_{s}_stride", I64) for n in names for s in ("batch", "head", "row")]
 
 
-class FwdParams(ctypes.Structure):
-    _fields_ = [("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
-                ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p), ("dtype", ctypes.c_int),
-                ("batch", ctypes.c_int), ("heads", ctypes.c_int), ("seqlen_q", ctypes.c_int),
-                ("seqlen_k", ctypes.c_int), ("head_dim", ctypes.c_int)] + \
-               [(f"{t}_{s}_stride", i64) for t in ("q", "k", "v", "o") for s in ("batch", "head", "row")] + \
-               [("softmax_scale", ctypes.c_float), ("causal", ctypes.c_int)]
+class FwdArgs(ctypes.Structure):
+    _fields_ = ([("struct_size", U32), ("dtype", I32), ("q", P), ("k", P), ("v", P), ("o", P), ("lse", P)] +
+                [(n, I32) for n in ("batch", "heads", "heads_k", "seqlen_q", "seqlen_k", "head_dim")] +
+                strides("q", "k", "v", "o") +
+                [("softmax_scale", F32), ("causal", I32), ("window_left", I32), ("window_right", I32),
+                 ("softcap", F32), ("alibi_slopes", P), ("alibi_batch_stride", I64), ("dropout_p", F32),
+                 ("philox_seed", U64), ("philox_offset", U64), ("rng_state", P), ("cu_seqlens_q", P),
+                 ("cu_seqlens_k", P), ("total_q", I32), ("seqused_k", P), ("block_table", P),
+                 ("block_table_batch_stride", I64), ("page_block_size", I32), ("num_splits", I32),
+                 ("workspace", P), ("workspace_bytes", ctypes.c_size_t)])
 
 
-class BwdParams(ctypes.Structure):
-    _fields_ = [("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
-                ("o", ctypes.c_void_p), ("dout", ctypes.c_void_p), ("lse", ctypes.c_void_p),
-                ("dq", ctypes.c_void_p), ("dk", ctypes.c_void_p), ("dv", ctypes.c_void_p),
-                ("dtype", ctypes.c_int), ("batch", ctypes.c_int), ("heads", ctypes.c_int),
-                ("seqlen_q", ctypes.c_int), ("seqlen_k", ctypes.c_int), ("head_dim", ctypes.c_int)] + \
-               [(f"{t}_{s}_stride", i64) for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")
-                for s in ("batch", "head", "row")] + \
-               [("softmax_scale", ctypes.c_float), ("causal", ctypes.c_int),
-                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t)]
-
-
-lib.fad_attention_fwd.argtypes = [ctypes.POINTER(FwdParams), ctypes.c_void_p]
-lib.fad_attention_fwd.restype = ctypes.c_int
-lib.fad_attention_bwd.argtypes = [ctypes.POINTER(BwdParams), ctypes.c_void_p]
-lib.fad_attention_bwd.restype = ctypes.c_int
-lib.fad_status_string.argtypes = [ctypes.c_int]
-lib.fad_status_string.restype = ctypes.c_char_p
-lib.fad_attention_version.restype = ctypes.c_char_p
-
-
-def set_strides(p, name, t):
-    setattr(p, f"{name}_batch_stride", t.stride(0))
-    setattr(p, f"{name}_head_stride", t.stride(1))
-    setattr(p, f"{name}_row_stride", t.stride(2))
-
-
-def fad_fwd(q, k, v, causal):
-    B, H, Sq, D = q.shape
-    o = torch.empty_like(q)
-    lse = torch.empty(B, H, Sq, device=q.device, dtype=torch.float32)
-    p = FwdParams(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr(),
-                  dtype=FAD_DTYPE_FP16 if q.dtype == torch.float16 else FAD_DTYPE_BF16,
-                  batch=B, heads=H, seqlen_q=Sq, seqlen_k=k.shape[2], head_dim=D,
-                  softmax_scale=D ** -0.5, causal=int(causal))
-    for n, t in (("q", q), ("k", k), ("v", v), ("o", o)):
-        set_strides(p, n, t)
-    st = lib.fad_attention_fwd(ctypes.byref(p), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-    if st != 0:
-        raise RuntimeError(lib.fad_status_string(st).decode())
-    return o, lse
-
-
-def fad_bwd(q, k, v, o, lse, do, causal):
-    B, H, Sq, D = q.shape
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    p = BwdParams(q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), dout=do.data_ptr(),
-                  lse=lse.data_ptr(), dq=dq.data_ptr(), dk=dk.data_ptr(), dv=dv.data_ptr(),
-                  dtype=FAD_DTYPE_FP16 if q.dtype == torch.float16 else FAD_DTYPE_BF16,
-                  batch=B, heads=H, seqlen_q=Sq, seqlen_k=k.shape[2], head_dim=D,
-                  softmax_scale=D ** -0.5, causal=int(causal), workspace=None, workspace_bytes=0)
-    for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv)):
-        set_strides(p, n, t)
-    st = lib.fad_attention_bwd(ctypes.byref(p), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-    if st != 0:
-        raise RuntimeError(lib.fad_status_string(st).decode())
-    return dq, dk, dv
-
-
-def timeit(fn, reps=10):
-    for _ in range(2):
-        fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(reps):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / reps
+class BwdArgs(ctypes.Structure):
+    _fields_ = ([("struct_size", U32), ("dtype", I32)] +
+                [(n, P) for n in ("q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv")] +
+                [(n, I32) for n in ("batch", "heads", "heads_k", "seqlen_q", "seqlen_k", "head_dim")] +
+                strides("q", "k", "v", "o", "do", "dq", "dk", "dv") +
+                [("softmax_scale", F32), ("causal", I32), ("window_left", I32), ("window_right", I32),
+                 ("softcap", F32), ("alibi_slopes", P), ("alibi_batch_stride", I64), ("dropout_p", F32),
+                 ("rng_state", P), ("cu_seqlens_q", P), ("cu_seqlens_k", P), ("total_q", I32),
+                 ("deterministic", I32), ("workspace", P), ("workspace_bytes", ctypes.c_size_t)])
 
 
 def main():
+    try:
+        import torch
+        import torch.nn.functional as F
+    except Exception as e:  # noqa: BLE001
+        print(f"SKIP: torch not importable ({e})")
+        return 0
+    if not torch.cuda.is_available():
+        print("SKIP: torch has no CUDA device")
+        return 0
+    if len(sys.argv) < 2:
+        sys.exit("usage: compare_sdpa.py path/to/libfad_attention.so")
+    lib = ctypes.CDLL(sys.argv[1])
+    lib.fad_attention_fwd_v2.argtypes = [ctypes.POINTER(FwdArgs), P]
+    lib.fad_attention_bwd_v2.argtypes = [ctypes.POINTER(BwdArgs), P]
+    lib.fad_status_string.restype = ctypes.c_char_p
+    lib.fad_attention_version.restype = ctypes.c_char_p
+    lib.fad_attention_has_variant.argtypes = [I32, I32, I32, I32]
+
+    def check(st, what):
+        if st != 0:
+            raise RuntimeError(f"{what}: {lib.fad_status_string(st).decode()}")
+
+    def set_strides(a, name, t):
+        setattr(a, f"{name}_batch_stride", t.stride(0))
+        setattr(a, f"{name}_head_stride", t.stride(1))
+        setattr(a, f"{name}_row_stride", t.stride(2))
+
+    def fwd(q, k, v, causal):
+        o = torch.empty_like(q)
+        lse = torch.empty(q.shape[0], q.shape[1], q.shape[2], device=q.device, dtype=torch.float32)
+        a = FwdArgs(struct_size=ctypes.sizeof(FwdArgs), dtype=0 if q.dtype == torch.float16 else 1,
+                    q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr(),
+                    batch=q.shape[0], heads=q.shape[1], heads_k=k.shape[1], seqlen_q=q.shape[2],
+                    seqlen_k=k.shape[2], head_dim=q.shape[3], softmax_scale=q.shape[3] ** -0.5, causal=int(causal),
+                    window_left=-1, window_right=-1, num_splits=1)
+        for n, t in (("q", q), ("k", k), ("v", v), ("o", o)):
+            set_strides(a, n, t)
+        check(lib.fad_attention_fwd_v2(ctypes.byref(a), P(torch.cuda.current_stream().cuda_stream)), "forward")
+        return o, lse
+
+    def bwd(q, k, v, o, lse, do, causal):
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        a = BwdArgs(struct_size=ctypes.sizeof(BwdArgs), dtype=0 if q.dtype == torch.float16 else 1,
+                    q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), dout=do.data_ptr(),
+                    lse=lse.data_ptr(), dq=dq.data_ptr(), dk=dk.data_ptr(), dv=dv.data_ptr(), batch=q.shape[0],
+                    heads=q.shape[1], heads_k=k.shape[1], seqlen_q=q.shape[2], seqlen_k=k.shape[2],
+                    head_dim=q.shape[3], softmax_scale=q.shape[3] ** -0.5, causal=int(causal), window_left=-1,
+                    window_right=-1)
+        for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("dq", dq), ("dk", dk), ("dv", dv)):
+            set_strides(a, n, t)
+        check(lib.fad_attention_bwd_v2(ctypes.byref(a), P(torch.cuda.current_stream().cuda_stream)), "backward")
+        return dq, dk, dv
+
+    def timeit(fn, reps=10):
+        for _ in range(3):
+            fn()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(reps):
+            fn()
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e) / reps
+
     print(f"libfad_attention {lib.fad_attention_version().decode()} vs torch {torch.__version__} "
           f"on {torch.cuda.get_device_name()}")
     torch.manual_seed(0)
     ok = True
     for dtype in (torch.float16, torch.bfloat16):
         tol = 2e-2 if dtype == torch.float16 else 6e-2
-        for D in (32, 64, 96, 128, 192, 256):
+        for D in (32, 64, 96, 128, 160, 192, 256):
             for causal in (False, True):
+                dt = 0 if dtype == torch.float16 else 1
+                if not (lib.fad_attention_has_variant(0, dt, D, int(causal)) and
+                        lib.fad_attention_has_variant(2, dt, D, int(causal))):
+                    print(f"{str(dtype):15s} d={D:<3d} causal={int(causal)} not built")
+                    continue
                 B, H, S = 2, 4, 333
                 q, k, v, do = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(4))
-                o, lse = fad_fwd(q, k, v, causal)
-                dq, dk, dv = fad_bwd(q, k, v, o, lse, do, causal)
+                o, lse = fwd(q, k, v, causal)
+                dq, dk, dv = bwd(q, k, v, o, lse, do, causal)
                 qr, kr, vr = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
                 ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
                 ref.backward(do)
@@ -133,18 +133,24 @@ def main():
                         for a, b in ((o, ref), (dq, qr.grad), (dk, kr.grad), (dv, vr.grad))]
                 good = all(e <= tol for e in errs)
                 ok &= good
-                # speed at a larger size
-                Bs, Hs, Ss = 4, 16, 2048
-                qs, ks, vs = (torch.randn(Bs, Hs, Ss, D, device="cuda", dtype=dtype) for _ in range(3))
-                t_fad = timeit(lambda: fad_fwd(qs, ks, vs, causal))
-                t_ref = timeit(lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal))
+                Bs, Hs, Ss = 4, 16, 4096
+                qs, ks, vs, dos = (torch.randn(Bs, Hs, Ss, D, device="cuda", dtype=dtype) for _ in range(4))
+                os_, ls = fwd(qs, ks, vs, causal)
+                t_fad_f = timeit(lambda: fwd(qs, ks, vs, causal))
+                t_fad_b = timeit(lambda: bwd(qs, ks, vs, os_, ls, dos, causal))
+                t_ref_f = timeit(lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal))
+                qg, kg, vg = (t.detach().clone().requires_grad_(True) for t in (qs, ks, vs))
+                out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+                t_ref_b = timeit(lambda: torch.autograd.grad(out, (qg, kg, vg), dos, retain_graph=True))
                 flops = 4 * Bs * Hs * Ss * Ss * D * (0.5 if causal else 1.0)
                 print(f"{str(dtype):15s} d={D:<3d} causal={int(causal)} rel.err O/dQ/dK/dV="
-                      f"{'/'.join(f'{e:.1e}' for e in errs)} {'PASS' if good else 'FAIL'} | fwd fad "
-                      f"{flops / t_fad / 1e9:6.1f} TFLOP/s, sdpa {flops / t_ref / 1e9:6.1f} TFLOP/s")
+                      f"{'/'.join(f'{e:.1e}' for e in errs)} {'PASS' if good else 'FAIL'} | TFLOP/s fwd fad "
+                      f"{flops / t_fad_f / 1e9:6.1f} sdpa {flops / t_ref_f / 1e9:6.1f} "
+                      f"({t_ref_f / t_fad_f:4.2f}x) | bwd fad {2.5 * flops / t_fad_b / 1e9:6.1f} "
+                      f"sdpa {2.5 * flops / t_ref_b / 1e9:6.1f} ({t_ref_b / t_fad_b:4.2f}x)")
     print("ALL PASSED" if ok else "FAILURES")
-    sys.exit(0 if ok else 1)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

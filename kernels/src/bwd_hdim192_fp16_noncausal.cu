@@ -4,8 +4,8 @@
 
 namespace fad {
 
-fad_status launch_bwd_h192_fp16_noncausal(const fad_attention_bwd_params& p, void* workspace, cudaStream_t stream) {
-  return run_bwd<__half, 192, false>(p, workspace, stream);
+fad_status launch_bwd_h192_fp16_noncausal(const Params& p, const DeviceInfo& dev, cudaStream_t stream) {
+  return run_bwd<__half, 192, false>(p, dev, stream);
 }
 
 }  // namespace fad

@@ -4,8 +4,8 @@
 
 namespace fad {
 
-fad_status launch_bwd_h96_bf16_causal(const fad_attention_bwd_params& p, void* workspace, cudaStream_t stream) {
-  return run_bwd<__nv_bfloat16, 96, true>(p, workspace, stream);
+fad_status launch_bwd_h96_bf16_causal(const Params& p, const DeviceInfo& dev, cudaStream_t stream) {
+  return run_bwd<__nv_bfloat16, 96, true>(p, dev, stream);
 }
 
 }  // namespace fad

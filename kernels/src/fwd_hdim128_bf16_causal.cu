@@ -4,8 +4,8 @@
 
 namespace fad {
 
-fad_status launch_fwd_h128_bf16_causal(const fad_attention_fwd_params& p, cudaStream_t stream) {
-  return run_fwd<__nv_bfloat16, 128, true>(p, stream);
+fad_status launch_fwd_h128_bf16_causal(const Params& p, const DeviceInfo& dev, cudaStream_t stream) {
+  return run_fwd<__nv_bfloat16, 128, true>(p, dev, stream);
 }
 
 }  // namespace fad

@@ -4,8 +4,8 @@
 
 namespace fad {
 
-fad_status launch_fwd_h128_fp16_noncausal(const fad_attention_fwd_params& p, cudaStream_t stream) {
-  return run_fwd<__half, 128, false>(p, stream);
+fad_status launch_fwd_h128_fp16_noncausal(const Params& p, const DeviceInfo& dev, cudaStream_t stream) {
+  return run_fwd<__half, 128, false>(p, dev, stream);
 }
 
 }  // namespace fad

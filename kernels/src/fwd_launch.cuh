@@ -1,45 +1,93 @@
-// fwd_launch.cuh - host launcher template for the fwd kernels (see fwd_kernel.cuh).
-// Kept separate from the device code so fwd_kernel.cuh can also be compiled by
-// the CPU emulation test (kernels/emulation/).
+// fwd_launch.cuh - host launchers of the forward units. Each turns the
+// runtime features of one call into the template switches of the kernel it
+// launches; every combination the dispatch can reach is instantiated in the
+// unit, and none that it cannot (a causal unit has no sliding-window kernels,
+// the paged path always bounds-checks, dropout never splits).
 #pragma once
 
 #include "fwd_kernel.cuh"
+#include "launch.cuh"
 
 namespace fad {
 
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+// Sliding-window kernels exist in the non-causal units only: a causal call
+// with a left window is routed there with window_right = 0.
+template <bool CAUSAL, typename F>
+inline fad_status local_switch(bool local, F&& f) {
+  if constexpr (CAUSAL) {
+    (void)local;
+    return f(std::false_type{});
+  } else {
+    return bool_switch(local, f);
+  }
+}
 
-// Host launcher for one variant. Arguments are validated by dispatch.cu.
+inline bool is_local(const Params& p) { return p.window_left >= 0 || p.window_right >= 0; }
+inline bool fixed_lengths(const Params& p) {
+  return p.cu_q == nullptr && p.cu_k == nullptr && p.seqused_k == nullptr;
+}
+
+template <typename K, bool CAUSAL>
+fad_status run_fwd_cfg(const Params& p, cudaStream_t stream) {
+  const bool even = fixed_lengths(p) && p.seqlen_q % K::BM == 0 && p.seqlen_k % K::BN == 0;
+  const dim3 grid((p.seqlen_q + K::BM - 1) / K::BM, p.heads, p.batch);
+  return bool_switch(p.dropout, [&](auto drop) {
+    return bool_switch(even, [&](auto ev) {
+      return bool_switch(p.alibi != nullptr, [&](auto alibi) {
+        return bool_switch(p.softcap_in > 0.0f, [&](auto cap) {
+          return local_switch<CAUSAL>(is_local(p), [&](auto local) {
+            auto kernel = fwd_kernel<K, CAUSAL, decltype(local)::value, decltype(ev)::value, decltype(alibi)::value,
+                                     decltype(cap)::value, decltype(drop)::value, false, false>;
+            return launch_kernel(kernel, grid, K::kThreads, K::kSmem, stream, p);
+          });
+        });
+      });
+    });
+  });
+}
+
+// The plain forward of one (dtype, head dim, causal) unit.
 template <typename T, int D, bool CAUSAL>
-fad_status run_fwd(const fad_attention_fwd_params& p, cudaStream_t stream) {
-  auto kernel = fwd_kernel<T, D, CAUSAL>;
-  fad_status st = check_kernel_image(kernel);
-  if (st != FAD_OK) return st;
+fad_status run_fwd(const Params& p, const DeviceInfo& dev, cudaStream_t stream) {
+  using Big = typename FwdCfg<T, D, true>::K;
+  using Small = typename FwdCfg<T, D, false>::K;
+  if (Big::kSmem <= dev.smem_optin) return run_fwd_cfg<Big, CAUSAL>(p, stream);
+  return run_fwd_cfg<Small, CAUSAL>(p, stream);
+}
 
-  FwdArgs<T> a;
-  a.q = static_cast<const T*>(p.q);
-  a.k = static_cast<const T*>(p.k);
-  a.v = static_cast<const T*>(p.v);
-  a.o = static_cast<T*>(p.o);
-  a.lse = p.lse;
-  a.seqlen_q = p.seqlen_q;
-  a.seqlen_k = p.seqlen_k;
-  a.q_b = p.q_batch_stride; a.q_h = p.q_head_stride; a.q_r = p.q_row_stride;
-  a.k_b = p.k_batch_stride; a.k_h = p.k_head_stride; a.k_r = p.k_row_stride;
-  a.v_b = p.v_batch_stride; a.v_h = p.v_head_stride; a.v_r = p.v_row_stride;
-  a.o_b = p.o_batch_stride; a.o_h = p.o_head_stride; a.o_r = p.o_row_stride;
-  const float scale = p.softmax_scale > 0.0f ? p.softmax_scale : 1.0f / sqrtf((float)D);
-  a.scale_log2 = scale * kLog2e;
-  a.heads = p.heads;
-  a.vec = aligned16(p.q) && aligned16(p.k) && aligned16(p.v) &&
-          (p.q_batch_stride % 8 == 0) && (p.q_head_stride % 8 == 0) && (p.q_row_stride % 8 == 0) &&
-          (p.k_batch_stride % 8 == 0) && (p.k_head_stride % 8 == 0) && (p.k_row_stride % 8 == 0) &&
-          (p.v_batch_stride % 8 == 0) && (p.v_head_stride % 8 == 0) && (p.v_row_stride % 8 == 0);
-
-  constexpr int BM = FwdCfg<D>::BM;
-  dim3 grid((p.seqlen_q + BM - 1) / BM, p.heads, p.batch);
-  kernel<<<grid, kThreads, 0, stream>>>(a);
-  return check_launch();
+// The split-KV / paged forward: num_splits > 1 writes partial results to
+// p.o_accum / p.lse_accum and merges them with combine_kernel.
+template <typename T, int D, bool CAUSAL>
+fad_status run_fwd_split(const Params& p, const DeviceInfo& dev, cudaStream_t stream) {
+  (void)dev;
+  using K = typename SplitCfg<T, D>::K;
+  const bool paged = p.block_table != nullptr;
+  const bool split = p.num_splits > 1;
+  const bool even = !paged && fixed_lengths(p) && p.seqlen_q % K::BM == 0 && p.seqlen_k % K::BN == 0;
+  const int m_blocks = (p.seqlen_q + K::BM - 1) / K::BM;
+  const dim3 grid(m_blocks * (split ? p.num_splits : 1), p.heads, p.batch);
+  fad_status st = bool_switch(split, [&](auto sp) {
+    // Paged keys are read row by row through the block table and always
+    // bounds-checked: no even-length kernels for them.
+    auto layout = [&](auto f) {
+      return paged ? f(std::true_type{}, std::false_type{})
+                   : bool_switch(even, [&](auto ev) { return f(std::false_type{}, ev); });
+    };
+    return layout([&](auto pg, auto ev) {
+      return bool_switch(p.alibi != nullptr, [&](auto alibi) {
+        return bool_switch(p.softcap_in > 0.0f, [&](auto cap) {
+          return local_switch<CAUSAL>(is_local(p), [&](auto local) {
+            auto kernel = fwd_kernel<K, CAUSAL, decltype(local)::value, decltype(ev)::value, decltype(alibi)::value,
+                                     decltype(cap)::value, false, decltype(sp)::value, decltype(pg)::value>;
+            return launch_kernel(kernel, grid, K::kThreads, K::kSmem, stream, p);
+          });
+        });
+      });
+    });
+  });
+  if (st != FAD_OK || !split) return st;
+  const int64_t rows = (int64_t)p.batch * p.heads * p.seqlen_q;
+  return launch_kernel(combine_kernel<T, D>, dim3((unsigned)((rows + 3) / 4)), 128, 0, stream, p);
 }
 
 }  // namespace fad

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
@@ -232,5 +233,175 @@ TEST_CASE("reference attention: gradients of fully masked queries are zero", "[r
     for (int j = 0; j < 3; ++j) sdv += dv[static_cast<std::size_t>(j) * d + t];
     for (int i = 2; i < 5; ++i) sdo += w[static_cast<std::size_t>(i) * d + t];
     REQUIRE(sdv == Approx(sdo).margin(1e-5));
+  }
+}
+
+TEST_CASE("reference attention: Philox4x32-10 matches Random123's known answers", "[reference_attention]") {
+  struct Kat {
+    std::uint32_t ctr[4], key[2], out[4];
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (const Kat& k : kats) {
+    std::uint32_t out[4];
+    fad_ref::philox4x32_10(k.ctr, k.key, out);
+    for (int i = 0; i < 4; ++i) CHECK(out[i] == k.out[i]);
+  }
+}
+
+TEST_CASE("reference attention: dropout keeps about 1 - p, and its mask depends on the seed", "[reference_attention]") {
+  AttentionShape s = make_shape(2, 3, 64, 128, 8, 0.5f, false);
+  s.dropout_p = 0.25f;
+  s.seed = 42;
+  s.offset = 7;
+  int kept = 0, differ = 0, total = 0;
+  AttentionShape other = s;
+  other.seed = 43;
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.heads; ++h)
+      for (int i = 0; i < s.seqlen_q; ++i)
+        for (int j = 0; j < s.seqlen_k; ++j, ++total) {
+          kept += fad_ref::dropout_keep(s, b, h, i, j);
+          differ += fad_ref::dropout_keep(s, b, h, i, j) != fad_ref::dropout_keep(other, b, h, i, j);
+        }
+  CHECK(static_cast<double>(kept) / total == Approx(0.75).margin(0.01));
+  CHECK(differ > total / 4);
+}
+
+namespace {
+// Central finite differences of L = sum(w * O) against attention_backward.
+void check_gradients(const AttentionShape& s, unsigned seed, double margin = 2e-4) {
+  auto q = random_vec(fad_ref::q_elems(s), seed);
+  auto k = random_vec(fad_ref::kv_elems(s), seed + 1);
+  auto v = random_vec(fad_ref::kv_elems(s), seed + 2);
+  auto w = random_vec(fad_ref::q_elems(s), seed + 3);
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+  fad_ref::attention_backward(s, q.data(), k.data(), v.data(), w.data(), dq.data(), dk.data(), dv.data());
+  const float eps = 1e-2f;
+  auto check = [&](std::vector<float>& x, const std::vector<float>& grad) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float orig = x[i];
+      x[i] = orig + eps;
+      const double lp = weighted_loss(s, q, k, v, w);
+      x[i] = orig - eps;
+      const double lm = weighted_loss(s, q, k, v, w);
+      x[i] = orig;
+      REQUIRE(grad[i] == Approx((lp - lm) / (2.0 * eps)).margin(margin));
+    }
+  };
+  check(q, dq);
+  check(k, dk);
+  check(v, dv);
+}
+}  // namespace
+
+TEST_CASE("reference attention: every feature's backward matches finite differences", "[reference_attention]") {
+  AttentionShape s = make_shape(2, 2, 5, 6, 3, 0.8f, false);
+  SECTION("sliding window") {
+    s.window_left = 1;
+    s.window_right = 1;
+    check_gradients(s, 100);
+  }
+  SECTION("causal with a left window") {
+    s.causal = true;
+    s.window_left = 2;
+    check_gradients(s, 110);
+  }
+  SECTION("softcap") {
+    s.softcap = 0.7f;
+    check_gradients(s, 120);
+  }
+  SECTION("ALiBi per batch") {
+    s.alibi_slopes = {0.3f, 0.1f, 0.5f, 0.2f};
+    check_gradients(s, 130);
+  }
+  SECTION("dropout (the mask is fixed by seed and offset)") {
+    s.dropout_p = 0.3f;
+    s.seed = 9;
+    check_gradients(s, 140);
+  }
+  SECTION("GQA") {
+    s.heads = 4;
+    s.heads_k = 2;
+    check_gradients(s, 150);
+  }
+  SECTION("variable lengths") {
+    s.seqlens_q = {3, 5};
+    s.seqlens_k = {6, 2};
+    check_gradients(s, 160);
+  }
+}
+
+TEST_CASE("reference attention: MQA equals each head reading a copy of the shared K and V", "[reference_attention]") {
+  const int d = 4, sq = 3, sk = 5, heads = 3;
+  AttentionShape mqa = make_shape(1, heads, sq, sk, d, 0.6f, false);
+  mqa.heads_k = 1;
+  AttentionShape full = mqa;
+  full.heads_k = heads;
+  auto q = random_vec(fad_ref::q_elems(mqa), 170);
+  auto k = random_vec(fad_ref::kv_elems(mqa), 171);
+  auto v = random_vec(fad_ref::kv_elems(mqa), 172);
+  std::vector<float> k3, v3;
+  for (int h = 0; h < heads; ++h) k3.insert(k3.end(), k.begin(), k.end()), v3.insert(v3.end(), v.begin(), v.end());
+  Fwd a = run_fwd(mqa, q, k, v), b = run_fwd(full, q, k3, v3);
+  for (std::size_t i = 0; i < a.o.size(); ++i) CHECK(a.o[i] == Approx(b.o[i]).margin(1e-6));
+  // dK of the shared head is the sum of the copies' dK.
+  auto w = random_vec(fad_ref::q_elems(mqa), 173);
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()), dq3(q.size()), dk3(k3.size()), dv3(v3.size());
+  fad_ref::attention_backward(mqa, q.data(), k.data(), v.data(), w.data(), dq.data(), dk.data(), dv.data());
+  fad_ref::attention_backward(full, q.data(), k3.data(), v3.data(), w.data(), dq3.data(), dk3.data(), dv3.data());
+  for (std::size_t e = 0; e < dk.size(); ++e) {
+    double sk3 = 0.0, sv3 = 0.0;
+    for (int h = 0; h < heads; ++h) sk3 += dk3[h * dk.size() + e], sv3 += dv3[h * dk.size() + e];
+    CHECK(dk[e] == Approx(sk3).margin(1e-5));
+    CHECK(dv[e] == Approx(sv3).margin(1e-5));
+  }
+}
+
+TEST_CASE("reference attention: a variable-length batch equals its sequences run alone", "[reference_attention]") {
+  const int d = 4;
+  AttentionShape s = make_shape(2, 1, 6, 7, d, 0.5f, true);
+  s.seqlens_q = {4, 6};
+  s.seqlens_k = {7, 3};
+  auto q = random_vec(fad_ref::q_elems(s), 180);
+  auto k = random_vec(fad_ref::kv_elems(s), 181);
+  auto v = random_vec(fad_ref::kv_elems(s), 182);
+  Fwd f = run_fwd(s, q, k, v);
+  for (int b = 0; b < 2; ++b) {
+    const int lq = s.seqlens_q[b], lk = s.seqlens_k[b];
+    AttentionShape one = make_shape(1, 1, lq, lk, d, 0.5f, true);
+    std::vector<float> qb(q.begin() + b * 6 * d, q.begin() + (b * 6 + lq) * d);
+    std::vector<float> kb(k.begin() + b * 7 * d, k.begin() + (b * 7 + lk) * d);
+    std::vector<float> vb(v.begin() + b * 7 * d, v.begin() + (b * 7 + lk) * d);
+    Fwd g = run_fwd(one, qb, kb, vb);
+    for (int i = 0; i < lq; ++i) {
+      CHECK(f.lse[b * 6 + i] == Approx(g.lse[i]).margin(1e-6));
+      for (int t = 0; t < d; ++t) CHECK(f.o[(b * 6 + i) * d + t] == Approx(g.o[i * d + t]).margin(1e-6));
+    }
+    for (int i = lq; i < 6; ++i) CHECK(f.o[(b * 6 + i) * d] == 0.0f);  // rows past the length
+  }
+}
+
+TEST_CASE("reference attention: ALiBi of slope 0 and a huge softcap change nothing", "[reference_attention]") {
+  AttentionShape s = make_shape(1, 2, 4, 6, 4, 0.5f, false);
+  auto q = random_vec(fad_ref::q_elems(s), 190);
+  auto k = random_vec(fad_ref::kv_elems(s), 191);
+  auto v = random_vec(fad_ref::kv_elems(s), 192);
+  Fwd plain = run_fwd(s, q, k, v);
+  AttentionShape a = s;
+  a.alibi_slopes = {0.0f, 0.0f};
+  AttentionShape c = s;
+  c.softcap = 1e6f;
+  Fwd fa = run_fwd(a, q, k, v), fc = run_fwd(c, q, k, v);
+  for (std::size_t i = 0; i < plain.o.size(); ++i) {
+    CHECK(fa.o[i] == Approx(plain.o[i]).margin(1e-6));
+    CHECK(fc.o[i] == Approx(plain.o[i]).margin(1e-5));
   }
 }

@@ -37,6 +37,20 @@ TEST_CASE("manifest: a good manifest is parsed with defaults", "[manifest]") {
   CHECK(m->units[1].flags.empty());
   CHECK(m->units[1].prior.peak_bytes == 0);
   CHECK(m->units[1].prior.duration_s == 0);
+  CHECK_FALSE(m->units[1].required);
+}
+
+TEST_CASE("manifest: a unit may be required, and only by a boolean", "[manifest]") {
+  auto m = parse_manifest(R"({"version": 1, "library": "x", "units": [
+      {"name": "dispatch", "source": "src/dispatch.cu", "required": true}]})",
+                          "m.json");
+  REQUIRE(m);
+  CHECK(m->units[0].required);
+  auto bad = parse_manifest(R"({"version": 1, "library": "x", "units": [
+      {"name": "dispatch", "source": "src/dispatch.cu", "required": "yes"}]})",
+                            "m.json");
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error(), Contains("m.json") && Contains("unit #1") && Contains("required"));
 }
 
 TEST_CASE("manifest: errors name the file and the unit", "[manifest]") {

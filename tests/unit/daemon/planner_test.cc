@@ -117,6 +117,30 @@ TEST_CASE("planner: the glob selects units by name", "[planner]") {
   CHECK((*one)[1].seq == 1);
 }
 
+TEST_CASE("planner: a required unit joins every selection that is not empty", "[planner]") {
+  PlannerFixture f;
+  write_file(f.tmp.path() / "kernels" / "manifest.json", R"({
+    "version": 1, "library": "fad_x", "include_dirs": ["include"], "flags": [],
+    "units": [
+      {"name": "fwd_a", "source": "src/fwd_a.cu"},
+      {"name": "bwd_a", "source": "src/bwd_a.cu"},
+      {"name": "dispatch", "source": "src/fwd_b.cu", "required": true}
+    ]})");
+  auto fwd = f.plan({Arch{90, 0}}, "fwd_*");
+  REQUIRE(fwd);
+  CHECK(names(*fwd) == std::vector<std::string>{"fwd_a", "dispatch", "link"});
+  // The link takes the required unit's object too.
+  CHECK(std::find(fwd->back().argv.begin(), fwd->back().argv.end(), f.state + "/builds/{build}/obj/dispatch.o") !=
+        fwd->back().argv.end());
+  auto all = f.plan({Arch{90, 0}}, "*");
+  REQUIRE(all);
+  CHECK(names(*all) == std::vector<std::string>{"fwd_a", "bwd_a", "dispatch", "link"});
+  // A glob that selects nothing else still fails, naming units.
+  auto none = f.plan({Arch{90, 0}}, "nothing*");
+  REQUIRE_FALSE(none);
+  CHECK_THAT(none.error(), Contains("nothing*"));
+}
+
 TEST_CASE("planner: a glob matching nothing fails, naming some units", "[planner]") {
   PlannerFixture f;
   auto none = f.plan({Arch{90, 0}}, "nothing*");
