@@ -157,7 +157,7 @@ TEST_CASE("load_config: unreadable files name the path and the reason", "[config
   CHECK(missing.error() == "cannot read config file /nonexistent/fad.json: No such file or directory");
   auto dir = fad::load_config(kFixtures);
   REQUIRE_FALSE(dir.ok());
-  CHECK(dir.error() == "cannot read config file " + kFixtures + ": Is a directory");
+  CHECK(dir.error() == "cannot read config file " + kFixtures + ": it is a directory");
 }
 
 TEST_CASE("parse_reserve and is_log_level", "[config]") {
