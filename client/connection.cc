@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include "client/exit_codes.h"
+#include "common/socket_dir.h"
 
 namespace fad::client {
 
@@ -22,6 +23,9 @@ std::string unreachable_message(const std::string& socket_path, const std::strin
 }
 
 CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout) {
+  // Whoever could put the socket there could answer in fadd's place.
+  if (Status trusted = check_socket_for_client(socket_path); !trusted)
+    return CallFailure{kExitUnreachable, trusted.error()};
   asio::io_context io;
   stream::socket socket(io);
   boost::system::error_code ec;
