@@ -38,7 +38,9 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
 
   const std::string line = encode_request(request);
   asio::write(socket, asio::buffer(line), ec);
-  if (ec) return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + ec.message()};
+  // fadd may have answered and closed before reading (too many connections):
+  // its one line is still there to read, and says why.
+  const boost::system::error_code write_ec = ec;
 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string buffer;
@@ -55,12 +57,15 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
     std::size_t n = socket.read_some(asio::buffer(chunk), ec);
     if (ec == asio::error::interrupted) continue;
     if (ec) {
-      std::string why = ec == asio::error::eof ? "connection closed before an answer" : ec.message();
+      if (!buffer.empty()) break;  // a last line without its newline
+      std::string why = write_ec                 ? write_ec.message()
+                        : ec == asio::error::eof ? "connection closed before an answer"
+                                                 : ec.message();
       return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + why};
     }
     buffer.append(chunk, n);
   }
-  buffer.resize(buffer.find('\n'));
+  if (auto nl = buffer.find('\n'); nl != std::string::npos) buffer.resize(nl);
   auto response = parse_response(buffer);
   if (!response) return CallFailure{kExitFailed, "fadd sent a response fad does not understand: " + response.error()};
   return std::move(*response);

@@ -69,7 +69,7 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
   // /proc and cgroup files report size 0: the size is only a hint, the read is bounded anyway.
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     return make_error("cannot read " + label + ": it holds " + std::to_string(st.st_size) + " bytes, more than the " +
-                      std::to_string(max_bytes) + " fad reads");
+                      std::to_string(max_bytes) + " bytes fad reads");
   auto text = read_up_to(fd.fd, label, max_bytes + 1);
   if (!text) return text;
   if (text->size() > max_bytes)

@@ -164,8 +164,12 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   setup.run_as = options.run_as ? &*options.run_as : nullptr;
   boost::system::error_code ec;
   std::vector<std::string> args(argv.begin() + 1, argv.end());
-  bp::process proc(io.get_executor(), bp::filesystem::path(argv[0]), args, bp::process_stdio{nullptr, fds[1], fds[1]},
-                   setup, ec);
+  // The launcher's error_code overload: basic_process's constructor would throw.
+  // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  bp::process proc = bp::default_process_launcher()(io.get_executor(), ec, bp::filesystem::path(argv[0]), args,
+                                                    bp::process_stdio{null_fd, fds[1], fds[1]}, setup);
+  if (null_fd >= 0) ::close(null_fd);
   ::close(fds[1]);
   if (ec) {
     ::close(fds[0]);

@@ -60,8 +60,12 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   setup.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
   setup.run_as = spec.run_as ? &*spec.run_as : nullptr;
   setup.raise_oom_score = true;
-  bp::process proc(io_.get_executor(), bp::filesystem::path(spec.argv[0]), args, bp::process_stdio{nullptr, log, log},
-                   setup, ec);
+  // The launcher's error_code overload: basic_process's constructor would throw.
+  // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  bp::process proc = bp::default_process_launcher()(io_.get_executor(), ec, bp::filesystem::path(spec.argv[0]), args,
+                                                    bp::process_stdio{null_fd, log, log}, setup);
+  if (null_fd >= 0) ::close(null_fd);
   ::close(log);
   if (cgroup) cgroup->close_procs_fd();
   if (ec) return make_error("cannot start " + spec.argv[0] + ": " + ec.message());

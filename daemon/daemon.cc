@@ -18,6 +18,7 @@
 
 #include "common/size.h"
 #include "daemon/boost_launcher.h"
+#include "daemon/child_setup.h"
 #include "daemon/clock.h"
 #include "daemon/engine.h"
 #include "daemon/instance_lock.h"
@@ -76,7 +77,9 @@ Result<ServerOptions> server_options(const Config& c) {
 
 int run_daemon(const DaemonOptions& o) {
   namespace fs = std::filesystem;
-  // 0. Files fadd makes are its own unless it hands them to a build's owner.
+  // 0. Descriptors fadd inherited never reach a compiler; files fadd makes
+  //    are its own unless it hands them to a build's owner.
+  cloexec_from(3);
   ::umask(077);
   raise_fd_limit();
   auto server_opts = server_options(o.config);

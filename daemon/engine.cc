@@ -92,39 +92,42 @@ void Engine::recover() {
 
 void Engine::tick() {
   const double now = clock_.now();
-  try {
-    // Ends that could not be recorded (a full disk) are recorded first.
-    retry_unrecorded();
-    // Units stopped before they had a process end now, outside any loop over running_.
+  // Each step on its own: a database that cannot be written (a full disk)
+  // must not keep the others, the response to memory pressure above all,
+  // from running.
+  // Ends that could not be recorded are recorded first.
+  best_effort([&] { retry_unrecorded(); });
+  // Units stopped before they had a process end now, outside any loop over running_.
+  best_effort([&] {
     for (auto id : std::exchange(deferred_exits_, {})) on_exit(id, ExitInfo{-1, true, 0});
-    last_snapshot_ = probe_.sample();
-    measure_running(now);
-    for (auto& [id, r] : running_) {
-      if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
-        // Once: after that the group is gone or about to be, and its id may be reused.
-        launcher_.signal_group(r.pgid, SIGKILL);
-        r.killed = true;
-      }
+  });
+  last_snapshot_ = probe_.sample();
+  best_effort([&] { measure_running(now); });
+  for (auto& [id, r] : running_) {
+    if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
+      // Once: after that the group is gone or about to be, and its id may be reused.
+      launcher_.signal_group(r.pgid, SIGKILL);
+      r.killed = true;
     }
-    check_external(now);
-    if (!storage_problem_.empty() && unrecorded_.empty()) {
-      // Nothing else writes while fadd admits nothing: try a write of our own.
+  }
+  best_effort([&] { check_external(now); });
+  if (!storage_problem_.empty() && unrecorded_.empty()) {
+    // Nothing else writes while fadd admits nothing: try a write of our own.
+    best_effort([&] {
       store_.set_meta("last_write_check", clock_.wall());
       storage_ok();
-    }
-    if (!shutting_down_) schedule(now, last_snapshot_);
-    if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
+    });
+  }
+  if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
+  if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
+    best_effort([&] {
       std::uint64_t fad_bytes = 0;
       for (const auto& [id, r] : running_) fad_bytes += r.current;
       store_.add_sample(MemorySample{clock_.wall(), last_snapshot_.total, last_snapshot_.available,
                                      last_snapshot_.swap_free, fad_bytes, last_committed_,
                                      last_snapshot_.psi_some_avg10});
       if (ticks_ % 1000 == 0) store_.trim_samples(options_.samples_kept);
-    }
-  } catch (const StoreError& e) {
-    // A full disk must not kill the daemon: running units keep running, nothing
-    // new starts, and the next tick tries again.
-    storage_failed(e.what());
+    });
   }
 }
 
@@ -201,7 +204,7 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
     for (const auto& u : units) {
       if (u.state != UnitState::queued || running_.count(u.id)) continue;
       if (u.kind == UnitKind::link && !compiles_done) {
-        store_.set_wait_reason(u.id, "waiting for the compile units");
+        best_effort([&] { store_.set_wait_reason(u.id, "waiting for the compile units"); });
         continue;
       }
       QueuedUnit q;
@@ -311,7 +314,9 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
       case Decision::Kind::start: break;
     }
   }
-  for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
+  best_effort([&] {
+    for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
+  });
 }
 
 void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {

@@ -147,6 +147,15 @@ class Engine {
   void retry_unrecorded();
   void storage_failed(const std::string& what);
   void storage_ok();
+  /// Runs `write`; a StoreError it throws (a full disk) is noted, not raised.
+  template <class F>
+  void best_effort(F&& write) {
+    try {
+      write();
+    } catch (const StoreError& e) {
+      storage_failed(e.what());
+    }
+  }
   /// nullopt when `caller` may act on build `b` (`verb` for the message), else the refusal.
   std::optional<Response> refuse_unless_owner(const Caller& caller, const BuildRecord& b, const char* verb);
   /// refuse_unless_owner for the build of unit `unit_id` (nullopt when there is no such unit).

@@ -35,8 +35,9 @@ std::optional<Response> Engine::refuse_unless_owner(const Caller& caller, const 
   const uid_t owner = owner_of(b);
   if (caller.is_root() || caller.uid == owner) return std::nullopt;
   const std::string name = user_name(owner);
-  return error_response(ErrorCode::failed, "build " + std::to_string(b.id) + " belongs to " + name + "; only " + name +
-                                               " or root may " + verb + " it");
+  const std::string who = owner == 0 ? std::string("root") : name + " or root";
+  return error_response(ErrorCode::failed, "build " + std::to_string(b.id) + " belongs to " + name + "; only " + who +
+                                               " may " + verb + " it");
 }
 
 std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
@@ -107,6 +108,7 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
 
 Response Engine::shutdown(const Caller& caller) {
   if (caller.is_root() || caller.uid == options_.daemon_uid) return ok_response(json::object());
+  if (options_.daemon_uid == 0) return error_response(ErrorCode::failed, "only root may stop this fadd");
   return error_response(ErrorCode::failed,
                         "only root or " + user_name(options_.daemon_uid) + " (who runs this fadd) may stop it");
 }
