@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 
 #include "client/exit_codes.h"
+#include "common/socket_dir.h"
 
 namespace fad::client {
 
@@ -22,6 +23,9 @@ std::string unreachable_message(const std::string& socket_path, const std::strin
 }
 
 CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout) {
+  // Whoever could put the socket there could answer in fadd's place.
+  if (Status trusted = check_socket_for_client(socket_path); !trusted)
+    return CallFailure{kExitUnreachable, trusted.error()};
   asio::io_context io;
   stream::socket socket(io);
   boost::system::error_code ec;
@@ -34,7 +38,9 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
 
   const std::string line = encode_request(request);
   asio::write(socket, asio::buffer(line), ec);
-  if (ec) return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + ec.message()};
+  // fadd may have answered and closed before reading (too many connections):
+  // its one line is still there to read, and says why.
+  const boost::system::error_code write_ec = ec;
 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string buffer;
@@ -51,12 +57,15 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
     std::size_t n = socket.read_some(asio::buffer(chunk), ec);
     if (ec == asio::error::interrupted) continue;
     if (ec) {
-      std::string why = ec == asio::error::eof ? "connection closed before an answer" : ec.message();
+      if (!buffer.empty()) break;  // a last line without its newline
+      std::string why = write_ec                 ? write_ec.message()
+                        : ec == asio::error::eof ? "connection closed before an answer"
+                                                 : ec.message();
       return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + why};
     }
     buffer.append(chunk, n);
   }
-  buffer.resize(buffer.find('\n'));
+  if (auto nl = buffer.find('\n'); nl != std::string::npos) buffer.resize(nl);
   auto response = parse_response(buffer);
   if (!response) return CallFailure{kExitFailed, "fadd sent a response fad does not understand: " + response.error()};
   return std::move(*response);

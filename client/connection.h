@@ -30,6 +30,8 @@ std::string unreachable_message(const std::string& socket_path, const std::strin
 
 /// Connects to `socket_path`, sends `request`, reads one line of at most
 /// kMaxMessageBytes. Gives up after `timeout` without an answer (exit code 3).
+/// Refuses (exit code 3) a socket whose directory another user could have
+/// planted (common/socket_dir.h) without connecting at all.
 CallResult call_daemon(const std::string& socket_path, const Request& request,
                        std::chrono::milliseconds timeout = std::chrono::seconds(60));
 

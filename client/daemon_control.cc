@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "client/exit_codes.h"
+#include "common/file_read.h"
 
 namespace fad::client {
 namespace {
@@ -41,11 +42,8 @@ std::optional<Response> probe(Context& ctx) {
 }
 
 std::string read_from(const std::string& path, std::uintmax_t offset) {
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_file_slice(path, offset, kSmallFileCap);
+  return text ? std::move(*text) : std::string();
 }
 
 std::string self_exe() {

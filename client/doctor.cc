@@ -23,6 +23,7 @@
 #include "client/exit_codes.h"
 #include "client/gpu_archs.h"
 #include "common/config.h"
+#include "common/file_read.h"
 
 extern char** environ;
 
@@ -109,11 +110,9 @@ ProgramRun run_program(const std::vector<std::string>& argv, seconds timeout, bo
 }
 
 std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_regular_file(path);
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 bool exists(const std::string& path) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "client/compiler_identity.h"
 #include "client/connection.h"
 #include "client/nvcc_args.h"
 #include "common/launch_protocol.h"
@@ -35,10 +36,24 @@ void forward_signal(int sig) {
 
 bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// "fadd is not running" once per terminal session, not once per compile.
-void warn_unreachable_once(const std::string& reason) {
+/// /tmp/fad-$UID when it is the user's own private directory (created if
+/// missing); empty when someone else made it.
+std::string warning_dir() {
   const std::string dir = "/tmp/fad-" + std::to_string(::getuid());
   ::mkdir(dir.c_str(), 0700);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 022))
+    return "";
+  return dir;
+}
+
+// "fadd is not running" once per terminal session, not once per compile.
+void warn_unreachable_once(const std::string& reason) {
+  const std::string dir = warning_dir();
+  if (dir.empty()) {
+    std::cerr << "fad: " << reason << "; compiling without fad\n";
+    return;
+  }
   const std::string marker = dir + "/launch-warned-" + std::to_string(::getsid(0));
   int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) return;
@@ -47,7 +62,9 @@ void warn_unreachable_once(const std::string& reason) {
 }
 
 void forget_warning() {
-  const std::string marker = "/tmp/fad-" + std::to_string(::getuid()) + "/launch-warned-" + std::to_string(::getsid(0));
+  const std::string dir = warning_dir();
+  if (dir.empty()) return;
+  const std::string marker = dir + "/launch-warned-" + std::to_string(::getsid(0));
   ::unlink(marker.c_str());
 }
 
@@ -130,6 +147,10 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   req.source = fs::absolute(call.source, ec).lexically_normal().string();
   req.output = call.output.empty() ? "" : fs::absolute(call.output, ec).lexically_normal().string();
   req.archs = call.archs;
+  // Computed here, with the user's rights: fadd never opens the source nor
+  // runs the compiler a client names.
+  req.content_hash = source_content_hash(req.source);
+  req.compiler_version = compiler_version_line(compiler, private_runtime_dir());
   std::string why;
   auto launched = ask(socket, "launch", req.to_json(), &why);
   if (!launched) {

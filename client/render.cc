@@ -71,6 +71,8 @@ std::string daemon_lines(const json& status) {
     out << "; pressure " << buf << "%";
   }
   out << "\n";
+  if (const json* warnings = field(*d, "warnings"); warnings && warnings->is_array())
+    for (const auto& w : *warnings) out << "warning: " << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
   return out.str();
 }
 
@@ -128,13 +130,14 @@ std::string render_status(const json& status) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
     const json& u = units_of(b);
-    rows.push_back({text(b, "id"), text(b, "name"), text(b, "state"), archs_cell(b), done_of_total(b),
+    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), text(b, "state"), archs_cell(b), done_of_total(b),
                     std::to_string(count(u, "running")), std::to_string(count(u, "queued")),
                     std::to_string(count(u, "failed")), size_cell(b, "peak_bytes"), text(b, "created_at")});
   }
   return out + "\n" +
-         format_table({"ID", "NAME", "STATE", "ARCHS", "UNITS OK", "RUNNING", "QUEUED", "FAILED", "PEAK", "CREATED"},
-                      rows);
+         format_table(
+             {"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "RUNNING", "QUEUED", "FAILED", "PEAK", "CREATED"},
+             rows);
 }
 
 std::string render_build_status(const json& status) {
@@ -163,11 +166,11 @@ std::string render_history(const json& history) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
     const json* d = field(b, "duration_s");
-    rows.push_back({text(b, "id"), text(b, "name"), text(b, "state"), archs_cell(b), done_of_total(b),
+    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), text(b, "state"), archs_cell(b), done_of_total(b),
                     d && d->is_number() ? format_duration(d->get<double>()) : "-", size_cell(b, "peak_bytes"),
                     text(b, "finished_at")});
   }
-  return format_table({"ID", "NAME", "STATE", "ARCHS", "UNITS OK", "DURATION", "PEAK", "FINISHED"}, rows);
+  return format_table({"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "DURATION", "PEAK", "FINISHED"}, rows);
 }
 
 std::string render_progress(const json& build) {

@@ -5,8 +5,7 @@
 
 #include "common/json_fields.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <grp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -18,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_read.h"
 #include "common/size.h"
 
 namespace fad {
@@ -27,7 +27,7 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, nvcc_threads, nvcc, unit_memory_prior, "
-    "poll_interval_ms, log_level, socket, state_dir, kernels_dir";
+    "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -119,6 +119,20 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
       return "expected one of trace, debug, info, warn, error, got " + v.dump();
     }
     config.log_level = v.get<std::string>();
+  } else if (key == "socket_mode") {
+    if (!v.is_string()) return "expected an octal mode string such as \"0660\", got " + v.dump();
+    auto mode = parse_socket_mode(v.get<std::string>());
+    if (!mode) return mode.error();
+    config.socket_mode = *mode;
+  } else if (key == "socket_group") {
+    if (!v.is_string() || v.get<std::string>().empty()) return "expected a group name, got " + v.dump();
+    const std::string name = v.get<std::string>();
+    group g{};
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) != 0 || !found)
+      return "no group named '" + name + "' on this machine";
+    config.socket_group = name;
   } else if (key == "socket" || key == "state_dir" || key == "kernels_dir") {
     if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
     std::optional<std::string>& field = key == "socket"      ? config.socket
@@ -157,6 +171,20 @@ Result<Reserve> parse_reserve(std::string_view text) {
   Result<std::uint64_t> size = parse_size(text);
   if (!size) return make_error(size.error() + " or a percentage such as 10%");
   return Reserve{*size, 0.0};
+}
+
+Result<unsigned> parse_socket_mode(std::string_view text) {
+  const std::string quoted = "'" + std::string(text) + "'";
+  if (text.size() < 3 || text.size() > 4)
+    return make_error("expected 3 or 4 octal digits such as \"0660\", got " + quoted);
+  unsigned mode = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return make_error("expected octal digits such as \"0660\", got " + quoted);
+    mode = mode * 8 + static_cast<unsigned>(c - '0');
+  }
+  if (mode & ~0666u) return make_error("a socket mode has read and write bits only (at most 0666), got " + quoted);
+  if ((mode & 0600) != 0600) return make_error("the owner must keep read and write (0600 at least), got " + quoted);
+  return mode;
 }
 
 bool is_log_level(std::string_view level) {
@@ -208,23 +236,11 @@ Result<Config> parse_config(std::string_view text, std::string_view filename) {
 }
 
 Result<Config> load_config(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("cannot read config file " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buf[8192];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return make_error("cannot read config file " + path + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return parse_config(text, path);
+  // A config is a few hundred bytes; the cap only keeps a wrong path (a device,
+  // a huge file) from hanging or exhausting whoever reads it.
+  auto text = read_regular_file(path, kSmallFileCap, "config file");
+  if (!text) return Error{text.error()};
+  return parse_config(*text, path);
 }
 
 }  // namespace fad

@@ -33,6 +33,11 @@ struct Config {
   int poll_interval_ms = 500;
   std::string log_level = "info";
   std::optional<std::string> socket;
+  /// Who may connect to the socket besides fadd's user: the socket's group
+  /// and mode ("0660" lets the group in). Everyone who can connect is known
+  /// to fadd by uid and acts only on their own builds.
+  std::optional<std::string> socket_group;
+  unsigned socket_mode = 0600;
   std::optional<std::string> state_dir;
   std::optional<std::string> kernels_dir;
 };
@@ -43,6 +48,10 @@ Result<Config> parse_config(std::string_view text, std::string_view filename);
 
 /// Reads and parses a config file; a missing or unreadable file is an error naming it.
 Result<Config> load_config(const std::string& path);
+
+/// Parses a socket mode: 3 or 4 octal digits, read and write bits only, the
+/// owner's included ("0600", "0660", "0666").
+Result<unsigned> parse_socket_mode(std::string_view text);
 
 /// Valid log levels: trace debug info warn error.
 bool is_log_level(std::string_view level);

@@ -43,6 +43,25 @@ Result<std::vector<std::string>> strings_field(const json& body, const char* fie
 }
 
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+
+/// An optional bounded string field whose every byte passes `allowed`.
+Result<std::optional<std::string>> bounded_field(const json& body, const char* field, std::size_t max_bytes,
+                                                 bool (*allowed)(unsigned char), const char* what) {
+  auto v = optional_string(body, field, false);
+  if (!v) return Error{v.error()};
+  if (!*v) return v;
+  if ((*v)->size() > max_bytes)
+    return field_error(field, std::string(what) + " of at most " + std::to_string(max_bytes) + " bytes");
+  for (unsigned char c : **v)
+    if (!allowed(c)) return field_error(field, what);
+  return v;
+}
+
+bool hash_char(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ':' || c == '.' ||
+         c == '_' || c == '+' || c == '/' || c == '=' || c == '-';
+}
+bool printable_char(unsigned char c) { return c >= 0x20 && c != 0x7f; }
 }  // namespace
 
 Result<OpenBuildRequest> OpenBuildRequest::from_json(const json& body) {
@@ -103,12 +122,22 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   auto archs = strings_field(body, "archs", false);
   if (!archs) return make_error(archs.error());
   r.archs = std::move(*archs);
+  auto hash =
+      bounded_field(body, "content_hash", kMaxContentHashBytes, hash_char, "a hash (letters, digits and :._+/=-)");
+  if (!hash) return make_error(hash.error());
+  r.content_hash = *hash;
+  auto version =
+      bounded_field(body, "compiler_version", kMaxCompilerVersionBytes, printable_char, "one printable line");
+  if (!version) return make_error(version.error());
+  r.compiler_version = *version;
   return r;
 }
 
 json LaunchRequest::to_json() const {
   json j{{"session", session}, {"cwd", cwd}, {"argv", argv}, {"source", source}, {"output", output}, {"archs", archs}};
   if (build_id) j["build_id"] = *build_id;
+  if (content_hash) j["content_hash"] = *content_hash;
+  if (compiler_version) j["compiler_version"] = *compiler_version;
   return j;
 }
 

@@ -6,8 +6,8 @@
 //
 //   open_build {name, command, budget_bytes?}         -> {id}
 //   close_build {id, exit_code}                       -> {id, state}
-//   launch {build_id?, session, cwd, argv, source, output, archs}
-//                                                     -> {unit_id, build_id}
+//   launch {build_id?, session, cwd, argv, source, output, archs,
+//           content_hash?, compiler_version?}         -> {unit_id, build_id}
 //   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, wait_reason}
 //   launch_started {unit_id, pid}                     -> {}
 //   launch_finished {unit_id, exit_code, signaled}    -> {requeue: bool}
@@ -39,6 +39,9 @@ struct CloseBuildRequest {
   json to_json() const;
 };
 
+inline constexpr std::size_t kMaxContentHashBytes = 128;
+inline constexpr std::size_t kMaxCompilerVersionBytes = 512;
+
 /// "launch": one compiler call asks to be scheduled.
 struct LaunchRequest {
   std::optional<std::int64_t> build_id;  ///< from FAD_BUILD_ID (fad run); else grouped by session
@@ -48,6 +51,13 @@ struct LaunchRequest {
   std::string source;             ///< absolute path of the compiled file
   std::string output;
   std::vector<std::string> archs;  ///< code targets, e.g. "sm_90"
+  /// What the launcher computed with the user's own rights, so that fadd never
+  /// opens the source or runs the compiler a client names: a hash of the
+  /// source's content (at most kMaxContentHashBytes of [A-Za-z0-9:._+/=-]) and
+  /// the compiler's `--version` line (at most kMaxCompilerVersionBytes,
+  /// printable). Optional: an older launcher sends neither.
+  std::optional<std::string> content_hash;
+  std::optional<std::string> compiler_version;
   static Result<LaunchRequest> from_json(const json& body);
   json to_json() const;
 };

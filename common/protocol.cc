@@ -13,11 +13,15 @@ namespace {
 /// Serialises without throwing: invalid UTF-8 (e.g. from compiler output) is replaced.
 std::string dump_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
 
-/// Parses without throwing; the error carries nlohmann's message without its tag.
+/// Parses without throwing; the error carries nlohmann's message without its
+/// tag. The depth is checked first: nlohmann's parser, copies and dump()
+/// recurse once per level, and a line of 100,000 '[' would overflow the stack.
 Result<json> parse_json(std::string_view text) {
+  if (Status depth = check_nesting(text); !depth) return Error{depth.error()};
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error for bad syntax, out_of_range for numbers such as 1e400.
     std::string what = e.what();
     if (std::size_t tag = what.find("] "); what.rfind("[json.exception", 0) == 0 && tag != std::string::npos) {
       what = what.substr(tag + 2);
@@ -38,6 +42,31 @@ Result<std::int64_t> positive_id(const json& body) {
 }
 
 }  // namespace
+
+Status check_nesting(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return make_error("nesting deeper than " + std::to_string(max_depth) + " levels at byte " +
+                          std::to_string(i + 1));
+    } else if (c == ']' || c == '}') {
+      --depth;  // unbalanced input is the parser's to reject
+    }
+  }
+  return ok_status();
+}
 
 std::string_view to_string(ErrorCode code) {
   switch (code) {

@@ -26,6 +26,13 @@ using json = nlohmann::json;
 inline constexpr int kProtocolVersion = 1;
 /// Longest accepted line (request or response), newline excluded.
 inline constexpr std::size_t kMaxMessageBytes = 1u << 20;
+/// Deepest accepted nesting of arrays and objects in a line. Checked by a flat
+/// scan before the JSON parser (which recurses per level) ever sees the line.
+inline constexpr int kMaxNesting = 32;
+
+/// Fails when `text`, read as JSON, nests arrays and objects deeper than
+/// `max_depth` (brackets inside strings do not count). No recursion.
+Status check_nesting(std::string_view text, int max_depth = kMaxNesting);
 
 /// Why a request failed; the client maps it to the contract's exit codes.
 enum class ErrorCode {
@@ -46,8 +53,9 @@ struct Request {
 };
 
 /// Parses one request line. Fails (with a message fit to send back) on bad JSON,
-/// a missing or unsupported "v", a non-string "type", a non-object "body", or a
-/// line over kMaxMessageBytes.
+/// a number JSON cannot hold (1e400), nesting deeper than kMaxNesting, a missing
+/// or unsupported "v", a non-string "type", a non-object "body", or a line over
+/// kMaxMessageBytes. Never throws.
 Result<Request> parse_request(std::string_view line);
 /// Encodes a request as one line, newline included.
 std::string encode_request(const Request& request);
@@ -58,7 +66,8 @@ struct Response {
   ErrorCode code = ErrorCode::internal;
   std::string message;
 };
-/// Parses one response line; fails only when the line is not a valid response.
+/// Parses one response line; fails only when the line is not a valid response
+/// (nesting deeper than kMaxNesting included). Never throws.
 Result<Response> parse_response(std::string_view line);
 std::string encode_ok(const json& result);                           ///< newline included
 std::string encode_error(ErrorCode code, std::string_view message);  ///< newline included

@@ -15,50 +15,15 @@
 #include <boost/process/v2/stdio.hpp>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
+
+#include "daemon/child_setup.h"
 
 namespace fad {
 
 namespace asio = boost::asio;
 namespace bp = boost::process::v2;
-
-namespace {
-
-// Runs in the child between fork and exec: a process group of its own lets fadd
-// suspend, stop and measure the whole nvcc tree at once; the parent-death signal
-// stops the compiler when fadd is killed, so a crash leaves no unit running
-// unaccounted for (leftover grandchildren are killed by pgid on restart).
-// Only async-signal-safe calls here: the child of a forked daemon.
-struct UnitProcessSetup {
-  pid_t parent;
-  int cgroup_procs_fd;  ///< -1 without a unit cgroup
-  bp::error_code on_exec_setup(bp::posix::default_launcher&, const bp::filesystem::path&, const char* const*&) {
-    if (cgroup_procs_fd >= 0) {
-      // Join the unit's cgroup before exec, so every byte the tree uses is counted.
-      char buf[24];
-      int n = 0;
-      for (pid_t pid = ::getpid(); pid > 0; pid /= 10) buf[n++] = static_cast<char>('0' + pid % 10);
-      char text[24];
-      for (int i = 0; i < n; ++i) text[i] = buf[n - 1 - i];
-      [[maybe_unused]] ssize_t w = ::write(cgroup_procs_fd, text, static_cast<std::size_t>(n));
-    }
-    ::setpgid(0, 0);
-    ::signal(SIGPIPE, SIG_DFL);  // fadd ignores it; compilers must not inherit that
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // If the kernel must kill something, a compiler (requeued by fadd) is the
-    // right victim, not the daemon or the user's desktop.
-    if (int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-      [[maybe_unused]] ssize_t n = ::write(fd, "500", 3);
-      ::close(fd);
-    }
-    if (::getppid() != parent) ::_exit(127);  // fadd died between fork and prctl
-    return {};
-  }
-};
-
-}  // namespace
 
 struct BoostLauncher::Child {
   std::unique_ptr<UnitCgroup> cgroup;
@@ -78,8 +43,9 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   if (spec.argv.empty()) return make_error("empty command");
   std::error_code fs_ec;
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), fs_ec);
-  FILE* log = std::fopen(spec.log_path.c_str(), "a");
-  if (!log) return make_error("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
+  // Close-on-exec: the compiler gets it as its stdout and stderr only.
+  const int log = ::open(spec.log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (log < 0) return make_error("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
   std::unique_ptr<UnitCgroup> cgroup;
   if (cgroups_) {
     auto cg = cgroups_->create("unit-" + std::to_string(spec.unit_id) + "-" + std::to_string(++launches_));
@@ -87,9 +53,20 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   }
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   boost::system::error_code ec;
-  bp::process proc(io_.get_executor(), bp::filesystem::path(spec.argv[0]), args, bp::process_stdio{nullptr, log, log},
-                   UnitProcessSetup{::getpid(), cgroup ? cgroup->procs_fd() : -1}, ec);
-  std::fclose(log);
+  // The unit's process group, cgroup, owner, parent-death signal and OOM
+  // score are set in the child before exec (child_setup.h).
+  ChildSetup setup;
+  setup.parent = ::getpid();
+  setup.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
+  setup.run_as = spec.run_as ? &*spec.run_as : nullptr;
+  setup.raise_oom_score = true;
+  // The launcher's error_code overload: basic_process's constructor would throw.
+  // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  bp::process proc = bp::default_process_launcher()(io_.get_executor(), ec, bp::filesystem::path(spec.argv[0]), args,
+                                                    bp::process_stdio{null_fd, log, log}, setup);
+  if (null_fd >= 0) ::close(null_fd);
+  ::close(log);
   if (cgroup) cgroup->close_procs_fd();
   if (ec) return make_error("cannot start " + spec.argv[0] + ": " + ec.message());
   const int pid = proc.id();

@@ -1,8 +1,11 @@
 // Wiring of fadd; see daemon.h.
 #include "daemon/daemon.h"
 
+#include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <thread>
@@ -15,6 +18,7 @@
 
 #include "common/size.h"
 #include "daemon/boost_launcher.h"
+#include "daemon/child_setup.h"
 #include "daemon/clock.h"
 #include "daemon/engine.h"
 #include "daemon/instance_lock.h"
@@ -44,14 +48,49 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.scheduler.nvcc_threads = c.nvcc_threads;
   e.scheduler.cores = o.cores > 0 ? o.cores : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e.estimator.prior_per_thread = c.unit_memory_prior;
+  e.daemon_uid = ::geteuid();
   return e;
+}
+
+/// Descriptors are what sessions cost: take all the hard limit allows.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+/// Who may reach the socket, from the config; fails on a group that vanished.
+Result<ServerOptions> server_options(const Config& c) {
+  ServerOptions s;
+  s.socket_mode = static_cast<mode_t>(c.socket_mode);
+  if (c.socket_group) {
+    const group* g = ::getgrnam(c.socket_group->c_str());
+    if (!g) return make_error("socket_group: no group named '" + *c.socket_group + "' on this machine");
+    s.socket_group = g->gr_gid;
+  }
+  return s;
 }
 
 }  // namespace
 
 int run_daemon(const DaemonOptions& o) {
   namespace fs = std::filesystem;
+  // 0. Descriptors fadd inherited never reach a compiler; files fadd makes
+  //    are its own unless it hands them to a build's owner.
+  cloexec_from(3);
+  ::umask(077);
+  raise_fd_limit();
+  auto server_opts = server_options(o.config);
+  if (!server_opts) {
+    spdlog::critical("{}", server_opts.error());
+    return 1;
+  }
+
   // 1. The state dir, private to its owner: it holds compiler logs and outputs.
+  //    A root fadd serves several users: they may pass through it (0711) to
+  //    their own builds' files, never list it.
   std::error_code ec;
   if (!fs::exists(o.state_dir, ec)) {
     fs::create_directories(o.state_dir, ec);
@@ -59,7 +98,13 @@ int run_daemon(const DaemonOptions& o) {
       spdlog::critical("cannot create state dir {}: {}", o.state_dir, ec.message());
       return 1;
     }
-    ::chmod(o.state_dir.c_str(), 0700);
+  }
+  if (::geteuid() == 0) {
+    fs::create_directories(o.state_dir + "/builds", ec);
+    for (const auto& dir : {o.state_dir, o.state_dir + "/builds"}) {
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) == 0 && st.st_uid == 0) ::chmod(dir.c_str(), 0711);
+    }
   }
 
   // 2. One daemon per state dir.
@@ -78,8 +123,10 @@ int run_daemon(const DaemonOptions& o) {
     return 1;
   }
 
-  // 4. The engine with the real clock, memory probe and process launcher;
-  //    crash recovery requeues what a previous fadd left running.
+  // 4. The engine with the real clock, memory probe and process launcher.
+  //    Before anything listens: compilers a previous fadd left behind are
+  //    killed (its unit cgroups here, its process groups in recover()), and
+  //    units it left running are requeued.
   asio::io_context io;
   SystemClock clock;
   ProcMemoryProbe probe;
@@ -90,9 +137,10 @@ int run_daemon(const DaemonOptions& o) {
   else
     spdlog::info("measuring units by polling /proc ({})", no_cgroups);
   BoostLauncher launcher(io, cgroups.get());
-  ToolchainCache toolchains;
-  Engine engine(engine_options(o), *store, clock, probe, launcher,
-                [&toolchains](const std::string& nvcc) { return toolchains.get(nvcc); });
+  ToolchainProber toolchains(io);
+  Engine engine(
+      engine_options(o), *store, clock, probe, launcher,
+      [&toolchains](const ToolchainQuery& query, ToolchainCallback done) { toolchains.get(query, std::move(done)); });
   try {
     engine.recover();
   } catch (const StoreError& e) {
@@ -104,7 +152,7 @@ int run_daemon(const DaemonOptions& o) {
   bool stopping = false;
   bool shutdown_requested = false;
   RequestHandler handler(engine, [&shutdown_requested] { shutdown_requested = true; });
-  Server server(io, handler);
+  Server server(io, handler, *server_opts);
   if (auto st = server.listen(o.socket); !st) {
     spdlog::critical("{}", st.error());
     return 1;

@@ -7,13 +7,15 @@
 #include <algorithm>
 #include <utility>
 #include <filesystem>
-#include <fstream>
 
 #include <spdlog/spdlog.h>
 
+#include "common/file_read.h"
 #include "common/size.h"
 #include "common/text.h"
+#include "daemon/build_files.h"
 #include "daemon/planner.h"
+#include "policy/fair_share.h"
 
 namespace fad {
 
@@ -29,8 +31,16 @@ constexpr std::size_t kMaxProfilePoints = 2000;
 constexpr int kMaxOomAttempts = 3;
 // The link step is small next to compiles; this is its prior.
 constexpr ManifestPrior kLinkPrior{512ull << 20, 30};
+// How much of a unit's compiler output is copied into the build log; the
+// unit's own log keeps all of it.
+constexpr std::size_t kLogExcerptBytes = 256 * 1024;
 
 std::string boot_id() { return read_small_file("/proc/sys/kernel/random/boot_id"); }
+
+std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
+  if (!creds) return std::nullopt;
+  return FileOwner{creds->uid, creds->gid};
+}
 }  // namespace
 
 Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& probe, ProcessLauncher& launcher,
@@ -82,31 +92,57 @@ void Engine::recover() {
 
 void Engine::tick() {
   const double now = clock_.now();
-  try {
-    // Units stopped before they had a process end now, outside any loop over running_.
+  // Each step on its own: a database that cannot be written (a full disk)
+  // must not keep the others, the response to memory pressure above all,
+  // from running.
+  // Ends that could not be recorded are recorded first.
+  best_effort([&] { retry_unrecorded(); });
+  // Units stopped before they had a process end now, outside any loop over running_.
+  best_effort([&] {
     for (auto id : std::exchange(deferred_exits_, {})) on_exit(id, ExitInfo{-1, true, 0});
-    last_snapshot_ = probe_.sample();
-    measure_running(now);
-    for (auto& [id, r] : running_) {
-      if (r.stop != StopReason::none && now - r.stop_sent_at > options_.kill_grace_s) {
-        launcher_.signal_group(r.pgid, SIGKILL);
-      }
+  });
+  last_snapshot_ = probe_.sample();
+  best_effort([&] { measure_running(now); });
+  for (auto& [id, r] : running_) {
+    if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
+      // Once: after that the group is gone or about to be, and its id may be reused.
+      launcher_.signal_group(r.pgid, SIGKILL);
+      r.killed = true;
     }
-    check_external(now);
-    if (!shutting_down_) schedule(now, last_snapshot_);
-    if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
+  }
+  best_effort([&] { check_external(now); });
+  if (!storage_problem_.empty() && unrecorded_.empty()) {
+    // Nothing else writes while fadd admits nothing: try a write of our own.
+    best_effort([&] {
+      store_.set_meta("last_write_check", clock_.wall());
+      storage_ok();
+    });
+  }
+  if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
+  if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
+    best_effort([&] {
       std::uint64_t fad_bytes = 0;
       for (const auto& [id, r] : running_) fad_bytes += r.current;
       store_.add_sample(MemorySample{clock_.wall(), last_snapshot_.total, last_snapshot_.available,
                                      last_snapshot_.swap_free, fad_bytes, last_committed_,
                                      last_snapshot_.psi_some_avg10});
       if (ticks_ % 1000 == 0) store_.trim_samples(options_.samples_kept);
-    }
-  } catch (const StoreError& e) {
-    // A full disk must not kill the daemon: running units keep running and the
-    // next tick tries again.
-    spdlog::error("tick: {}", e.what());
+    });
   }
+}
+
+void Engine::storage_failed(const std::string& what) {
+  const std::string problem =
+      "cannot write the database in " + options_.state_dir + " (" + what + "); no new units start until it can";
+  if (problem != storage_problem_) spdlog::error("{}", problem);
+  storage_problem_ = problem;
+}
+
+void Engine::storage_ok() {
+  if (storage_problem_.empty()) return;
+  spdlog::info("the database in {} can be written again; admitting units", options_.state_dir);
+  storage_problem_.clear();
+  if (wake_) wake_();
 }
 
 void Engine::measure_running(double now) {
@@ -123,6 +159,40 @@ void Engine::measure_running(double now) {
   for (const auto& [build, bytes] : build_bytes) store_.raise_build_peak(build, bytes);
 }
 
+std::optional<Credentials> Engine::run_as(const BuildRecord& b) {
+  if (options_.daemon_uid != 0) return std::nullopt;  // compiles run as fadd, which only compiles for itself
+  const uid_t uid = owner_of(b);
+  if (uid == 0) return std::nullopt;
+  const gid_t gid = static_cast<gid_t>(b.gid.value_or(uid));
+  const double now = clock_.now();
+  auto& cached = credentials_cache_[{uid, gid}];
+  // Group lookups may ask a directory service: not once per unit, but a
+  // change of a user's groups is seen within a minute.
+  if (cached.first == 0 || now - cached.first > 60) {
+    auto creds = credentials_of(uid, gid);
+    cached = {now, creds ? *creds : Credentials{uid, gid, {gid}}};
+  }
+  return cached.second;
+}
+
+std::vector<QueuedUnit> Engine::fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds) {
+  std::map<std::int64_t, uid_t> owner;
+  for (const auto& b : builds) owner[b.id] = owner_of(b);
+  std::map<uid_t, std::uint64_t> held;
+  for (const auto& [id, r] : running_)
+    if (r.stop == StopReason::none) held[owner[r.unit.build_id]] += r.predicted.peak();
+  std::vector<ShareCandidate> candidates;
+  candidates.reserve(queue.size());
+  for (const auto& q : queue) {
+    const std::uint64_t cost = std::max(q.requeued_peak, estimator_.estimate(q.key, 1, q.manifest_prior).peak());
+    candidates.push_back(ShareCandidate{owner[q.build_id], q.build_id, cost});
+  }
+  std::vector<QueuedUnit> ordered;
+  ordered.reserve(queue.size());
+  for (std::size_t i : fair_share_order(candidates, held)) ordered.push_back(std::move(queue[i]));
+  return ordered;
+}
+
 std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>& by_id) {
   std::vector<QueuedUnit> queue;
   for (const auto& b : store_.active_builds()) {
@@ -134,7 +204,7 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
     for (const auto& u : units) {
       if (u.state != UnitState::queued || running_.count(u.id)) continue;
       if (u.kind == UnitKind::link && !compiles_done) {
-        store_.set_wait_reason(u.id, "waiting for the compile units");
+        best_effort([&] { store_.set_wait_reason(u.id, "waiting for the compile units"); });
         continue;
       }
       QueuedUnit q;
@@ -158,9 +228,11 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
 void Engine::schedule(double now, const MemorySnapshot& snap) {
   std::map<std::int64_t, UnitRecord> by_id;
   std::map<std::int64_t, std::uint64_t> budgets;
-  for (const auto& b : store_.active_builds())
+  const auto builds = store_.active_builds();
+  for (const auto& b : builds)
     if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
-  auto queue = collect_queue(by_id);
+  // Between users, the queue is ordered by fair share (policy/fair_share.h).
+  auto queue = fair_queue(collect_queue(by_id), builds);
   std::vector<RunningUnit> running;
   for (const auto& [id, r] : running_) {
     if (r.stop != StopReason::none) continue;
@@ -195,6 +267,11 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     if (d.kind == Decision::Kind::start) {
       auto it = by_id.find(d.unit);
       if (it == by_id.end()) continue;
+      if (!storage_problem_.empty()) {
+        // Starting means writing; a unit that then ends could not be recorded.
+        plan.wait_reasons[d.unit] = "fadd cannot write its database (disk full?); see 'fad status'";
+        continue;
+      }
       const UnitRecord& unit = it->second;
       if (auto budget = budgets.find(unit.build_id); budget != budgets.end()) {
         auto& used = build_committed[unit.build_id];
@@ -237,7 +314,9 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
       case Decision::Kind::start: break;
     }
   }
-  for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
+  best_effort([&] {
+    for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
+  });
 }
 
 void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
@@ -246,22 +325,21 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
     argv.push_back("--threads");
     argv.push_back(std::to_string(d.threads));
   }
-  std::error_code ec;
-  fs::create_directories(fs::path(unit.output_path).parent_path(), ec);
-  fs::create_directories(fs::path(unit.log_path).parent_path(), ec);
-  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
   auto build = store_.build(unit.build_id);
+  const auto creds = build ? run_as(*build) : std::nullopt;
+  const auto owner = file_owner(creds);
+  make_owned_dir(fs::path(unit.output_path).parent_path().string(), owner);
+  make_daemon_dir(fs::path(unit.log_path).parent_path().string(), owner);
+  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
   if (build && build->state == BuildState::queued)
     store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
-  {
-    std::ofstream log(unit.log_path, std::ios::app);
-    log << "$ " << join(argv, " ") << "\n";
-  }
+  write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
   const auto id = unit.id;
-  auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path}, [this, id](ExitInfo info) { on_exit(id, info); });
+  auto pgid =
+      launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds}, [this, id](ExitInfo info) { on_exit(id, info); });
   if (!pgid) {
     spdlog::error("unit {}: {}", unit.name, pgid.error());
-    std::ofstream(unit.log_path, std::ios::app) << "fad: " << pgid.error() << "\n";
+    write_owned_file(unit.log_path, "fad: " + pgid.error() + "\n", owner);
     store_.finish_unit(id, UnitState::failed, std::nullopt, 0, 0, clock_.wall(), std::nullopt);
     store_.set_pending_units(unit.build_id, UnitState::cancelled, false);
     update_build(unit.build_id);
@@ -302,94 +380,134 @@ void Engine::stop_unit(Running& r, StopReason reason, double now) {
 void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
   auto it = running_.find(unit_id);
   if (it == running_.end()) return;
-  Running r = std::move(it->second);
+  Ended e;
+  e.run = std::move(it->second);
   running_.erase(it);
-  r.peak = std::max(r.peak, info.peak_bytes);
+  e.run.peak = std::max(e.run.peak, info.peak_bytes);
+  e.info = info;
+  e.duration = clock_.now() - e.run.started_at;
+  e.finished_at = clock_.wall();
   if (wake_) wake_();
-  const double duration = clock_.now() - r.started_at;
-  const auto& u = r.unit;
+  prepare_end(e);
+  record_end(unit_id, std::move(e));
+}
+
+void Engine::prepare_end(Ended& e) {
+  // Everything here happens once, whatever the database says: the link's
+  // output is published and the observation taken now.
+  const auto& u = e.run.unit;
+  if (e.run.stop != StopReason::none || e.info.oom_killed) return;
+  e.ok = e.info.exit_code == 0 && !e.info.signaled;
+  if (e.ok && u.kind == UnitKind::link) {
+    std::error_code ec;
+    fs::rename(u.output_path + ".tmp", u.output_path, ec);
+    if (ec) {
+      write_owned_file(u.log_path, "fad: cannot publish " + u.output_path + ": " + ec.message() + "\n", std::nullopt);
+      e.ok = false;
+    }
+  }
+  if (!e.ok || u.kind == UnitKind::link) return;
+  Observation obs;
+  obs.key = unit_key(u);
+  obs.threads = e.run.threads;
+  obs.profile = e.run.measured.thinned(200);
+  obs.profile.duration_s = e.duration;
+  // Polling can miss a short spike that the unit's cgroup caught: lift the
+  // highest sample to the true peak so estimates are never below it.
+  if (obs.profile.peak() < e.run.peak) {
+    auto top = std::max_element(obs.profile.points.begin(), obs.profile.points.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (top != obs.profile.points.end())
+      top->second = e.run.peak;
+    else
+      obs.profile.points.emplace_back(0.0, e.run.peak);
+  }
+  e.history =
+      HistoryRecord{obs.key.exact(),  obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
+                    obs.key.compiler, obs.key.family, obs.key.arch_count,   e.run.threads, obs.profile.serialize()};
+  e.learned = std::move(obs);
+}
+
+void Engine::record_end(std::int64_t unit_id, Ended e) {
   try {
+    commit_end(unit_id, e);
+    storage_ok();
+  } catch (const StoreError& err) {
+    // Persist before forgetting: the end stays here and is written again each
+    // tick; until then the database still says running, so even a crash now
+    // only requeues it.
+    storage_failed(err.what());
+    spdlog::error("recording the end of unit {}: {} (kept, retried each tick)", e.run.unit.name, err.what());
+    unrecorded_.insert_or_assign(unit_id, std::move(e));
+  }
+}
+
+void Engine::retry_unrecorded() {
+  for (auto it = unrecorded_.begin(); it != unrecorded_.end();) {
+    commit_end(it->first, it->second);  // throws again while the disk is full
+    it = unrecorded_.erase(it);
+    storage_ok();
+  }
+}
+
+void Engine::commit_end(std::int64_t unit_id, Ended& e) {
+  const auto& r = e.run;
+  const auto& u = r.unit;
+  if (!e.recorded) {
     switch (r.stop) {
       case StopReason::requeue:
       case StopReason::shutdown:
         // Stopped by fad, not failed: run it again later. A requeue keeps the
         // observed peak so the next estimate is at least that.
         store_.requeue_unit(unit_id, r.stop == StopReason::requeue ? r.peak : 0);
+        e.recorded = true;
         append_build_log(u.build_id, "stopped " + u.name + " (requeued)\n");
-        update_build(u.build_id);
-        return;
+        break;
       case StopReason::cancel:
-        store_.finish_unit(unit_id, UnitState::cancelled, info.exit_code, r.peak, duration, clock_.wall(),
+        store_.finish_unit(unit_id, UnitState::cancelled, e.info.exit_code, r.peak, e.duration, e.finished_at,
                            std::nullopt);
-        update_build(u.build_id);
-        return;
-      case StopReason::none: break;
-    }
-    const auto now_record = info.oom_killed ? store_.unit(unit_id) : std::nullopt;  // attempts incl. this run
-    if (info.signaled && now_record && now_record->attempts < kMaxOomAttempts) {
-      // Memory ran out under it (estimates too low, or something outside fad
-      // grew): not the unit's fault. Requeue it with its peak raised by a
-      // margin, since the kill cut it short of its true peak.
-      const std::uint64_t floor = r.peak + r.peak / 4;
-      store_.requeue_unit(unit_id, floor);
-      spdlog::warn(
-          "unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
-          "least {}",
-          u.name, u.build_id, format_size(r.peak), format_size(floor));
-      append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
-      update_build(u.build_id);
-      return;
-    }
-    bool ok = info.exit_code == 0 && !info.signaled;
-    if (ok && u.kind == UnitKind::link) {
-      std::error_code ec;
-      fs::rename(u.output_path + ".tmp", u.output_path, ec);
-      if (ec) {
-        std::ofstream(u.log_path, std::ios::app)
-            << "fad: cannot publish " << u.output_path << ": " << ec.message() << "\n";
-        ok = false;
-      } else {
-        store_.set_build_artifact(u.build_id, u.output_path);
+        e.recorded = true;
+        break;
+      case StopReason::none: {
+        const auto now_record = e.info.oom_killed ? store_.unit(unit_id) : std::nullopt;  // attempts incl. this run
+        if (e.info.signaled && now_record && now_record->attempts < kMaxOomAttempts) {
+          // Memory ran out under it (estimates too low, or something outside fad
+          // grew): not the unit's fault. Requeue it with its peak raised by a
+          // margin, since the kill cut it short of its true peak.
+          const std::uint64_t floor = r.peak + r.peak / 4;
+          store_.requeue_unit(unit_id, floor);
+          e.recorded = true;
+          spdlog::warn(
+              "unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
+              "least {}",
+              u.name, u.build_id, format_size(r.peak), format_size(floor));
+          append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
+          break;
+        }
+        // The idempotent writes first: if the history row below fails, a retry repeats only these.
+        if (e.ok && u.kind == UnitKind::link) store_.set_build_artifact(u.build_id, u.output_path);
+        // Like make without -k: nothing new starts once a unit failed; `fad retry`
+        // requeues. External builds are the build tool's to stop (ninja -k).
+        if (!e.ok && u.kind != UnitKind::external) store_.set_pending_units(u.build_id, UnitState::cancelled, false);
+        store_.finish_unit(unit_id, e.ok ? UnitState::succeeded : UnitState::failed, e.info.exit_code, r.peak,
+                           e.duration, e.finished_at, e.history);
+        e.recorded = true;
+        if (e.learned) estimator_.learn(*e.learned);
+        if (!e.ok) spdlog::warn("unit {} of build {} failed with exit code {}", u.name, u.build_id, e.info.exit_code);
+        std::string summary = (e.ok ? "finished " : "FAILED ") + u.name + " in " + std::to_string(int(e.duration)) +
+                              " s, peak " + format_size(r.peak) +
+                              (e.ok ? "" : ", exit code " + std::to_string(e.info.exit_code)) + "\n";
+        std::uint64_t log_size = 0;
+        auto excerpt = read_file_slice(u.log_path, 0, kLogExcerptBytes, &log_size);
+        if (excerpt) summary += *excerpt;
+        if (log_size > kLogExcerptBytes)
+          summary += "\n[... " + std::to_string(log_size - kLogExcerptBytes) + " more bytes in " + u.log_path + "]\n";
+        append_build_log(u.build_id, summary);
+        break;
       }
     }
-    std::optional<HistoryRecord> history;
-    if (ok && u.kind != UnitKind::link) {
-      Observation obs;
-      obs.key = unit_key(u);
-      obs.threads = r.threads;
-      obs.profile = r.measured.thinned(200);
-      obs.profile.duration_s = duration;
-      // Polling can miss a short spike that the unit's cgroup caught: lift the
-      // highest sample to the true peak so estimates are never below it.
-      if (obs.profile.peak() < r.peak) {
-        auto top = std::max_element(obs.profile.points.begin(), obs.profile.points.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; });
-        if (top != obs.profile.points.end())
-          top->second = r.peak;
-        else
-          obs.profile.points.emplace_back(0.0, r.peak);
-      }
-      estimator_.learn(obs);
-      history =
-          HistoryRecord{obs.key.exact(),  obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
-                        obs.key.compiler, obs.key.family, obs.key.arch_count,   r.threads,     obs.profile.serialize()};
-    }
-    store_.finish_unit(unit_id, ok ? UnitState::succeeded : UnitState::failed, info.exit_code, r.peak, duration,
-                       clock_.wall(), history);
-    std::string summary = (ok ? "finished " : "FAILED ") + u.name + " in " + std::to_string(int(duration)) +
-                          " s, peak " + format_size(r.peak) +
-                          (ok ? "" : ", exit code " + std::to_string(info.exit_code)) + "\n";
-    append_build_log(u.build_id, summary + read_small_file(u.log_path));
-    if (!ok) {
-      spdlog::warn("unit {} of build {} failed with exit code {}", u.name, u.build_id, info.exit_code);
-      // Like make without -k: nothing new starts once a unit failed; `fad retry`
-      // requeues. External builds are the build tool's to stop (ninja -k).
-      if (u.kind != UnitKind::external) store_.set_pending_units(u.build_id, UnitState::cancelled, false);
-    }
-    update_build(u.build_id);
-  } catch (const StoreError& e) {
-    spdlog::error("recording the end of unit {}: {}", u.name, e.what());
   }
+  update_build(u.build_id);
 }
 
 void Engine::update_build(std::int64_t build_id) {
@@ -431,9 +549,12 @@ void Engine::update_build(std::int64_t build_id) {
 std::string Engine::build_dir(std::int64_t id) const { return options_.state_dir + "/builds/" + std::to_string(id); }
 
 void Engine::append_build_log(std::int64_t build_id, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(build_dir(build_id), ec);
-  std::ofstream(build_dir(build_id) + "/build.log", std::ios::app) << "[" << clock_.wall() << "] " << text;
+  // The build's owner matters only for a root fadd; the lookup is a cheap row read.
+  std::optional<FileOwner> owner;
+  if (options_.daemon_uid == 0)
+    if (auto b = store_.build(build_id)) owner = file_owner(run_as(*b));
+  make_daemon_dir(build_dir(build_id), owner);
+  write_owned_file(build_dir(build_id) + "/build.log", "[" + clock_.wall() + "] " + text, owner);
 }
 
 void Engine::begin_shutdown() {

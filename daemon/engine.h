@@ -13,6 +13,7 @@
 
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
+#include "daemon/caller.h"
 #include "daemon/clock.h"
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
@@ -35,11 +36,18 @@ struct EngineOptions {
   int samples_kept = 100000;
   /// Seconds between SIGTERM and SIGKILL when stopping a unit.
   double kill_grace_s = 5;
+  /// fadd's effective uid. Root runs each user's compiles as that user; any
+  /// other uid only compiles for itself.
+  uid_t daemon_uid = 0;
 };
 
-/// Resolves a compiler name to its toolchain (probing it); a function so tests
-/// can hand in a fixed toolchain without running anything.
-using ToolchainLookup = std::function<Result<Toolchain>(const std::string& nvcc)>;
+/// Resolves a compiler name to its toolchain (probing it, as the query's user)
+/// and calls back on the loop, maybe later; a function so tests can hand in a
+/// fixed toolchain without running anything.
+using ToolchainLookup = std::function<void(const ToolchainQuery& query, ToolchainCallback done)>;
+
+/// How a request answered later (a compiler probe first) delivers its response.
+using Reply = std::function<void(Response)>;
 
 class Engine {
  public:
@@ -54,26 +62,37 @@ class Engine {
   /// One pass of the loop. Never throws for a unit's or a client's fault.
   void tick();
 
-  // ---- Requests (one per protocol message type). ----
-  Response submit(const SubmitRequest& req);
-  Response status(const StatusRequest& req);
-  Response cancel(std::int64_t id);
-  Response pause(std::int64_t id);
-  Response resume(std::int64_t id);
-  Response retry(std::int64_t id);
-  Response logs(const LogsRequest& req);
-  Response history(const HistoryRequest& req);
+  // ---- Requests (one per protocol message type). Each takes the Caller
+  // ---- first: who asks decides what may be done (builds belong to their
+  // ---- submitter; root may act on any).
+  /// Answers through `done`, once the compiler was probed (off the loop).
+  void submit(const Caller& caller, const SubmitRequest& req, Reply done);
+  Response status(const Caller& caller, const StatusRequest& req);
+  Response cancel(const Caller& caller, std::int64_t id);
+  Response pause(const Caller& caller, std::int64_t id);
+  Response resume(const Caller& caller, std::int64_t id);
+  Response retry(const Caller& caller, std::int64_t id);
+  Response logs(const Caller& caller, const LogsRequest& req);
+  Response history(const Caller& caller, const HistoryRequest& req);
+  /// Whether `caller` may stop fadd (root or fadd's own user); the daemon stops after an ok.
+  Response shutdown(const Caller& caller);
   // Compiles run by `fad launch` / `fad run` (engine_launch.cc).
-  Response open_build(const OpenBuildRequest& req);
-  Response close_build(const CloseBuildRequest& req);
-  Response launch(const LaunchRequest& req);
-  Response launch_poll(const UnitRequest& req);
-  Response launch_started(const LaunchStartedRequest& req);
-  Response launch_finished(const LaunchFinishedRequest& req);
+  Response open_build(const Caller& caller, const OpenBuildRequest& req);
+  Response close_build(const Caller& caller, const CloseBuildRequest& req);
+  Response launch(const Caller& caller, const LaunchRequest& req);
+  Response launch_poll(const Caller& caller, const UnitRequest& req);
+  Response launch_started(const Caller& caller, const LaunchStartedRequest& req);
+  Response launch_finished(const Caller& caller, const LaunchFinishedRequest& req);
+
+  /// Why fadd is not admitting units although it could (the database cannot
+  /// be written: a full disk); empty when all is well. Shown by `fad status`.
+  const std::string& storage_problem() const { return storage_problem_; }
 
   /// Stops admitting and stops every running unit; they are requeued as they exit.
   void begin_shutdown();
   /// True once nothing runs any more (after begin_shutdown: safe to exit).
+  /// Units that ended but could not be recorded do not hold it up: the
+  /// database still says running, so the next start requeues them.
   bool idle() const { return running_.empty(); }
   std::size_t running_count() const { return running_.size(); }
 
@@ -100,6 +119,18 @@ class Engine {
     bool external = false;  ///< run by a launcher; pgid is 0 until it reports
     bool guess = false;     ///< admitted on the flat prior (the scheduler's margin)
     double gone_since = 0;  ///< external: when its process group was first seen gone
+    bool killed = false;    ///< SIGKILL sent after the stop grace (once: the group may be reused)
+  };
+  /// A unit that ended, with what its end means, until the database has it.
+  struct Ended {
+    Running run;
+    ExitInfo info;
+    double duration = 0;
+    std::string finished_at;
+    bool ok = false;                       ///< a clean success (a link also published its output)
+    std::optional<Observation> learned;    ///< what the estimator learns once recorded
+    std::optional<HistoryRecord> history;  ///< the same, as stored
+    bool recorded = false;                 ///< the unit's own row is written
   };
 
   void measure_running(double now);
@@ -110,11 +141,38 @@ class Engine {
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
   void on_exit(std::int64_t unit_id, ExitInfo info);
-  void finish_link(Running& r, bool ok);
+  void prepare_end(Ended& e);
+  void commit_end(std::int64_t unit_id, Ended& e);
+  void record_end(std::int64_t unit_id, Ended e);
+  void retry_unrecorded();
+  void storage_failed(const std::string& what);
+  void storage_ok();
+  /// Runs `write`; a StoreError it throws (a full disk) is noted, not raised.
+  template <class F>
+  void best_effort(F&& write) {
+    try {
+      write();
+    } catch (const StoreError& e) {
+      storage_failed(e.what());
+    }
+  }
+  /// nullopt when `caller` may act on build `b` (`verb` for the message), else the refusal.
+  std::optional<Response> refuse_unless_owner(const Caller& caller, const BuildRecord& b, const char* verb);
+  /// refuse_unless_owner for the build of unit `unit_id` (nullopt when there is no such unit).
+  std::optional<Response> refuse_unless_unit_owner(const Caller& caller, std::int64_t unit_id, const char* verb);
+  /// nullopt when fadd may run compiles for `caller`, else the refusal.
+  std::optional<Response> refuse_compiles_for(const Caller& caller);
+  uid_t owner_of(const BuildRecord& b) const { return b.uid ? static_cast<uid_t>(*b.uid) : options_.daemon_uid; }
+  /// Who a build's compiles run as: its owner when fadd is root and the owner is not.
+  std::optional<Credentials> run_as(const BuildRecord& b);
+  void finish_submit(const Caller& caller, const SubmitRequest& req, const std::vector<Arch>& archs,
+                     Result<Toolchain> tc, const Reply& done);
+  json owned_build_json(const BuildRecord& b, bool with_units);
   void update_build(std::int64_t build_id);
   void append_build_log(std::int64_t build_id, const std::string& text);
   std::string build_dir(std::int64_t id) const;
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
+  std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
   json daemon_json();
 
   EngineOptions options_;
@@ -125,7 +183,11 @@ class Engine {
   ToolchainLookup toolchains_;
   Estimator estimator_;
   Scheduler scheduler_;
-  std::map<std::int64_t, Running> running_;  ///< by unit id
+  std::map<std::int64_t, Running> running_;   ///< by unit id
+  std::map<std::int64_t, Ended> unrecorded_;  ///< ended, database write failed: retried each tick
+  std::string storage_problem_;
+  /// Group lists by (uid, gid), with when they were looked up.
+  std::map<std::pair<uid_t, gid_t>, std::pair<double, Credentials>> credentials_cache_;
   MemorySnapshot last_snapshot_;
   std::uint64_t last_capacity_ = 0;
   std::uint64_t last_committed_ = 0;

@@ -4,13 +4,13 @@
 // stops it like any unit. A launcher that vanishes never wedges the queue:
 // unpolled or orphaned units are dropped after a timeout.
 #include <filesystem>
-#include <fstream>
 
 #include <spdlog/spdlog.h>
 
 #include "common/size.h"
+#include "daemon/build_files.h"
+#include "daemon/credentials.h"
 #include "daemon/engine.h"
-#include "daemon/memory_probe.h"
 #include "daemon/responses.h"
 #include "daemon/planner.h"
 
@@ -27,6 +27,9 @@ constexpr double kStartTimeoutS = 60;
 constexpr double kGoneGraceS = 10;
 // Launches outside `fad run` are grouped per session into one build, closed after this quiet spell.
 constexpr double kSessionIdleS = 30;
+// A unit fadd stopped whose process group is gone: this long without its
+// launcher reporting the end means the launcher is gone too.
+constexpr double kStoppedGoneGraceS = 2;
 
 // Flags that name this call's files rather than how it compiles: left out of
 // the learning key, so the same kernel built in another directory is known.
@@ -59,9 +62,12 @@ std::string family_of(const std::string& source) {
 
 }  // namespace
 
-Response Engine::open_build(const OpenBuildRequest& req) {
+Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
+  if (auto refused = refuse_compiles_for(caller)) return *refused;
   BuildRecord b;
+  b.uid = caller.uid;
+  b.gid = caller.gid;
   b.name = req.name.empty() ? req.command.substr(0, 80) : req.name;
   b.kind = "external";
   b.command = req.command;
@@ -89,9 +95,10 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
   last_activity_.erase(b.id);
 }
 
-Response Engine::close_build(const CloseBuildRequest& req) {
+Response Engine::close_build(const Caller& caller, const CloseBuildRequest& req) {
   auto b = store_.build(req.id);
   if (!b) return error_response(ErrorCode::not_found, "no build " + std::to_string(req.id));
+  if (auto refused = refuse_unless_owner(caller, *b, "close")) return *refused;
   if (b->kind != "external")
     return error_response(ErrorCode::usage, "build " + std::to_string(req.id) + " was not opened by fad run");
   if (!is_final(b->state))
@@ -99,16 +106,19 @@ Response Engine::close_build(const CloseBuildRequest& req) {
   return ok_response({{"id", req.id}, {"state", to_string(store_.build(req.id)->state)}});
 }
 
-Response Engine::launch(const LaunchRequest& req) {
+Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
+  if (!storage_problem_.empty()) return error_response(ErrorCode::failed, storage_problem_);
+  if (auto refused = refuse_compiles_for(caller)) return *refused;
   std::optional<BuildRecord> build;
   if (req.build_id) {
     build = store_.build(*req.build_id);
     if (!build || build->kind != "external" || is_final(build->state))
       return error_response(ErrorCode::not_found,
                             "build " + std::to_string(*req.build_id) + " is not an open fad run build");
+    if (auto refused = refuse_unless_owner(caller, *build, "add compiles to")) return *refused;
   } else {
-    build = store_.session_build(req.session);
+    build = store_.session_build(req.session, caller.uid);
     if (!build) {
       BuildRecord b;
       b.name = "launches of session " + std::to_string(req.session);
@@ -116,6 +126,8 @@ Response Engine::launch(const LaunchRequest& req) {
       b.session = req.session;
       b.created_at = clock_.wall();
       b.kernels_glob = "";
+      b.uid = caller.uid;
+      b.gid = caller.gid;
       const auto id = store_.create_build(std::move(b), {});
       build = store_.build(id);
     }
@@ -128,19 +140,23 @@ Response Engine::launch(const LaunchRequest& req) {
   u.archs = req.archs;
   u.argv = req.argv;
   u.output_path = req.output;
-  u.content_hash = content_hash(read_small_file(req.source));
+  // fadd never opens the client's source nor runs its compiler: the launcher,
+  // with the user's own rights, sends the content hash and the version line.
+  // An older launcher sends neither: the unit is then known by its arguments.
+  u.content_hash = req.content_hash.value_or("");
   u.flags = key_flags(req.argv, req.source);
-  auto tc = toolchains_(req.argv.front());
-  u.compiler = tc ? tc->version : req.argv.front();
+  u.compiler = req.compiler_version.value_or(req.argv.front());
   u.key = unit_key(u).exact();
   const auto unit_id = store_.add_unit(build->id, u, build_dir(build->id) + "/logs");
   {
-    std::error_code ec;
-    fs::create_directories(fs::path(u.log_path).parent_path(), ec);
-    std::ofstream log(u.log_path);
-    log << "$ (cd " << req.cwd << " &&";
-    for (const auto& a : req.argv) log << " " << a;
-    log << ")\n(output goes to the launcher's terminal)\n";
+    const auto owner = run_as(*build);
+    const std::optional<FileOwner> files =
+        owner ? std::optional<FileOwner>(FileOwner{owner->uid, owner->gid}) : std::nullopt;
+    make_daemon_dir(fs::path(u.log_path).parent_path().string(), files);
+    std::string text = "$ (cd " + req.cwd + " &&";
+    for (const auto& a : req.argv) text += " " + a;
+    text += ")\n(output goes to the launcher's terminal)\n";
+    write_owned_file(u.log_path, text, files, true);
   }
   const double now = clock_.now();
   last_poll_[unit_id] = now;
@@ -165,7 +181,17 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   update_build(unit.build_id);
 }
 
-Response Engine::launch_poll(const UnitRequest& req) {
+std::optional<Response> Engine::refuse_unless_unit_owner(const Caller& caller, std::int64_t unit_id, const char* verb) {
+  if (caller.is_root()) return std::nullopt;
+  auto unit = store_.unit(unit_id);
+  if (!unit) return std::nullopt;  // the method's own "no such unit" answer follows
+  auto build = store_.build(unit->build_id);
+  if (!build) return std::nullopt;
+  return refuse_unless_owner(caller, *build, verb);
+}
+
+Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
+  if (auto refused = refuse_unless_unit_owner(caller, req.unit_id, "poll a compile of")) return *refused;
   const double now = clock_.now();
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
@@ -182,11 +208,25 @@ Response Engine::launch_poll(const UnitRequest& req) {
   return ok_response({{"state", to_string(unit->state)}});
 }
 
-Response Engine::launch_started(const LaunchStartedRequest& req) {
+Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest& req) {
+  if (auto refused = refuse_unless_unit_owner(caller, req.unit_id, "start a compile of")) return *refused;
   auto it = running_.find(req.unit_id);
   if (it == running_.end() || !it->second.external || it->second.pgid != 0 || it->second.stop != StopReason::none)
     return error_response(ErrorCode::failed,
                           "unit " + std::to_string(req.unit_id) + " is not admitted now; poll again");
+  // fadd will suspend, stop and kill this process group: only a group the
+  // caller itself just started qualifies, never someone else's process.
+  const auto proc = launcher_.process_info(req.pid);
+  const std::string pid = std::to_string(req.pid);
+  if (!proc) return error_response(ErrorCode::failed, "launch_started: there is no process " + pid);
+  if (proc->uid != caller.uid)
+    return error_response(ErrorCode::failed, "launch_started: process " + pid + " belongs to " + user_name(proc->uid) +
+                                                 ", not to " + user_name(caller.uid));
+  if (caller.pid <= 0 || proc->ppid != caller.pid)
+    return error_response(ErrorCode::failed,
+                          "launch_started: process " + pid + " is not a child of the calling process");
+  if (proc->pgid != req.pid)
+    return error_response(ErrorCode::failed, "launch_started: process " + pid + " does not lead its process group");
   it->second.pgid = req.pid;
   // Its profile starts now, not at admission: the launcher's poll and the
   // compiler's start lag behind, and staggered spikes must stay staggered.
@@ -197,7 +237,8 @@ Response Engine::launch_started(const LaunchStartedRequest& req) {
   return ok_response(json::object());
 }
 
-Response Engine::launch_finished(const LaunchFinishedRequest& req) {
+Response Engine::launch_finished(const Caller& caller, const LaunchFinishedRequest& req) {
+  if (auto refused = refuse_unless_unit_owner(caller, req.unit_id, "finish a compile of")) return *refused;
   auto it = running_.find(req.unit_id);
   if (it == running_.end() || !it->second.external) {
     auto unit = store_.unit(req.unit_id);
@@ -215,7 +256,17 @@ Response Engine::launch_finished(const LaunchFinishedRequest& req) {
 void Engine::check_external(double now) {
   std::vector<std::int64_t> lost;
   for (auto& [id, r] : running_) {
-    if (!r.external || r.stop != StopReason::none) continue;
+    if (!r.external) continue;
+    if (r.stop != StopReason::none) {
+      // Stopped by fadd (cancel, requeue, shutdown): once its group is gone it
+      // ends, reported by its launcher or not. Kept, it would be signalled
+      // forever and hold up a shutdown.
+      if (r.pgid > 0 && !launcher_.group_alive(r.pgid)) {
+        if (r.gone_since == 0) r.gone_since = now;
+        if (now - r.gone_since > kStoppedGoneGraceS) lost.push_back(id);
+      }
+      continue;
+    }
     if (r.pgid == 0) {
       if (now - r.started_at > kStartTimeoutS) lost.push_back(id);
     } else if (!launcher_.group_alive(r.pgid)) {
@@ -224,8 +275,9 @@ void Engine::check_external(double now) {
     }
   }
   for (auto id : lost) {
-    spdlog::warn("launcher of unit {} vanished; marking it failed", running_.at(id).unit.name);
-    on_exit(id, ExitInfo{-1, true, launcher_.release(running_.at(id).pgid).peak_bytes});
+    const Running& r = running_.at(id);
+    if (r.stop == StopReason::none) spdlog::warn("launcher of unit {} vanished; marking it failed", r.unit.name);
+    on_exit(id, ExitInfo{-1, true, launcher_.release(r.pgid).peak_bytes});
   }
   for (auto it = last_poll_.begin(); it != last_poll_.end();) {
     if (now - it->second <= kPollTimeoutS) {

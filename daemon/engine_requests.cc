@@ -5,11 +5,12 @@
 
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 
 #include <spdlog/spdlog.h>
 
 #include "common/arch.h"
+#include "common/file_read.h"
+#include "daemon/credentials.h"
 #include "daemon/engine.h"
 #include "daemon/responses.h"
 #include "daemon/manifest.h"
@@ -30,60 +31,125 @@ std::optional<std::time_t> parse_rfc3339(const std::string& s) {
 }
 }  // namespace
 
-Response Engine::submit(const SubmitRequest& req) {
-  if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down; submit again once it restarted");
+std::optional<Response> Engine::refuse_unless_owner(const Caller& caller, const BuildRecord& b, const char* verb) {
+  const uid_t owner = owner_of(b);
+  if (caller.is_root() || caller.uid == owner) return std::nullopt;
+  const std::string name = user_name(owner);
+  const std::string who = owner == 0 ? std::string("root") : name + " or root";
+  return error_response(ErrorCode::failed, "build " + std::to_string(b.id) + " belongs to " + name + "; only " + who +
+                                               " may " + verb + " it");
+}
+
+std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
+  // Root runs each user's compiles as that user. Any other fadd can only run
+  // them as itself, which would hand the caller its rights: refused.
+  if (options_.daemon_uid == 0 || caller.uid == options_.daemon_uid || caller.is_root()) return std::nullopt;
+  return error_response(ErrorCode::failed, "this fadd runs as " + user_name(options_.daemon_uid) +
+                                               " and cannot compile for " + user_name(caller.uid) +
+                                               "; start your own with 'fad daemon start', or ask for a system fadd "
+                                               "run by root");
+}
+
+void Engine::submit(const Caller& caller, const SubmitRequest& req, Reply done) {
+  if (shutting_down_)
+    return done(error_response(ErrorCode::failed, "fadd is shutting down; submit again once it restarted"));
+  if (auto refused = refuse_compiles_for(caller)) return done(*refused);
   auto archs = parse_arch_list(req.archs);
-  if (!archs) return error_response(ErrorCode::usage, archs.error());
-  const std::string nvcc = req.nvcc.value_or(options_.nvcc);
-  auto tc = toolchains_(nvcc);
-  if (!tc) return error_response(ErrorCode::usage, tc.error());
-  if (auto valid = validate_archs(*archs, tc->archs); !valid) return error_response(ErrorCode::usage, valid.error());
+  if (!archs) return done(error_response(ErrorCode::usage, archs.error()));
+  // The compiler is probed as the user who will run it, off the event loop;
+  // the answer comes when the probe ends.
+  BuildRecord as_owner;
+  as_owner.uid = caller.uid;
+  as_owner.gid = caller.gid;
+  ToolchainQuery query{req.nvcc.value_or(options_.nvcc), run_as(as_owner)};
+  toolchains_(query, [this, caller, req, archs = *archs, done = std::move(done)](Result<Toolchain> tc) {
+    try {
+      finish_submit(caller, req, archs, std::move(tc), done);
+    } catch (const std::exception& e) {
+      // Answered later, outside the request handler's guard: guard here.
+      spdlog::error("submit failed: {}", e.what());
+      done(error_response(ErrorCode::internal, std::string("internal error: ") + e.what()));
+    }
+  });
+}
+
+void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const std::vector<Arch>& archs,
+                           Result<Toolchain> tc, const Reply& done) {
+  if (shutting_down_)
+    return done(error_response(ErrorCode::failed, "fadd is shutting down; submit again once it restarted"));
+  if (!tc) return done(error_response(ErrorCode::usage, tc.error()));
+  if (auto valid = validate_archs(archs, tc->archs); !valid)
+    return done(error_response(ErrorCode::usage, valid.error()));
   auto manifest = load_manifest(options_.kernels_dir);
-  if (!manifest) return error_response(ErrorCode::internal, manifest.error());
-  auto units = plan_build(*manifest, PlanRequest{*archs, req.kernels, *tc, options_.kernels_dir, options_.state_dir});
-  if (!units) return error_response(ErrorCode::usage, units.error());
+  if (!manifest) return done(error_response(ErrorCode::internal, manifest.error()));
+  auto units = plan_build(*manifest, PlanRequest{archs, req.kernels, *tc, options_.kernels_dir, options_.state_dir});
+  if (!units) return done(error_response(ErrorCode::usage, units.error()));
   BuildRecord b;
   b.name = req.name;
-  for (const auto& a : *archs) b.archs.push_back(a.display());
+  for (const auto& a : archs) b.archs.push_back(a.display());
   b.kernels_glob = req.kernels;
   b.nvcc = tc->path;
   b.created_at = clock_.wall();
+  b.uid = caller.uid;
+  b.gid = caller.gid;
   const auto count = units->size();
   try {
     const auto id = store_.create_build(std::move(b), std::move(*units));
-    append_build_log(id, "submitted: " + std::to_string(count) + " units for " + std::to_string(archs->size()) +
-                             " arch(s) with " + tc->path + "\n");
-    spdlog::info("build {} submitted: {} units", id, count);
+    append_build_log(id, "submitted: " + std::to_string(count) + " units for " + std::to_string(archs.size()) +
+                             " arch(s) with " + tc->path + " by " + user_name(caller.uid) + "\n");
+    spdlog::info("build {} submitted by {}: {} units", id, user_name(caller.uid), count);
     if (wake_) wake_();
-    return ok_response({{"id", id}});
+    return done(ok_response({{"id", id}}));
   } catch (const StoreError& e) {
-    return error_response(ErrorCode::internal, std::string("cannot record the build: ") + e.what());
+    storage_failed(e.what());
+    return done(error_response(ErrorCode::internal, std::string("cannot record the build: ") + e.what()));
   }
 }
 
+Response Engine::shutdown(const Caller& caller) {
+  if (caller.is_root() || caller.uid == options_.daemon_uid) return ok_response(json::object());
+  if (options_.daemon_uid == 0) return error_response(ErrorCode::failed, "only root may stop this fadd");
+  return error_response(ErrorCode::failed,
+                        "only root or " + user_name(options_.daemon_uid) + " (who runs this fadd) may stop it");
+}
+
+json Engine::owned_build_json(const BuildRecord& b, bool with_units) {
+  json j = build_json(b, store_.units(b.id), with_units);
+  const uid_t owner = owner_of(b);
+  j["uid"] = owner;
+  j["user"] = user_name(owner);
+  return j;
+}
+
 json Engine::daemon_json() {
+  json warnings = json::array();
+  if (!storage_problem_.empty()) warnings.push_back(storage_problem_);
   return {{"version", FAD_VERSION},
           {"pid", static_cast<int>(::getpid())},
           {"uptime_s", static_cast<std::int64_t>(clock_.now() - started_at_)},
           {"running_units", running_.size()},
-          {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_)}};
+          {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_)},
+          {"warnings", std::move(warnings)}};
 }
 
-Response Engine::status(const StatusRequest& req) {
+Response Engine::status(const Caller&, const StatusRequest& req) {
+  // Everyone sees every build (a shared queue is only fair if it is visible);
+  // acting on one, or reading its logs, is for its owner and root.
   json builds = json::array();
   if (req.id) {
     auto b = store_.build(*req.id);
     if (!b) return no_build(*req.id);
-    builds.push_back(build_json(*b, store_.units(b->id), true));
+    builds.push_back(owned_build_json(*b, true));
   } else {
-    for (const auto& b : store_.status_builds(10)) builds.push_back(build_json(b, store_.units(b.id), false));
+    for (const auto& b : store_.status_builds(10)) builds.push_back(owned_build_json(b, false));
   }
   return ok_response({{"daemon", daemon_json()}, {"builds", std::move(builds)}});
 }
 
-Response Engine::cancel(std::int64_t id) {
+Response Engine::cancel(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
+  if (auto refused = refuse_unless_owner(caller, *b, "cancel")) return *refused;
   if (is_final(b->state))
     return error_response(ErrorCode::failed,
                           "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
@@ -96,9 +162,10 @@ Response Engine::cancel(std::int64_t id) {
   return ok_response({{"id", id}, {"state", "cancelled"}});
 }
 
-Response Engine::pause(std::int64_t id) {
+Response Engine::pause(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
+  if (auto refused = refuse_unless_owner(caller, *b, "pause")) return *refused;
   if (is_final(b->state) || b->state == BuildState::paused)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                                  ", not running or queued");
@@ -114,9 +181,10 @@ Response Engine::pause(std::int64_t id) {
   return ok_response({{"id", id}, {"state", "paused"}});
 }
 
-Response Engine::resume(std::int64_t id) {
+Response Engine::resume(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
+  if (auto refused = refuse_unless_owner(caller, *b, "resume")) return *refused;
   if (b->state != BuildState::paused)
     return error_response(ErrorCode::failed,
                           "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) + ", not paused");
@@ -132,9 +200,10 @@ Response Engine::resume(std::int64_t id) {
   return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}});
 }
 
-Response Engine::retry(std::int64_t id) {
+Response Engine::retry(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
+  if (auto refused = refuse_unless_owner(caller, *b, "retry")) return *refused;
   if (b->state != BuildState::failed && b->state != BuildState::cancelled)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                                  "; only failed or cancelled builds can be retried");
@@ -152,9 +221,11 @@ Response Engine::retry(std::int64_t id) {
   return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}, {"requeued", requeued}});
 }
 
-Response Engine::logs(const LogsRequest& req) {
+Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   auto b = store_.build(req.id);
   if (!b) return no_build(req.id);
+  // Compiler output quotes the sources; on disk it is readable by its owner only.
+  if (auto refused = refuse_unless_owner(caller, *b, "read the logs of")) return *refused;
   std::string path = build_dir(req.id) + "/build.log";
   bool finished = is_final(b->state);
   if (req.unit) {
@@ -167,19 +238,9 @@ Response Engine::logs(const LogsRequest& req) {
     path = unit->log_path;
     finished = unit->state != UnitState::queued && unit->state != UnitState::running;
   }
-  std::ifstream in(path, std::ios::binary);
-  std::string data;
   std::uint64_t size = 0;
-  if (in) {
-    in.seekg(0, std::ios::end);
-    size = static_cast<std::uint64_t>(in.tellg());
-    if (req.offset < size) {
-      in.seekg(static_cast<std::streamoff>(req.offset));
-      data.resize(static_cast<std::size_t>(std::min<std::uint64_t>(size - req.offset, req.max_bytes)));
-      in.read(data.data(), static_cast<std::streamsize>(data.size()));
-      data.resize(static_cast<std::size_t>(in.gcount()));
-    }
-  }
+  auto slice = read_file_slice(path, req.offset, static_cast<std::size_t>(req.max_bytes), &size);
+  std::string data = slice ? std::move(*slice) : std::string();
   const std::uint64_t next = std::min<std::uint64_t>(size, req.offset + data.size());
   // JSON strings must be UTF-8; compilers print plain ASCII, but never let a
   // stray byte break the response.
@@ -188,10 +249,10 @@ Response Engine::logs(const LogsRequest& req) {
   return ok_response({{"data", data}, {"offset", next}, {"done", finished && next >= size}});
 }
 
-Response Engine::history(const HistoryRequest& req) {
+Response Engine::history(const Caller&, const HistoryRequest& req) {
   json builds = json::array();
   for (const auto& b : store_.finished_builds(req.limit)) {
-    auto j = build_json(b, store_.units(b.id), false);
+    auto j = owned_build_json(b, false);
     auto start = parse_rfc3339(b.created_at);
     auto end = b.finished_at ? parse_rfc3339(*b.finished_at) : std::nullopt;
     j["duration_s"] = start && end ? json(static_cast<std::int64_t>(*end - *start)) : json(nullptr);

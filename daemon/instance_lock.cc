@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/memory_probe.h"
+#include "common/file_read.h"
 
 namespace fad {
 

@@ -1,17 +1,20 @@
 // Kernels manifest parsing; see manifest.h.
 #include "daemon/manifest.h"
 
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "common/file_read.h"
 
 namespace fad {
 
 namespace {
 using nlohmann::json;
+
+// A manifest of thousands of units is a few hundred KiB.
+constexpr std::size_t kMaxManifestBytes = 16u << 20;
 
 Result<std::vector<std::string>> string_list(const json& obj, const char* key, const std::string& where) {
   std::vector<std::string> out;
@@ -86,11 +89,9 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view filename
 
 Result<Manifest> load_manifest(const std::string& kernels_dir) {
   const std::string path = kernels_dir + "/manifest.json";
-  std::ifstream in(path);
-  if (!in) return make_error("cannot read kernels manifest " + path + " (set kernels_dir in the config)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_manifest(ss.str(), path);
+  auto text = read_regular_file(path, kMaxManifestBytes, "kernels manifest");
+  if (!text) return make_error(text.error() + " (set kernels_dir in the config)");
+  return parse_manifest(*text, path);
 }
 
 }  // namespace fad

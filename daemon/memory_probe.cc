@@ -1,20 +1,9 @@
 // The real memory probe; see memory_probe.h.
 #include "daemon/memory_probe.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "common/meminfo.h"
 
 namespace fad {
-
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 ProcMemoryProbe::ProcMemoryProbe(std::string root) : root_(std::move(root)) {
   if (!root_.empty() && root_.back() == '/') root_.pop_back();

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/file_read.h"
 #include "policy/scheduler.h"
 
 namespace fad {
@@ -27,8 +28,5 @@ class ProcMemoryProbe final : public MemoryProbe {
   std::string cgroup_dir_;  ///< resolved once: fadd does not move between cgroups
   bool cgroup_v2_ = false;
 };
-
-/// Reads a whole small file; empty string when it cannot be read.
-std::string read_small_file(const std::string& path);
 
 }  // namespace fad

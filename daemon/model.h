@@ -41,6 +41,10 @@ struct BuildRecord {
   std::optional<std::int64_t> session;        ///< external builds grouped by the caller's session
   std::string command;                        ///< external: the build command fad run ran
   std::optional<std::uint64_t> budget_bytes;  ///< this build's own memory cap
+  /// Who submitted it (from the connection's credentials); null for builds
+  /// recorded before fadd knew, which belong to fadd's own user.
+  std::optional<std::int64_t> uid;
+  std::optional<std::int64_t> gid;  ///< the submitter's group then (compiles run with it)
 };
 
 struct UnitRecord {

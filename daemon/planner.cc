@@ -5,25 +5,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "common/file_read.h"
 #include "common/text.h"
 
 namespace fad {
 
 namespace fs = std::filesystem;
-
-std::string content_hash(std::string_view data) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 std::string artifact_path(const std::string& build_dir, const Manifest& manifest) {
   return build_dir + "/lib/lib" + manifest.library + ".so";
@@ -31,12 +19,11 @@ std::string artifact_path(const std::string& build_dir, const Manifest& manifest
 
 namespace {
 
+// Kernel sources and headers are text; a file larger than this is not one.
+constexpr std::size_t kMaxSourceBytes = 64u << 20;
+
 Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read kernel source " + path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(path.string(), kMaxSourceBytes, "kernel source");
 }
 
 // Every unit includes the shared headers, so their content is part of each key:

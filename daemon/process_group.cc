@@ -24,6 +24,27 @@ std::optional<int> parse_stat_pgid(std::string_view stat) {
   return pgrp;
 }
 
+std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string_view status) {
+  auto close = stat.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string rest(stat.substr(close + 1));
+  char state = 0;
+  ProcessInfo info;
+  if (std::sscanf(rest.c_str(), " %c %d %d", &state, &info.ppid, &info.pgid) != 3) return std::nullopt;
+  // "Uid:\treal\teffective\tsaved\tfs"
+  auto uid_line = status.find("\nUid:");
+  if (uid_line == std::string_view::npos) return std::nullopt;
+  std::string uids(status.substr(uid_line + 5, 32));
+  if (std::sscanf(uids.c_str(), " %u", &info.uid) != 1) return std::nullopt;
+  return info;
+}
+
+std::optional<ProcessInfo> ProcessLauncher::process_info(int pid) {
+  if (pid <= 0) return std::nullopt;
+  const std::string base = "/proc/" + std::to_string(pid);
+  return parse_process_info(read_small_file(base + "/stat"), read_small_file(base + "/status"));
+}
+
 std::uint64_t process_group_rss(const std::string& proc_root, int pgid) {
   std::uint64_t total = 0;
   DIR* dir = ::opendir(proc_root.c_str());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/credentials.h"
 
 namespace fad {
 
@@ -17,6 +18,9 @@ struct LaunchSpec {
   std::int64_t unit_id = 0;
   std::vector<std::string> argv;  ///< argv[0] is the program; never run through a shell
   std::string log_path;           ///< stdout and stderr are appended here
+  /// Run as this user (a root fadd compiling another user's build); nullopt:
+  /// as fadd itself.
+  std::optional<Credentials> run_as;
 };
 
 struct ExitInfo {
@@ -28,6 +32,13 @@ struct ExitInfo {
   /// The kernel's OOM killer ended it (its unit cgroup counted a kill): it
   /// did not fail, memory ran out under it.
   bool oom_killed = false;
+};
+
+/// Who a process is, as the kernel says (/proc/PID/stat and status).
+struct ProcessInfo {
+  int ppid = 0;
+  int pgid = 0;
+  unsigned uid = 0;  ///< real uid
 };
 
 /// What exact accounting (a unit cgroup) saw of an adopted group.
@@ -54,6 +65,9 @@ class ProcessLauncher {
   virtual GroupAccount release(int /*pgid*/) { return {}; }
   /// Whether any process of the group still exists.
   virtual bool group_alive(int pgid) = 0;
+  /// The parent, group and owner of process `pid`; nullopt when it does not
+  /// exist. Checked before fadd takes a launcher's process under its control.
+  virtual std::optional<ProcessInfo> process_info(int pid);
 };
 
 /// Sums VmRSS over every process of a process group by scanning `proc_root`.
@@ -61,5 +75,8 @@ std::uint64_t process_group_rss(const std::string& proc_root, int pgid);
 
 /// Process group (field 5) from /proc/PID/stat text; nullopt when malformed.
 std::optional<int> parse_stat_pgid(std::string_view stat);
+
+/// Parent and group, and the real uid, from /proc/PID/stat and /proc/PID/status texts.
+std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string_view status);
 
 }  // namespace fad

@@ -1,6 +1,8 @@
 // Request dispatch: one branch per message type; see request_handler.h.
 #include "daemon/request_handler.h"
 
+#include <memory>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/responses.h"
@@ -17,43 +19,76 @@ Response with_body(const Request& req, F&& f) {
   if (!body) return error_response(ErrorCode::usage, req.type + ": " + body.error());
   return f(*body);
 }
+
+std::string encode(const Response& r) { return r.ok ? encode_ok(r.result) : encode_error(r.code, r.message); }
 }  // namespace
 
-Response RequestHandler::dispatch(const Request& req) {
+void RequestHandler::dispatch(const Request& req, const Caller& c, Reply done) {
   const auto& t = req.type;
-  if (t == "submit") return with_body<SubmitRequest>(req, [&](const auto& b) { return engine_.submit(b); });
-  if (t == "status") return with_body<StatusRequest>(req, [&](const auto& b) { return engine_.status(b); });
-  if (t == "logs") return with_body<LogsRequest>(req, [&](const auto& b) { return engine_.logs(b); });
-  if (t == "history") return with_body<HistoryRequest>(req, [&](const auto& b) { return engine_.history(b); });
-  if (t == "cancel") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.cancel(b.id); });
-  if (t == "pause") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.pause(b.id); });
-  if (t == "resume") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.resume(b.id); });
-  if (t == "retry") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.retry(b.id); });
-  if (t == "open_build") return with_body<OpenBuildRequest>(req, [&](const auto& b) { return engine_.open_build(b); });
-  if (t == "close_build")
-    return with_body<CloseBuildRequest>(req, [&](const auto& b) { return engine_.close_build(b); });
-  if (t == "launch") return with_body<LaunchRequest>(req, [&](const auto& b) { return engine_.launch(b); });
-  if (t == "launch_poll") return with_body<UnitRequest>(req, [&](const auto& b) { return engine_.launch_poll(b); });
-  if (t == "launch_started")
-    return with_body<LaunchStartedRequest>(req, [&](const auto& b) { return engine_.launch_started(b); });
-  if (t == "launch_finished")
-    return with_body<LaunchFinishedRequest>(req, [&](const auto& b) { return engine_.launch_finished(b); });
-  if (t == "shutdown") return ok_response(json::object());
-  return error_response(ErrorCode::usage, "unknown request type '" + t + "'");
+  if (t == "submit") {
+    auto body = SubmitRequest::from_json(req.body);
+    if (!body) return done(error_response(ErrorCode::usage, req.type + ": " + body.error()));
+    return engine_.submit(c, *body, std::move(done));
+  }
+  Response r;
+  if (t == "status")
+    r = with_body<StatusRequest>(req, [&](const auto& b) { return engine_.status(c, b); });
+  else if (t == "logs")
+    r = with_body<LogsRequest>(req, [&](const auto& b) { return engine_.logs(c, b); });
+  else if (t == "history")
+    r = with_body<HistoryRequest>(req, [&](const auto& b) { return engine_.history(c, b); });
+  else if (t == "cancel")
+    r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.cancel(c, b.id); });
+  else if (t == "pause")
+    r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.pause(c, b.id); });
+  else if (t == "resume")
+    r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.resume(c, b.id); });
+  else if (t == "retry")
+    r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.retry(c, b.id); });
+  else if (t == "open_build")
+    r = with_body<OpenBuildRequest>(req, [&](const auto& b) { return engine_.open_build(c, b); });
+  else if (t == "close_build")
+    r = with_body<CloseBuildRequest>(req, [&](const auto& b) { return engine_.close_build(c, b); });
+  else if (t == "launch")
+    r = with_body<LaunchRequest>(req, [&](const auto& b) { return engine_.launch(c, b); });
+  else if (t == "launch_poll")
+    r = with_body<UnitRequest>(req, [&](const auto& b) { return engine_.launch_poll(c, b); });
+  else if (t == "launch_started")
+    r = with_body<LaunchStartedRequest>(req, [&](const auto& b) { return engine_.launch_started(c, b); });
+  else if (t == "launch_finished")
+    r = with_body<LaunchFinishedRequest>(req, [&](const auto& b) { return engine_.launch_finished(c, b); });
+  else if (t == "shutdown")
+    r = engine_.shutdown(c);
+  else
+    r = error_response(ErrorCode::usage, "unknown request type '" + t + "'");
+  done(std::move(r));
 }
 
-std::string RequestHandler::handle(std::string_view line) {
-  auto req = parse_request(line);
-  if (!req) return encode_error(ErrorCode::usage, req.error());
-  Response r;
+void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLine reply) {
+  // Exactly one answer per line, whatever happens: a request that throws (a
+  // full disk under a write) still gets its line, and a late answer after an
+  // exception is dropped rather than sent twice.
+  auto answered = std::make_shared<bool>(false);
+  auto once = [answered, reply](std::string line) {
+    if (*answered) return;
+    *answered = true;
+    reply(std::move(line));
+  };
+  std::string type = "?";
   try {
-    r = dispatch(*req);
+    auto req = parse_request(line);
+    if (!req) return once(encode_error(ErrorCode::usage, req.error()));
+    type = req->type;
+    const bool shutdown = type == "shutdown";
+    dispatch(*req, caller, [this, once, shutdown](Response r) {
+      const bool stop = shutdown && r.ok;
+      once(encode(r));
+      if (stop && on_shutdown_) on_shutdown_();
+    });
   } catch (const std::exception& e) {
-    spdlog::error("request '{}' failed: {}", req->type, e.what());
-    return encode_error(ErrorCode::internal, std::string("internal error: ") + e.what());
+    spdlog::error("request '{}' failed: {}", type, e.what());
+    once(encode_error(ErrorCode::internal, std::string("internal error: ") + e.what()));
   }
-  if (r.ok && req->type == "shutdown" && on_shutdown_) on_shutdown_();
-  return r.ok ? encode_ok(r.result) : encode_error(r.code, r.message);
 }
 
 }  // namespace fad

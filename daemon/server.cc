@@ -1,9 +1,14 @@
 // Socket server and client sessions; see server.h.
 #include "daemon/server.h"
 
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include <boost/asio/read_until.hpp>
@@ -11,35 +16,80 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/socket_dir.h"
+
 namespace fad {
 
 namespace asio = boost::asio;
 using local = asio::local::stream_protocol;
 
 namespace {
-// More clients than this at once is a runaway script, not a user.
-constexpr std::size_t kMaxSessions = 256;
+// Descriptors fadd keeps for itself (database, units' pidfds and cgroups)
+// beyond its sessions.
+constexpr std::size_t kReservedFds = 256;
+
+void set_cloexec(int fd) {
+  if (const int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+/// The peer's credentials as the kernel recorded them at connect().
+Caller peer_of(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    // Unknown: treated as the least privileged user (nobody), never as root.
+    return Caller{static_cast<uid_t>(65534), static_cast<gid_t>(65534), 0};
+  }
+  return Caller{cred.uid, cred.gid, cred.pid};
+}
+
+/// Writes one line to a socket that is about to be closed, without waiting.
+void say_and_close(local::socket& socket, const std::string& line) {
+  [[maybe_unused]] auto n = ::send(socket.native_handle(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  boost::system::error_code ec;
+  socket.close(ec);
+}
 }  // namespace
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Server& server, local::socket socket)
-      : server_(server), socket_(std::move(socket)), buffer_(kMaxMessageBytes + 1) {}
+  Session(Server& server, local::socket socket, Caller caller)
+      : server_(server),
+        socket_(std::move(socket)),
+        caller_(caller),
+        buffer_(kMaxMessageBytes + 1),
+        idle_(server.io_) {}
 
+  const Caller& caller() const { return caller_; }
   void start() { read(); }
   void close() {
+    closed_ = true;
     boost::system::error_code ec;
+    idle_.cancel();
     socket_.close(ec);
   }
 
  private:
   void read() {
+    if (closed_) return;
+    // Idle from now until a complete line: a client that connects and says
+    // nothing (or trickles a line forever) gives its slot back.
+    idle_.expires_after(server_.options_.idle_timeout);
+    idle_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      self->reply_and_close(
+          encode_error(ErrorCode::usage, "no complete request within " +
+                                             std::to_string(self->server_.options_.idle_timeout.count() / 1000) +
+                                             " s; the connection is closed"));
+    });
     asio::async_read_until(socket_, buffer_, '\n',
                            [self = shared_from_this()](auto ec, std::size_t n) { self->on_read(ec, n); });
   }
 
   void on_read(boost::system::error_code ec, std::size_t n) {
-    if (ec == asio::error::operation_aborted) return;  // shutting down
+    if (ec == asio::error::operation_aborted || closed_) return;  // shutting down, or timed out
+    idle_.cancel();
     if (ec == asio::error::not_found) {
       // The buffer filled without a newline: the message is over the limit.
       reply_and_close(encode_error(ErrorCode::usage, "message too long (over " + std::to_string(kMaxMessageBytes) +
@@ -56,8 +106,17 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string line(asio::buffers_begin(buffer_.data()), asio::buffers_begin(buffer_.data()) + n - 1);
     buffer_.consume(n);
-    out_ = server_.handler_.handle(line);
+    // One request at a time: the next line is read once this one is answered,
+    // now or later (a submit waits for its compiler probe).
+    server_.handler_.handle(line, caller_, [weak = weak_from_this()](std::string out) {
+      if (auto self = weak.lock(); self && !self->closed_) self->write(std::move(out));
+    });
+  }
+
+  void write(std::string out) {
+    out_ = std::move(out);
     asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto wec, std::size_t) {
+      if (self->closed_) return;
       if (wec) {
         self->server_.remove(self);
         return;
@@ -68,30 +127,57 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void reply_and_close(std::string response) {
     out_ = std::move(response);
-    asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](auto, std::size_t) { self->server_.remove(self); });
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto, std::size_t) {
+      if (!self->closed_) self->server_.remove(self);
+    });
   }
 
   Server& server_;
   local::socket socket_;
+  Caller caller_;
   asio::streambuf buffer_;
+  asio::steady_timer idle_;
   std::string out_;
+  bool closed_ = false;
 };
 
-Server::Server(asio::io_context& io, RequestHandler& handler) : io_(io), handler_(handler), acceptor_(io) {}
+Server::Server(asio::io_context& io, RequestHandler& handler, ServerOptions options)
+    : io_(io), handler_(handler), options_(options), acceptor_(io), accept_retry_(io) {
+  // Never more sessions than descriptors: past the limit accept() fails and
+  // every client, not only the newest, would be turned away.
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    const auto usable = lim.rlim_cur > kReservedFds * 2 ? lim.rlim_cur - kReservedFds : lim.rlim_cur / 2;
+    options_.max_sessions = std::min<std::size_t>(options_.max_sessions, usable);
+  }
+  options_.max_sessions_per_user = std::min(options_.max_sessions_per_user, options_.max_sessions);
+}
 
 Server::~Server() { close(); }
 
 Status Server::listen(const std::string& socket_path) {
   namespace fs = std::filesystem;
   const fs::path path(socket_path);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
-  if (path.has_parent_path() && !fs::exists(path.parent_path())) {
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return make_error("cannot create socket directory " + path.parent_path().string() + ": " + ec.message());
-    ::chmod(path.parent_path().c_str(), 0700);
+  const bool group_access = (options_.socket_mode & 0070) != 0;
+  const bool other_access = (options_.socket_mode & 0007) != 0;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return make_error("cannot create socket directory " + dir.string() + ": " + ec.message());
+    // Only as open as the socket's audience needs: traversal, never writing.
+    ::chmod(dir.c_str(), other_access ? 0755 : group_access ? 0750 : 0700);
+    if (options_.socket_group && ::chown(dir.c_str(), static_cast<uid_t>(-1), *options_.socket_group) != 0)
+      return make_error("cannot give the socket directory " + dir.string() + " to group " +
+                        std::to_string(*options_.socket_group) + ": " + std::strerror(errno));
   }
-  if (fs::exists(path)) {
+  auto facts = path_facts(dir.string());
+  if (!facts) return make_error("cannot examine the socket directory " + dir.string());
+  if (Status trusted = check_daemon_socket_dir(dir.string(), *facts, ::geteuid()); !trusted) return trusted;
+  if ((group_access && !(facts->mode & 0010)) || (other_access && !(facts->mode & 0001)))
+    spdlog::warn("the socket directory {} (mode {:o}) keeps out users the socket mode {:o} lets in", dir.string(),
+                 facts->mode, options_.socket_mode);
+  if (fs::exists(fs::symlink_status(path, ec))) {
     local::socket probe(io_);
     boost::system::error_code cec;
     probe.connect(local::endpoint(socket_path), cec);
@@ -100,14 +186,23 @@ Status Server::listen(const std::string& socket_path) {
     fs::remove(path, ec);  // stale: its daemon died without cleaning up
     spdlog::info("removed stale socket {}", socket_path);
   }
+  // Close-on-exec from the start (Asio opens sockets without it): a compiler
+  // must never inherit the listening socket.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error("cannot create a socket: " + std::string(std::strerror(errno)));
   boost::system::error_code aec;
-  acceptor_.open(local(), aec);
+  acceptor_.assign(local(), fd, aec);
   if (!aec) {
     // Create the socket 0600 from the start: no window where others may connect.
     const mode_t old = ::umask(0177);
     acceptor_.bind(local::endpoint(socket_path), aec);
     ::umask(old);
   }
+  if (!aec && options_.socket_group && ::chown(socket_path.c_str(), static_cast<uid_t>(-1), *options_.socket_group))
+    return make_error("cannot give the socket " + socket_path + " to group " + std::to_string(*options_.socket_group) +
+                      ": " + std::strerror(errno));
+  if (!aec && ::chmod(socket_path.c_str(), options_.socket_mode) != 0)
+    return make_error("cannot set the mode of " + socket_path + ": " + std::strerror(errno));
   if (!aec) acceptor_.listen(asio::socket_base::max_listen_connections, aec);
   if (aec) return make_error("cannot listen on " + socket_path + ": " + aec.message());
   path_ = socket_path;
@@ -118,32 +213,62 @@ Status Server::listen(const std::string& socket_path) {
 void Server::accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, local::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!ec) {
-      if (sessions_.size() >= kMaxSessions) {
-        spdlog::warn("refusing a client: {} sessions open", sessions_.size());
-      } else {
-        auto s = std::make_shared<Session>(*this, std::move(socket));
-        sessions_.insert(s);
-        s->start();
-      }
+    if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+        ec == asio::error::no_memory) {
+      // Out of descriptors: accepting again at once would spin. Sessions time
+      // out and free some; try again shortly.
+      spdlog::warn("cannot accept a client ({}); retrying in 100 ms", ec.message());
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](boost::system::error_code tec) {
+        if (!tec && acceptor_.is_open()) accept();
+      });
+      return;
     }
+    if (!ec) admit(std::move(socket));
     accept();
   });
 }
 
+void Server::admit(local::socket socket) {
+  set_cloexec(socket.native_handle());
+  const Caller caller = peer_of(socket.native_handle());
+  std::size_t& mine = per_user_[caller.uid];
+  if (sessions_.size() >= options_.max_sessions || mine >= options_.max_sessions_per_user) {
+    const bool user_cap = sessions_.size() < options_.max_sessions;
+    const std::string why = user_cap ? "too many connections from your user (" + std::to_string(mine) +
+                                           " open, limit " + std::to_string(options_.max_sessions_per_user) + ")"
+                                     : "too many connections (" + std::to_string(sessions_.size()) + " open, limit " +
+                                           std::to_string(options_.max_sessions) + ")";
+    spdlog::warn("refusing a client of uid {}: {}", caller.uid, why);
+    say_and_close(socket,
+                  encode_error(ErrorCode::failed,
+                               "fadd refuses the connection: " + why + "; idle connections close after " +
+                                   std::to_string(options_.idle_timeout.count() / 1000) + " s, try again then"));
+    if (mine == 0) per_user_.erase(caller.uid);
+    return;
+  }
+  ++mine;
+  auto s = std::make_shared<Session>(*this, std::move(socket), caller);
+  sessions_.insert(s);
+  s->start();
+}
+
 void Server::remove(const std::shared_ptr<Session>& s) {
   s->close();
-  sessions_.erase(s);
+  if (sessions_.erase(s) == 0) return;
+  if (auto it = per_user_.find(s->caller().uid); it != per_user_.end() && --it->second == 0) per_user_.erase(it);
 }
 
 void Server::close() {
   boost::system::error_code ec;
+  accept_retry_.cancel();
   if (acceptor_.is_open()) {
     acceptor_.close(ec);
     if (!path_.empty()) ::unlink(path_.c_str());
   }
   for (const auto& s : sessions_) s->close();
   sessions_.clear();
+  per_user_.clear();
 }
 
 }  // namespace fad

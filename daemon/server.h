@@ -1,15 +1,24 @@
 // The Unix socket server: accepts clients and owns their sessions. Each session
-// reads newline-framed requests (at most kMaxMessageBytes each), hands them to the
-// RequestHandler and writes the response. A client that sends garbage, too much
-// or too little gets an error response and is disconnected; the daemon goes on.
+// learns its peer's uid, gid and pid from the kernel (SO_PEERCRED), reads
+// newline-framed requests (at most kMaxMessageBytes each), hands them to the
+// RequestHandler and writes the response. A client that sends garbage, too
+// much or too little gets an error response and is disconnected; one that
+// sends nothing is closed after an idle timeout; past the connection caps a
+// client gets a one-line "too many connections" error. The daemon goes on.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "common/result.h"
 #include "daemon/request_handler.h"
@@ -18,13 +27,27 @@ namespace fad {
 
 class Session;
 
+/// Who may reach the socket, and the limits on connections.
+struct ServerOptions {
+  /// Socket file mode (e.g. 0660 to let a group in); the directory fadd makes
+  /// for it is opened up to match (0700, 0750, 0755).
+  mode_t socket_mode = 0600;
+  std::optional<gid_t> socket_group;  ///< group of the socket (and of a directory fadd makes)
+  /// A connection that sends no complete line for this long is closed.
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(10);
+  std::size_t max_sessions = 1024;          ///< all users together (also kept below the fd limit)
+  std::size_t max_sessions_per_user = 256;  ///< one uid, so no user can lock the others out
+};
+
 class Server {
  public:
-  Server(boost::asio::io_context& io, RequestHandler& handler);
+  Server(boost::asio::io_context& io, RequestHandler& handler, ServerOptions options = {});
   ~Server();
 
-  /// Creates the socket's directory (0700) if needed and binds the socket (0600).
-  /// Fails if another daemon answers on it; removes a stale socket file.
+  /// Prepares the socket's directory (creates it, or checks that an existing
+  /// one belongs to fadd's user or root and is not writable by others) and
+  /// binds the socket with the configured mode and group. Fails if another
+  /// daemon answers on it; removes a stale socket file.
   Status listen(const std::string& socket_path);
   /// Stops accepting, closes every session and removes the socket file.
   void close();
@@ -35,13 +58,17 @@ class Server {
  private:
   friend class Session;
   void accept();
+  void admit(boost::asio::local::stream_protocol::socket socket);
   void remove(const std::shared_ptr<Session>& s);
 
   boost::asio::io_context& io_;
   RequestHandler& handler_;
+  ServerOptions options_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;
   std::string path_;
   std::set<std::shared_ptr<Session>> sessions_;
+  std::map<uid_t, std::size_t> per_user_;
 };
 
 }  // namespace fad

@@ -91,6 +91,11 @@ ALTER TABLE builds ADD COLUMN session INTEGER;
 ALTER TABLE builds ADD COLUMN command TEXT NOT NULL DEFAULT '';
 ALTER TABLE builds ADD COLUMN budget_bytes INTEGER;
 )sql",
+    // 3: builds belong to the user who submitted them.
+    R"sql(
+ALTER TABLE builds ADD COLUMN uid INTEGER;
+ALTER TABLE builds ADD COLUMN gid INTEGER;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -105,7 +110,7 @@ std::vector<std::string> from_json_text(const std::string& s) {
 
 constexpr std::string_view kBuildColumns =
     "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error, kind, session, "
-    "command, budget_bytes";
+    "command, budget_bytes, uid, gid";
 
 BuildRecord read_build(const Statement& s) {
   BuildRecord b;
@@ -124,6 +129,8 @@ BuildRecord read_build(const Statement& s) {
   b.session = s.opt_int64(12);
   b.command = s.text(13);
   if (auto budget = s.opt_int64(14)) b.budget_bytes = static_cast<std::uint64_t>(*budget);
+  b.uid = s.opt_int64(15);
+  b.gid = s.opt_int64(16);
   return b;
 }
 
@@ -238,8 +245,8 @@ void Store::migrate() {
 std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> units) {
   Transaction tx(db_);
   db_.prepare(
-         "INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at, kind, session, command, budget_bytes) "
-         "VALUES(?,?,?,?,?,?,?,?,?,?)")
+         "INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at, kind, session, command, budget_bytes, "
+         "uid, gid) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, build.name)
       .bind(2, to_string(build.state))
       .bind(3, to_json_text(build.archs))
@@ -250,6 +257,8 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
       .bind(8, build.session)
       .bind(9, build.command)
       .bind(10, build.budget_bytes)
+      .bind(11, build.uid)
+      .bind(12, build.gid)
       .run();
   const auto id = db_.last_insert_id();
   for (auto& u : units) insert_unit(db_, id, u);
@@ -276,12 +285,12 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
   return id;
 }
 
-std::optional<BuildRecord> Store::session_build(std::int64_t session) {
-  auto st =
-      db_.prepare("SELECT " + std::string(kBuildColumns) +
-                  " FROM builds WHERE kind = 'external' AND session = ? AND state IN ('queued','running','paused') "
-                  "ORDER BY id DESC LIMIT 1");
-  st.bind(1, session);
+std::optional<BuildRecord> Store::session_build(std::int64_t session, std::int64_t uid) {
+  // Session ids are process ids: another user's session may carry the same one.
+  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
+                        " FROM builds WHERE kind = 'external' AND session = ? AND uid IS ? AND state IN "
+                        "('queued','running','paused') ORDER BY id DESC LIMIT 1");
+  st.bind(1, session).bind(2, uid);
   if (!st.step()) return std::nullopt;
   return read_build(st);
 }
@@ -431,7 +440,7 @@ void Store::set_wait_reason(std::int64_t unit_id, const std::string& reason) {
 std::vector<std::int64_t> Store::recover_running_units() {
   Transaction tx(db_);
   std::vector<std::int64_t> pgids;
-  auto st = db_.prepare("SELECT pgid FROM units WHERE state = 'running' AND pgid IS NOT NULL");
+  auto st = db_.prepare("SELECT pgid FROM units WHERE state = 'running' AND pgid IS NOT NULL AND kind != 'external'");
   while (st.step()) pgids.push_back(st.int64(0));
   db_.exec("UPDATE units SET state = 'queued', pgid = NULL, started_at = NULL WHERE state = 'running'");
   tx.commit();

@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -46,8 +46,8 @@ class Store {
   /// `log_dir`, the log is LOG_DIR/NAME.log, as for bundled units. Both are
   /// written back to `unit`.
   std::int64_t add_unit(std::int64_t build_id, UnitRecord& unit, const std::string& log_dir = {});
-  /// The active external build of a session, if any.
-  std::optional<BuildRecord> session_build(std::int64_t session);
+  /// The active external build of a session of user `uid`, if any.
+  std::optional<BuildRecord> session_build(std::int64_t session, std::int64_t uid);
 
   std::optional<BuildRecord> build(std::int64_t id);
   /// Builds not in a final state, oldest first.
@@ -81,7 +81,8 @@ class Store {
   void set_wait_reason(std::int64_t unit_id, const std::string& reason);
 
   /// At startup: units left running by a crash go back to the queue. Returns
-  /// their process groups so the daemon can kill leftover compilers.
+  /// the process groups of those fadd started itself, so the daemon can kill
+  /// leftover compilers (a launcher's compiler is its launcher's business).
   std::vector<std::int64_t> recover_running_units();
 
   void add_sample(const MemorySample& sample);

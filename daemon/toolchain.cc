@@ -1,22 +1,21 @@
 // Compiler probing; see toolchain.h.
 #include "daemon/toolchain.h"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/readable_pipe.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/process/v2/process.hpp>
-#include <boost/process/v2/stdio.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
-#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/async_capture.h"
 
 namespace fad {
 
 namespace asio = boost::asio;
-namespace bp = boost::process::v2;
 
 Result<std::string> resolve_executable(const std::string& name) {
   if (name.find('/') != std::string::npos) {
@@ -34,63 +33,95 @@ Result<std::string> resolve_executable(const std::string& name) {
   return make_error("compiler '" + name + "' not found on PATH or in /usr/local/cuda/bin; pass --nvcc PATH");
 }
 
-Result<std::string> run_capture(const std::vector<std::string>& argv, int timeout_s) {
-  asio::io_context ctx;
-  asio::readable_pipe out(ctx);
-  boost::system::error_code ec;
-  std::vector<std::string> args(argv.begin() + 1, argv.end());
-  bp::process proc(ctx.get_executor(), argv[0], args, bp::process_stdio{nullptr, out, out}, ec);
-  if (ec) return make_error("cannot run " + argv[0] + ": " + ec.message());
-  std::string output;
-  std::array<char, 4096> buf;
-  std::function<void(boost::system::error_code, std::size_t)> on_read = [&](auto err, std::size_t n) {
-    output.append(buf.data(), n);
-    if (!err) out.async_read_some(asio::buffer(buf), on_read);
-  };
-  out.async_read_some(asio::buffer(buf), on_read);
-  asio::steady_timer timer(ctx, std::chrono::seconds(timeout_s));
-  bool timed_out = false;
-  timer.async_wait([&](auto err) {
-    if (!err) {
-      timed_out = true;
-      proc.terminate(ec);
-      out.close(ec);
-    }
-  });
-  int exit_code = -1;
-  proc.async_wait([&](auto err, int code) {
-    if (!err) exit_code = code;
-    timer.cancel();
-  });
-  ctx.run();
-  if (timed_out) return make_error(argv[0] + " did not answer within " + std::to_string(timeout_s) + " s");
-  if (exit_code != 0)
-    return make_error(argv[0] + " exited with code " + std::to_string(exit_code) + ": " + output.substr(0, 500));
-  return output;
-}
-
-Result<Toolchain> probe_toolchain(const std::string& nvcc) {
-  auto path = resolve_executable(nvcc);
-  if (!path) return make_error(path.error());
-  auto version = run_capture({*path, "--version"}, 30);
-  if (!version) return make_error("cannot probe compiler: " + version.error());
-  auto list = run_capture({*path, "--list-gpu-arch"}, 30);
-  if (!list) return make_error("cannot list the archs of " + *path + ": " + list.error());
+Result<Toolchain> toolchain_from_output(const std::string& path, const std::string& version_output,
+                                        const std::string& arch_list_output) {
   Toolchain tc;
-  tc.path = *path;
-  std::stringstream ss(*version);
+  tc.path = path;
+  std::stringstream ss(version_output);
   for (std::string line; std::getline(ss, line);)
     if (!line.empty()) tc.version = line;
-  tc.archs = parse_nvcc_arch_list(*list);
-  if (tc.archs.empty()) return make_error(*path + " --list-gpu-arch listed no architectures");
+  tc.archs = parse_nvcc_arch_list(arch_list_output);
+  if (tc.archs.empty()) return make_error(path + " --list-gpu-arch listed no architectures");
   return tc;
 }
 
-Result<Toolchain> ToolchainCache::get(const std::string& nvcc) {
-  if (auto it = cache_.find(nvcc); it != cache_.end()) return it->second;
-  auto tc = probe_toolchain(nvcc);
-  if (tc) cache_[nvcc] = *tc;
-  return tc;
+/// One compiler being probed: its two runs, one after the other, and everyone waiting.
+struct ToolchainProber::Probe {
+  std::vector<ToolchainCallback> waiting;
+  std::shared_ptr<AsyncCapture> run;
+  std::string version_output;
+};
+
+ToolchainProber::ToolchainProber(asio::io_context& io, std::chrono::milliseconds timeout, std::size_t max_in_flight)
+    : io_(io), timeout_(timeout), max_in_flight_(max_in_flight), alive_(std::make_shared<bool>(true)) {}
+
+ToolchainProber::~ToolchainProber() {
+  *alive_ = false;
+  probes_.clear();  // drops the captures: their programs are killed, no callback runs
+}
+
+void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
+  auto answer_now = [&](Result<Toolchain> result) {
+    asio::post(io_, [alive = std::weak_ptr<bool>(alive_), done = std::move(done), result = std::move(result)] {
+      if (alive.lock()) done(result);
+    });
+  };
+  auto path = resolve_executable(query.nvcc);
+  if (!path) return answer_now(Error{path.error()});
+  struct stat st {};
+  if (::stat(path->c_str(), &st) != 0) return answer_now(make_error("compiler '" + *path + "' cannot be examined"));
+  const std::int64_t size = st.st_size;
+  const std::int64_t mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  const Key key{*path, query.run_as ? query.run_as->uid : ::geteuid()};
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    // A compiler replaced in place (an upgrade) is probed again.
+    if (it->second.size == size && it->second.mtime_ns == mtime_ns) return answer_now(it->second.toolchain);
+    cache_.erase(it);
+  }
+  if (auto it = probes_.find(key); it != probes_.end()) {
+    it->second->waiting.push_back(std::move(done));
+    return;
+  }
+  if (probes_.size() >= max_in_flight_)
+    return answer_now(make_error("fadd is probing " + std::to_string(probes_.size()) +
+                                 " compilers already; submit again once they answered"));
+  auto probe = std::make_shared<Probe>();
+  probe->waiting.push_back(std::move(done));
+  probes_.emplace(key, probe);
+  const CaptureOptions options{timeout_, 64 * 1024, query.run_as};
+  const std::string exe = *path;
+  // Two runs in turn; each callback finds the probe through the map, so a
+  // prober being destroyed simply never continues.
+  probe->run = AsyncCapture::start(
+      io_, {exe, "--version"}, options,
+      [this, key, exe, options, size, mtime_ns, alive = std::weak_ptr<bool>(alive_)](Result<std::string> version) {
+        if (!alive.lock()) return;
+        auto it = probes_.find(key);
+        if (it == probes_.end()) return;
+        if (!version) return finish(key, make_error("cannot probe compiler: " + version.error()), size, mtime_ns);
+        it->second->version_output = *version;
+        it->second->run = AsyncCapture::start(
+            io_, {exe, "--list-gpu-arch"}, options, [this, key, exe, size, mtime_ns, alive](Result<std::string> list) {
+              if (!alive.lock()) return;
+              auto again = probes_.find(key);
+              if (again == probes_.end()) return;
+              if (!list)
+                return finish(key, make_error("cannot list the archs of " + exe + ": " + list.error()), size, mtime_ns);
+              finish(key, toolchain_from_output(exe, again->second->version_output, *list), size, mtime_ns);
+            });
+      });
+}
+
+void ToolchainProber::finish(const Key& key, Result<Toolchain> result, std::int64_t size, std::int64_t mtime_ns) {
+  auto it = probes_.find(key);
+  if (it == probes_.end()) return;
+  auto probe = it->second;  // keeps the capture alive until this handler returns
+  probes_.erase(it);
+  if (result)
+    cache_[key] = Cached{*result, size, mtime_ns};
+  else
+    spdlog::warn("probing {}: {}", key.path, result.error());
+  for (auto& done : probe->waiting) done(result);
 }
 
 }  // namespace fad

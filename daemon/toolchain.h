@@ -1,13 +1,25 @@
 // What a compiler (nvcc or an nvcc-compatible program) is: its resolved path,
-// version line and the archs it can build. Probed once per path and cached.
+// version line and the archs it can build. Probing runs `--version` and
+// `--list-gpu-arch` as child processes read asynchronously on the event loop,
+// with a time limit, so a compiler that hangs delays only the submit that named
+// it. A root fadd probes a user's compiler as that user.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
 #include "common/arch.h"
 #include "common/result.h"
+#include "daemon/credentials.h"
 
 namespace fad {
 
@@ -20,19 +32,58 @@ struct Toolchain {
 /// Finds `name` on PATH (or /usr/local/cuda/bin) when it has no slash.
 Result<std::string> resolve_executable(const std::string& name);
 
-/// Runs `nvcc --version` and `nvcc --list-gpu-arch` (as argv, no shell, 30 s limit).
-Result<Toolchain> probe_toolchain(const std::string& nvcc);
+/// A toolchain from the outputs of `--version` and `--list-gpu-arch`.
+Result<Toolchain> toolchain_from_output(const std::string& path, const std::string& version_output,
+                                        const std::string& arch_list_output);
 
-/// Runs a program and returns its stdout+stderr; fails on spawn error, timeout or non-zero exit.
-Result<std::string> run_capture(const std::vector<std::string>& argv, int timeout_s);
+/// Which compiler to probe, and as whom.
+struct ToolchainQuery {
+  std::string nvcc;                   ///< as named by the client or the config
+  std::optional<Credentials> run_as;  ///< probe as this user; nullopt: as fadd
+};
 
-/// Caches probes by requested name: probing nvcc takes ~100 ms.
-class ToolchainCache {
+using ToolchainCallback = std::function<void(Result<Toolchain>)>;
+
+/// Probes compilers asynchronously on `io` and caches the results per
+/// (resolved path, user), revalidated by the file's size and mtime. Concurrent
+/// requests for one compiler share a probe; at most `max_in_flight` compilers
+/// are probed at once (more get an error at once).
+class ToolchainProber {
  public:
-  Result<Toolchain> get(const std::string& nvcc);
+  explicit ToolchainProber(boost::asio::io_context& io, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                           std::size_t max_in_flight = 8);
+  /// Kills probes still running; their callbacks never run.
+  ~ToolchainProber();
+  ToolchainProber(const ToolchainProber&) = delete;
+  ToolchainProber& operator=(const ToolchainProber&) = delete;
+
+  /// Calls `done` on the event loop with the toolchain or why not. May call it
+  /// before returning (a cached answer, an unresolvable name).
+  void get(const ToolchainQuery& query, ToolchainCallback done);
+
+  /// Compilers being probed now.
+  std::size_t in_flight() const { return probes_.size(); }
 
  private:
-  std::map<std::string, Toolchain> cache_;
+  struct Key {
+    std::string path;
+    uid_t uid;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Cached {
+    Toolchain toolchain;
+    std::int64_t size = 0;
+    std::int64_t mtime_ns = 0;
+  };
+  struct Probe;
+  void finish(const Key& key, Result<Toolchain> result, std::int64_t size, std::int64_t mtime_ns);
+
+  boost::asio::io_context& io_;
+  std::chrono::milliseconds timeout_;
+  std::size_t max_in_flight_;
+  std::map<Key, Cached> cache_;
+  std::map<Key, std::shared_ptr<Probe>> probes_;
+  std::shared_ptr<bool> alive_;
 };
 
 }  // namespace fad

@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include <spdlog/spdlog.h>
+
+#include "common/file_read.h"
 #include "common/meminfo.h"
-#include "daemon/memory_probe.h"
 
 namespace fad {
 
@@ -31,6 +34,60 @@ std::optional<std::uint64_t> read_value(const std::string& path) {
   auto v = parse_cgroup_value(read_small_file(path));
   if (!v) return std::nullopt;
   return *v;
+}
+
+/// Whether `pid` is a running fadd (not a process that reused its number).
+bool fadd_alive(int pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::string comm = read_small_file("/proc/" + std::to_string(pid) + "/comm");
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm == "fadd";
+}
+
+/// Kills every process of a unit cgroup and removes it. The kernel empties a
+/// cgroup as its processes die; this waits a short while for that.
+void kill_unit_cgroup(const fs::path& dir) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    const std::string procs = read_small_file((dir / "cgroup.procs").string());
+    if (procs.empty()) break;
+    for (std::size_t pos = 0; pos < procs.size();) {
+      const auto end = procs.find('\n', pos);
+      const int pid = std::atoi(procs.substr(pos, end - pos).c_str());
+      if (pid > 1) ::kill(pid, SIGKILL);
+      if (end == std::string::npos) break;
+      pos = end + 1;
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+    ::usleep(10000);
+  }
+  ::rmdir(dir.c_str());
+}
+
+/// Compilers a dead fadd left in its fad-units-PID cgroup (a kill -9 leaves
+/// nvcc's children running: only nvcc itself gets the parent-death signal)
+/// are killed, and its cgroups removed. External compiles (ext-*) belong to
+/// their launchers, which still wait for them: left alone, removed once empty.
+void clean_leftover_units(const std::string& own) {
+  std::error_code ec;
+  for (fs::directory_iterator it(own, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.rfind("fad-units-", 0) != 0) continue;
+    const auto pid = std::atoi(name.c_str() + 10);
+    if (pid <= 0 || pid == ::getpid() || fadd_alive(pid)) continue;
+    std::error_code uec;
+    for (fs::directory_iterator unit(it->path(), uec), uend; !uec && unit != uend; unit.increment(uec)) {
+      if (!unit->is_directory()) continue;
+      if (unit->path().filename().string().rfind("unit-", 0) == 0) {
+        const std::string procs = read_small_file((unit->path() / "cgroup.procs").string());
+        if (!procs.empty()) spdlog::warn("killing compilers left in {} by a previous fadd", unit->path().string());
+        kill_unit_cgroup(unit->path());
+      } else {
+        ::rmdir(unit->path().c_str());
+      }
+    }
+    ::rmdir(it->path().c_str());
+  }
 }
 }  // namespace
 
@@ -72,18 +129,9 @@ std::unique_ptr<CgroupManager> CgroupManager::detect(std::string* why) {
   if (!v2) {
     // v1: a sibling directory per fadd under fadd's own memory cgroup, so a
     // limit set on that cgroup (a WSL-sized box, a container) still applies.
-    // Directories of earlier fadds that died without cleaning up go first.
-    for (fs::directory_iterator it(own, ec), end; !ec && it != end; it.increment(ec)) {
-      const auto name = it->path().filename().string();
-      if (name.rfind("fad-units-", 0) != 0) continue;
-      const auto pid = std::atoi(name.c_str() + 10);
-      if (pid > 0 && ::kill(pid, 0) != 0) {
-        for (fs::directory_iterator unit(it->path(), ec), uend; !ec && unit != uend; unit.increment(ec))
-          if (unit->is_directory()) ::rmdir(unit->path().c_str());
-        ::rmdir(it->path().c_str());
-      }
-    }
-    ec.clear();
+    // Directories of earlier fadds that died without cleaning up go first,
+    // with the compilers they left.
+    clean_leftover_units(own);
     const std::string base = own + "/fad-units-" + std::to_string(::getpid());
     fs::create_directories(base, ec);
     if (ec) {

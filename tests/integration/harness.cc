@@ -2,16 +2,23 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -114,6 +121,122 @@ CommandResult run(const std::vector<std::string>& argv, const std::map<std::stri
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+CommandResult run_as_user(uid_t uid, gid_t gid, const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env, int timeout_s) {
+  TempDir tmp;
+  const auto out = tmp.path() / "out", err = tmp.path() / "err";
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    if (!env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  CommandResult r;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    ::dup2(null_fd, 0);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(126);
+    if (::chdir("/") != 0) ::_exit(126);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out_fd);
+  ::close(err_fd);
+  if (pid < 0) return r;
+  r.exit_code = wait_exit(pid, timeout_s);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<pid_t> processes_with_env(const std::string& entry) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    const std::string environ_text = slurp(it->path() / "environ");
+    for (std::size_t pos = 0; pos < environ_text.size();) {
+      const auto end_pos = environ_text.find('\0', pos);
+      if (environ_text.compare(pos, end_pos - pos, entry) == 0) {
+        out.push_back(std::stoi(name));
+        break;
+      }
+      if (end_pos == std::string::npos) break;
+      pos = end_pos + 1;
+    }
+  }
+  return out;
+}
+
+std::uint64_t rss_of(pid_t pid) {
+  std::istringstream status(slurp("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+RawClient::RawClient(const std::string& socket_path) {
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
+  if (fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+RawClient::~RawClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool RawClient::send(const std::string& bytes) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const auto n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> RawClient::read_line(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  while (pending_.find('\n') == std::string::npos) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd_, POLLIN, 0};
+    // At least one look, even with no time left.
+    if (::poll(&p, 1, static_cast<int>(std::max<long>(0, left.count()))) <= 0) {
+      if (left.count() <= 0) return std::nullopt;
+      continue;
+    }
+    const auto n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) {
+      if (pending_.empty()) return std::nullopt;
+      return std::exchange(pending_, {});
+    }
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+  const auto nl = pending_.find('\n');
+  std::string line = pending_.substr(0, nl);
+  pending_.erase(0, nl + 1);
+  return line;
 }
 
 TempDir::TempDir() {

@@ -46,6 +46,36 @@ std::optional<int> poll_process(pid_t pid);
 /// the same program at the same time).
 std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd);
 
+/// Runs argv as another user (uid, gid, no supplementary groups): forks, drops
+/// to them, execs. Needs root. Output captured like run().
+CommandResult run_as_user(uid_t uid, gid_t gid, const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env = {}, int timeout_s = 120);
+
+/// Processes whose environment holds `entry` (e.g. "FAD_FAKE_LOG=/tmp/x"): a
+/// test's own compilers, wherever they were reparented.
+std::vector<pid_t> processes_with_env(const std::string& entry);
+
+/// Resident bytes of process `pid` (0 when gone).
+std::uint64_t rss_of(pid_t pid);
+
+/// A Unix socket connection speaking raw bytes, for hostile-input tests.
+class RawClient {
+ public:
+  /// Connects to `socket_path`; ok() is false when it could not.
+  explicit RawClient(const std::string& socket_path);
+  ~RawClient();
+  RawClient(RawClient&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  bool ok() const { return fd_ >= 0; }
+  /// Sends all of `bytes` (false when the peer closed).
+  bool send(const std::string& bytes);
+  /// One line (without the newline) or what arrived before EOF; nullopt after `timeout` with nothing complete.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+
+ private:
+  int fd_ = -1;
+  std::string pending_;
+};
+
 /// The first of `candidates` that is an executable file; empty when none is.
 std::string find_tool(const std::vector<std::string>& candidates);
 
@@ -89,6 +119,8 @@ class Daemon {
   void set_wrapper(std::vector<std::string> wrapper) { wrapper_ = std::move(wrapper); }
   /// Starts fadd with the fake compiler (unless args name --nvcc) and waits until it answers.
   void start(std::vector<std::string> extra_args = {}, std::map<std::string, std::string> env = {});
+  /// Writes `text` as the daemon's config file (FAD_CONFIG) for the next start.
+  void write_config(const std::string& text) { std::ofstream(dir() / "test-config.json") << text; }
   /// Starts fadd and returns its exit code (for refusals).
   int start_expect_exit(std::vector<std::string> extra_args, std::string* log);
   void kill9();

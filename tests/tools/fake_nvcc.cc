@@ -10,8 +10,9 @@
 //
 // Environment:
 //   FAD_FAKE_LOG=path          append one line per invocation, when it starts (flock'ed):
-//                              "pid=<pid> src=<SRC> out=<OBJ> threads=<N> archs=<sm_90,sm_120>"
-//                              (archs: the code= value of each -gencode, or of -arch);
+//                              "pid=<pid> src=<SRC> out=<OBJ> threads=<N> archs=<sm_90,sm_120> uid=<U> fds=<0,1,2>"
+//                              (archs: the code= value of each -gencode, or of -arch; uid: the
+//                              real uid it runs as; fds: the descriptors it was started with);
 //                              link mode appends "link out=<OUT>".
 //   FAD_FAKE_PROFILE=file.tsv  replay a memory trace ("seconds<TAB>MiB" lines, '#' comments),
 //                              interpolating linearly between samples from 0 MiB at time 0.
@@ -24,16 +25,21 @@
 //   FAD_FAKE_EXIT=code         exit with this code once the profile has run.
 //   FAD_FAKE_FAIL_MATCH=s      if the SRC path contains s: print "SRC(1): error: fake failure"
 //                              on stderr and exit 1 once the profile has run.
+//   FAD_FAKE_CHILDREN=n        start n child processes (like cicc and ptxas) that follow the same
+//                              profile in the same process group, without a parent-death signal:
+//                              killed with their parent's group, orphaned if only the parent dies.
 // A source file may override all of these for itself with a line
-//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH   (any subset of the keys)
+//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N   (any subset of the keys)
 // profile=PATH replays that trace (as FAD_FAKE_PROFILE does; a relative PATH is taken from
 // the source file's directory), so units of one build can replay different traces; peak_mb
 // or duration_s in the same line win over it, and it wins over the environment's profiles.
 // The output file is written (OBJ.tmp, then renamed) only on exit code 0.
 // Signals keep their default dispositions: SIGTERM ends it at once, SIGSTOP/SIGCONT pause it.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +88,7 @@ struct Overrides {
   std::optional<double> duration_s;
   std::optional<int> exit_code;
   std::optional<std::string> profile;  ///< trace path, resolved against the source's directory
+  std::optional<int> children;
 };
 
 std::optional<std::string> env(const char* name) {
@@ -257,6 +264,8 @@ Overrides read_overrides(const std::string& src) {
       o.duration_s = std::atof(value);
     else if (key == "exit")
       o.exit_code = std::atoi(value);
+    else if (key == "children")
+      o.children = std::atoi(value);
     else if (key == "profile" && *value) {
       std::string path = value;
       std::size_t slash = src.rfind('/');
@@ -342,6 +351,23 @@ void replay(const std::vector<Sample>& profile, double mem_factor) {
   }
 }
 
+/// The descriptors this process holds, e.g. "0,1,2".
+std::string open_fds() {
+  std::vector<int> fds;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return "?";
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd != ::dirfd(dir)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  std::string out;
+  for (int fd : fds) out += (out.empty() ? "" : ",") + std::to_string(fd);
+  return out;
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
@@ -371,8 +397,10 @@ int run_compile(Args args) {
     std::string base = args.src.substr(args.src.rfind('/') + 1);
     args.out = base.substr(0, base.rfind('.')) + ".o";
   }
+  const std::string fds = open_fds();  // before anything of its own is opened
   append_log("pid=" + std::to_string(::getpid()) + " src=" + args.src + " out=" + args.out +
-             " threads=" + std::to_string(args.threads) + " archs=" + join(args.archs));
+             " threads=" + std::to_string(args.threads) + " archs=" + join(args.archs) +
+             " uid=" + std::to_string(::getuid()) + " fds=" + fds);
 
   const Overrides over = read_overrides(args.src);
   const double time_scale = env_double("FAD_FAKE_TIME_SCALE", 1.0);
@@ -402,7 +430,18 @@ int run_compile(Args args) {
     std::fprintf(stderr, "fake-nvcc: replaying %.1f s, peak %s\n", profile.back().seconds,
                  fad::format_size(static_cast<std::uint64_t>(peak * mem_factor * kMiB)).c_str());
   }
+  const int children = over.children ? *over.children : static_cast<int>(env_double("FAD_FAKE_CHILDREN", 0));
+  std::vector<pid_t> kids;
+  for (int i = 0; i < children; ++i) {
+    const pid_t kid = ::fork();
+    if (kid == 0) {
+      replay(profile, mem_factor);
+      ::_exit(0);
+    }
+    if (kid > 0) kids.push_back(kid);
+  }
   replay(profile, mem_factor);
+  for (pid_t kid : kids) ::waitpid(kid, nullptr, 0);
 
   if (std::optional<std::string> match = env("FAD_FAKE_FAIL_MATCH");
       match && args.src.find(*match) != std::string::npos) {

@@ -59,8 +59,12 @@ class OneShotServer {
   std::thread thread_;
 };
 
+// In a directory of the test's own: fad refuses sockets in a directory others can write.
 std::string socket_path() {
-  return (std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()) + ".sock")).string();
+  const auto dir = std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  return (dir / "fad.sock").string();
 }
 
 }  // namespace
@@ -100,4 +104,24 @@ TEST_CASE("a daemon that hangs up without answering is unreachable, garbage is a
     auto reply = call_daemon(socket_path(), fad::Request{"status", {}});
     CHECK(std::get<CallFailure>(reply).exit_code == kExitFailed);
   }
+}
+
+TEST_CASE("call_daemon refuses a socket in a directory others can write, without connecting", "[connection]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("fad-conn-open-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);  // 0777, like a squatted /tmp
+  const auto path = (dir / "fad.sock").string();
+  {
+    OneShotServer server(path, "{\"v\":1,\"ok\":true,\"result\":{}}\n");
+    auto reply = call_daemon(path, fad::Request{"status", {}}, std::chrono::milliseconds(500));
+    auto* failure = std::get_if<CallFailure>(&reply);
+    REQUIRE(failure);
+    CHECK(failure->exit_code == kExitUnreachable);
+    CHECK(failure->message.find("writable by others") != std::string::npos);
+    // Unblock the server's accept: it must not have been talked to.
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+    auto served = call_daemon(path, fad::Request{"status", {}});
+    CHECK(std::holds_alternative<fad::Response>(served));
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -157,7 +157,7 @@ TEST_CASE("load_config: unreadable files name the path and the reason", "[config
   CHECK(missing.error() == "cannot read config file /nonexistent/fad.json: No such file or directory");
   auto dir = fad::load_config(kFixtures);
   REQUIRE_FALSE(dir.ok());
-  CHECK(dir.error() == "cannot read config file " + kFixtures + ": Is a directory");
+  CHECK(dir.error() == "cannot read config file " + kFixtures + ": it is a directory");
 }
 
 TEST_CASE("parse_reserve and is_log_level", "[config]") {
@@ -173,4 +173,26 @@ TEST_CASE("parse_reserve and is_log_level", "[config]") {
   for (const char* level : {"trace", "debug", "info", "warn", "error"}) CHECK(fad::is_log_level(level));
   CHECK_FALSE(fad::is_log_level("warning"));
   CHECK_FALSE(fad::is_log_level(""));
+}
+
+TEST_CASE("config: socket_mode and socket_group", "[config]") {
+  auto ok = parse_config(R"({"socket_mode": "0660", "socket_group": "root"})", "f.json");
+  REQUIRE(ok.ok());
+  CHECK(ok->socket_mode == 0660u);
+  CHECK(ok->socket_group == std::optional<std::string>("root"));
+  CHECK(parse_config("{}", "f.json")->socket_mode == 0600u);
+  CHECK(parse_config(R"({"socket_mode": "666"})", "f.json")->socket_mode == 0666u);
+
+  auto bad =
+      error_lines(parse_config("{\n  \"socket_mode\": \"0777\",\n  \"socket_group\": \"no-such-group-fad\",\n"
+                               "  \"log_level\": \"info\"\n}",
+                               "f.json"));
+  REQUIRE(bad.size() == 2);
+  CHECK(bad[0] == "f.json:2: key 'socket_mode': a socket mode has read and write bits only (at most 0666), got '0777'");
+  CHECK(bad[1] == "f.json:3: key 'socket_group': no group named 'no-such-group-fad' on this machine");
+  CHECK(error_lines(parse_config(R"({"socket_mode": "0060"})", "f.json"))[0].find("0600 at least") !=
+        std::string::npos);
+  CHECK(error_lines(parse_config(R"({"socket_mode": 660})", "f.json"))[0].find("octal mode string") !=
+        std::string::npos);
+  CHECK(error_lines(parse_config(R"({"socket_mode": "06x0"})", "f.json"))[0].find("octal digits") != std::string::npos);
 }

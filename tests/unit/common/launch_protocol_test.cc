@@ -54,3 +54,41 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   CHECK_FALSE(OpenBuildRequest::from_json({{"budget_bytes", -5}}));
   CHECK_FALSE(LaunchFinishedRequest::from_json({{"unit_id", 1}, {"exit_code", 0}, {"signaled", "yes"}}));
 }
+
+TEST_CASE("launch protocol: content_hash and compiler_version are optional, bounded and checked",
+          "[protocol][launch]") {
+  using Catch::Contains;
+  LaunchRequest l;
+  l.session = 1;
+  l.cwd = "/w";
+  l.argv = {"nvcc", "-c", "a.cu"};
+  l.source = "/w/a.cu";
+  auto plain = LaunchRequest::from_json(l.to_json());
+  REQUIRE(plain);
+  CHECK_FALSE(plain->content_hash);
+  CHECK_FALSE(plain->compiler_version);
+  CHECK_FALSE(l.to_json().contains("content_hash"));
+
+  l.content_hash = "0123456789abcdef";
+  l.compiler_version = "Build cuda_13.0.r13.0/compiler.36424714_0";
+  auto back = LaunchRequest::from_json(l.to_json());
+  REQUIRE(back);
+  CHECK(back->content_hash == l.content_hash);
+  CHECK(back->compiler_version == l.compiler_version);
+  l.content_hash = "sha256:" + std::string(64, 'a');
+  CHECK(LaunchRequest::from_json(l.to_json()));
+
+  auto with = [&](const char* field, json value) {
+    json j = l.to_json();
+    j[field] = std::move(value);
+    auto r = LaunchRequest::from_json(j);
+    REQUIRE_FALSE(r);
+    return r.error();
+  };
+  CHECK_THAT(with("content_hash", std::string(129, 'a')), Contains("at most 128 bytes"));
+  CHECK_THAT(with("content_hash", "../../etc/passwd; rm"), Contains("content_hash"));
+  CHECK_THAT(with("content_hash", 7), Contains("content_hash"));
+  CHECK_THAT(with("content_hash", ""), Contains("non-empty"));
+  CHECK_THAT(with("compiler_version", std::string(513, 'v')), Contains("at most 512 bytes"));
+  CHECK_THAT(with("compiler_version", "two\nlines"), Contains("printable"));
+}

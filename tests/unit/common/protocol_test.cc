@@ -265,3 +265,28 @@ TEST_CASE("protocol v1 fixture: every request type stays parseable", "[protocol]
   CHECK(types == std::vector<std::string>{"submit", "status", "status", "cancel", "pause", "resume", "retry", "logs",
                                           "history", "shutdown"});
 }
+
+TEST_CASE("parse_request: nesting deeper than 32 levels is refused before parsing", "[protocol]") {
+  using Catch::Contains;
+  // 100,000 levels used to overflow the stack in the recursive parser.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THAT(request_error(deep), Contains("malformed JSON: nesting deeper than 32 levels at byte 33"));
+  std::string at_limit = R"({"v":1,"type":"status","body":{"x":)" + std::string(29, '[') + std::string(29, ']') + "}}";
+  CHECK(parse_request(at_limit).ok());
+  std::string over = R"({"v":1,"type":"status","body":{"x":)" + std::string(31, '[') + std::string(31, ']') + "}}";
+  CHECK_THAT(request_error(over), Contains("nesting deeper than 32"));
+  // Brackets in strings, escaped quotes included, are text.
+  CHECK(fad::check_nesting(R"({"a":"[[[[\"[[[[", "b":"\\"})", 1).ok());
+  CHECK_FALSE(fad::check_nesting(R"({"a":"\\", "b":[1]})", 1).ok());
+  CHECK_FALSE(fad::parse_response(deep).ok());
+}
+
+TEST_CASE("parse_request: numbers JSON cannot hold are errors, never exceptions", "[protocol]") {
+  using Catch::Contains;
+  std::string e;
+  REQUIRE_NOTHROW(e = request_error(R"({"v":1e400,"type":"status"})"));
+  CHECK_THAT(e, Contains("malformed JSON") && Contains("number overflow"));
+  REQUIRE_NOTHROW(e = request_error(R"({"v":1,"type":"status","body":{"id":-1e999}})"));
+  CHECK_THAT(e, Contains("number overflow"));
+  CHECK_FALSE(fad::parse_response(R"({"v":1,"ok":true,"result":{"x":1e400}})").ok());
+}

@@ -169,7 +169,7 @@ TEST_CASE("engine: a failing unit cancels queued units, retry requeues and the b
   CHECK(f.store->history().size() == 1);  // only the clean success
 
   // Retrying a failed build requeues the failed and cancelled units only.
-  auto r = f.engine->retry(id);
+  auto r = f.engine->retry(f.me, id);
   REQUIRE(r.ok);
   CHECK(r.result["requeued"] == 4);
   CHECK(f.unit(id, "a_two")->state == UnitState::succeeded);
@@ -191,7 +191,7 @@ TEST_CASE("engine: a failing unit cancels queued units, retry requeues and the b
   CHECK(f.launcher.launch_count("link") == 1);
 
   // Only failed or cancelled builds can be retried.
-  auto again = f.engine->retry(id);
+  auto again = f.engine->retry(f.me, id);
   CHECK_FALSE(again.ok);
   CHECK(again.code == ErrorCode::failed);
 }
@@ -246,7 +246,7 @@ TEST_CASE("engine: cancel terminates running groups and cancels the build", "[en
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
-  auto r = f.engine->cancel(id);
+  auto r = f.engine->cancel(f.me, id);
   REQUIRE(r.ok);
   CHECK(r.result["state"] == "cancelled");
   for (const auto& name : kCompileUnits)
@@ -270,10 +270,10 @@ TEST_CASE("engine: cancel terminates running groups and cancels the build", "[en
   f.engine->tick();
   CHECK(f.launcher.launches.size() == 4);
 
-  auto twice = f.engine->cancel(id);
+  auto twice = f.engine->cancel(f.me, id);
   CHECK_FALSE(twice.ok);
   CHECK(twice.code == ErrorCode::failed);
-  CHECK(f.engine->cancel(id + 1).code == ErrorCode::not_found);
+  CHECK(f.engine->cancel(f.me, id + 1).code == ErrorCode::not_found);
 }
 
 TEST_CASE("engine: retry right after cancel, before the stopped units exit, can still finish", "[engine]") {
@@ -284,8 +284,8 @@ TEST_CASE("engine: retry right after cancel, before the stopped units exit, can 
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
-  REQUIRE(f.engine->cancel(id).ok);
-  auto r = f.engine->retry(id);
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  auto r = f.engine->retry(f.me, id);
   if (r.ok) {
     for (const auto& name : kCompileUnits) f.launcher.exit(name, 128 + SIGTERM, true);
     f.engine->tick();
@@ -313,12 +313,12 @@ TEST_CASE("engine: pause stops running groups and admits nothing until resume", 
   const int p1 = f.launcher.pgid_of("a_one");
   const int p2 = f.launcher.pgid_of("a_two");
 
-  auto r = f.engine->pause(id);
+  auto r = f.engine->pause(f.me, id);
   REQUIRE(r.ok);
   CHECK(f.build_state(id) == BuildState::paused);
   CHECK(f.launcher.signals_to(p1) == std::vector<int>{SIGSTOP});
   CHECK(f.launcher.signals_to(p2) == std::vector<int>{SIGSTOP});
-  CHECK(f.engine->pause(id).code == ErrorCode::failed);  // already paused
+  CHECK(f.engine->pause(f.me, id).code == ErrorCode::failed);  // already paused
 
   // A unit ending while paused frees a slot, but nothing new starts.
   f.launcher.exit("a_one", 0);
@@ -328,7 +328,7 @@ TEST_CASE("engine: pause stops running groups and admits nothing until resume", 
   CHECK(f.build_state(id) == BuildState::paused);
   CHECK(f.launcher.signals_to(p2) == std::vector<int>{SIGSTOP});
 
-  r = f.engine->resume(id);
+  r = f.engine->resume(f.me, id);
   REQUIRE(r.ok);
   CHECK(r.result["state"] == "running");
   CHECK(f.build_state(id) == BuildState::running);
@@ -337,7 +337,7 @@ TEST_CASE("engine: pause stops running groups and admits nothing until resume", 
   f.engine->tick();
   CHECK(f.launcher.launches.size() == 3);
   CHECK(f.launcher.find("b_one"));
-  CHECK(f.engine->resume(id).code == ErrorCode::failed);  // not paused
+  CHECK(f.engine->resume(f.me, id).code == ErrorCode::failed);  // not paused
 }
 
 TEST_CASE("engine: cancelling a paused build continues its stopped groups so they can exit", "[engine]") {
@@ -345,8 +345,8 @@ TEST_CASE("engine: cancelling a paused build continues its stopped groups so the
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
-  REQUIRE(f.engine->pause(id).ok);
-  REQUIRE(f.engine->cancel(id).ok);
+  REQUIRE(f.engine->pause(f.me, id).ok);
+  REQUIRE(f.engine->cancel(f.me, id).ok);
   for (const auto& name : kCompileUnits)
     CHECK(f.launcher.signals_to(f.launcher.pgid_of(name)) == std::vector<int>{SIGSTOP, SIGTERM, SIGCONT});
 }
@@ -360,7 +360,7 @@ TEST_CASE("engine: a paused unit under memory pressure keeps its suspend grace",
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
-  REQUIRE(f.engine->pause(id).ok);
+  REQUIRE(f.engine->pause(f.me, id).ok);
   f.probe.snap.available = 1ull << 30;  // under the 10% reserve: pressure
   f.engine->tick();
   for (const auto& name : kCompileUnits) {
@@ -381,7 +381,7 @@ TEST_CASE("engine: shutdown stops running units and requeues them as they exit",
 
   SubmitRequest req;
   req.archs = {"9.0"};
-  auto refused = f.engine->submit(req);
+  auto refused = f.submit_as(f.me, req);
   CHECK_FALSE(refused.ok);
   CHECK(refused.code == ErrorCode::failed);
 
@@ -443,14 +443,14 @@ TEST_CASE("engine: submit errors are usage errors", "[engine]") {
   SubmitRequest req;
   SECTION("an arch the compiler cannot build names the buildable ones") {
     req.archs = {"5.0"};
-    auto r = f.engine->submit(req);
+    auto r = f.submit_as(f.me, req);
     REQUIRE_FALSE(r.ok);
     CHECK(r.code == ErrorCode::usage);
     CHECK_THAT(r.message, Contains("5.0") && Contains("9.0") && Contains("12.0"));
   }
   SECTION("an unparsable arch") {
     req.archs = {"banana"};
-    auto r = f.engine->submit(req);
+    auto r = f.submit_as(f.me, req);
     REQUIRE_FALSE(r.ok);
     CHECK(r.code == ErrorCode::usage);
     CHECK_THAT(r.message, Contains("banana"));
@@ -458,7 +458,7 @@ TEST_CASE("engine: submit errors are usage errors", "[engine]") {
   SECTION("a glob matching no unit") {
     req.archs = {"9.0"};
     req.kernels = "zzz*";
-    auto r = f.engine->submit(req);
+    auto r = f.submit_as(f.me, req);
     REQUIRE_FALSE(r.ok);
     CHECK(r.code == ErrorCode::usage);
     CHECK_THAT(r.message, Contains("zzz*") && Contains("a_one"));
@@ -478,7 +478,7 @@ TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
   LogsRequest req;
   req.id = id;
   req.unit = "a_one";
-  auto r = f.engine->logs(req);
+  auto r = f.engine->logs(f.me, req);
   REQUIRE(r.ok);
   CHECK(r.result["data"] == full);
   CHECK(r.result["offset"] == full.size());
@@ -486,34 +486,34 @@ TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
 
   req.offset = 2;
   req.max_bytes = 3;
-  r = f.engine->logs(req);
+  r = f.engine->logs(f.me, req);
   CHECK(r.result["data"] == full.substr(2, 3));
   CHECK(r.result["offset"] == 5);
 
   req.offset = full.size() + 100;
   req.max_bytes = 1024;
-  r = f.engine->logs(req);
+  r = f.engine->logs(f.me, req);
   CHECK(r.result["data"] == "");
   CHECK(r.result["offset"] == full.size());
 
   f.launcher.exit("a_one", 0);
   req.offset = full.size();
-  r = f.engine->logs(req);
+  r = f.engine->logs(f.me, req);
   CHECK(r.result["data"] == "");
   CHECK(r.result["done"] == true);
 
   // Without a unit: the build log, not done while the build runs.
   LogsRequest build_log;
   build_log.id = id;
-  r = f.engine->logs(build_log);
+  r = f.engine->logs(f.me, build_log);
   REQUIRE(r.ok);
   CHECK_THAT(r.result["data"].get<std::string>(), Contains("submitted: 5 units") && Contains("finished a_one"));
   CHECK(r.result["done"] == false);
 
   req.unit = "nope";
-  CHECK(f.engine->logs(req).code == ErrorCode::not_found);
+  CHECK(f.engine->logs(f.me, req).code == ErrorCode::not_found);
   build_log.id = id + 7;
-  CHECK(f.engine->logs(build_log).code == ErrorCode::not_found);
+  CHECK(f.engine->logs(f.me, build_log).code == ErrorCode::not_found);
 }
 
 TEST_CASE("engine: status has the contract fields", "[engine]") {
@@ -527,7 +527,7 @@ TEST_CASE("engine: status has the contract fields", "[engine]") {
   f.clock.advance(42);
   f.launcher.exit("a_one", 0);
 
-  auto r = f.engine->status(StatusRequest{});
+  auto r = f.engine->status(f.me, StatusRequest{});
   REQUIRE(r.ok);
   const auto& d = r.result.at("daemon");
   CHECK(d.at("version").is_string());
@@ -563,7 +563,7 @@ TEST_CASE("engine: status has the contract fields", "[engine]") {
 
   StatusRequest one;
   one.id = id;
-  r = f.engine->status(one);
+  r = f.engine->status(f.me, one);
   REQUIRE(r.ok);
   const auto& list = r.result.at("builds").at(0).at("unit_list");
   REQUIRE(list.size() == 5);
@@ -589,7 +589,7 @@ TEST_CASE("engine: status has the contract fields", "[engine]") {
   CHECK(list[4].at("archs") == std::vector<std::string>{"9.0", "12.0"});
 
   one.id = id + 1;
-  CHECK(f.engine->status(one).code == ErrorCode::not_found);
+  CHECK(f.engine->status(f.me, one).code == ErrorCode::not_found);
 }
 
 TEST_CASE("engine: under memory pressure queued units wait with a reason", "[engine]") {
@@ -602,7 +602,7 @@ TEST_CASE("engine: under memory pressure queued units wait with a reason", "[eng
 
   StatusRequest req;
   req.id = id;
-  auto r = f.engine->status(req);
+  auto r = f.engine->status(f.me, req);
   REQUIRE(r.ok);
   for (const auto& u : r.result["builds"][0]["unit_list"]) {
     if (u["name"] == "link") continue;  // not in the queue until the compiles are done
@@ -640,8 +640,8 @@ TEST_CASE("engine: history lists finished builds with a duration", "[engine]") {
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
-  REQUIRE(f.engine->cancel(id).ok);
-  auto r = f.engine->history(HistoryRequest{});
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  auto r = f.engine->history(f.me, HistoryRequest{});
   REQUIRE(r.ok);
   REQUIRE(r.result["builds"].size() == 1);
   CHECK(r.result["builds"][0]["id"] == id);

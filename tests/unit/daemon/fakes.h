@@ -113,6 +113,11 @@ class RecordingLauncher final : public ProcessLauncher {
     return it == memory.end() ? 0 : it->second;
   }
   bool group_alive(int pgid) override { return !gone.count(pgid); }
+  std::optional<ProcessInfo> process_info(int pid) override {
+    auto it = processes.find(pid);
+    if (it == processes.end()) return std::nullopt;
+    return it->second;
+  }
   void adopt(int pgid) override { adopted.insert(pgid); }
   GroupAccount release(int pgid) override {
     adopted.erase(pgid);
@@ -173,6 +178,7 @@ class RecordingLauncher final : public ProcessLauncher {
   std::map<int, std::uint64_t> memory;       ///< group_memory per pgid
   std::set<int> gone;                        ///< groups group_alive() reports as vanished
   std::set<int> adopted;                     ///< external groups being accounted
+  std::map<int, ProcessInfo> processes;      ///< what process_info() reports per pid
   std::uint64_t released_peak = 0;           ///< what release() reports as the exact peak
   bool released_oom_killed = false;          ///< what release() reports about the OOM killer
   int next_pgid = 1000;
@@ -223,6 +229,10 @@ struct EngineFixture {
   std::unique_ptr<Engine> engine;
   EngineOptions options;
   int toolchain_lookups = 0;
+  /// The compilers the engine asked for, and as whom (uid; -1 for fadd itself).
+  std::vector<std::pair<std::string, long>> toolchain_queries;
+  /// The caller of requests in tests: this process's own user.
+  Caller me{::geteuid(), ::getegid(), ::getpid()};
 
   EngineFixture() {
     write_kernels(kernels);
@@ -232,6 +242,7 @@ struct EngineFixture {
     options.nvcc = "nvcc";
     options.scheduler.cores = 16;
     options.scheduler.nvcc_threads = 2;
+    options.daemon_uid = ::geteuid();
     store = std::make_unique<Store>(state + "/fad.db");
   }
   ~EngineFixture() {
@@ -241,11 +252,21 @@ struct EngineFixture {
 
   /// Builds the engine with the current `options` (tests tweak them first).
   Engine& make_engine() {
-    engine = std::make_unique<Engine>(options, *store, clock, probe, launcher, [this](const std::string&) {
-      ++toolchain_lookups;
-      return Result<Toolchain>(fake_toolchain());
-    });
+    engine = std::make_unique<Engine>(
+        options, *store, clock, probe, launcher, [this](const ToolchainQuery& query, ToolchainCallback done) {
+          ++toolchain_lookups;
+          toolchain_queries.emplace_back(query.nvcc, query.run_as ? long(query.run_as->uid) : -1L);
+          done(Result<Toolchain>(fake_toolchain()));
+        });
     return *engine;
+  }
+
+  /// A submit answered at once (the fake toolchain lookup answers at once).
+  Response submit_as(const Caller& caller, const SubmitRequest& req) {
+    std::optional<Response> answer;
+    engine->submit(caller, req, [&answer](Response r) { answer = std::move(r); });
+    if (!answer) throw std::logic_error("submit did not answer");
+    return *answer;
   }
 
   /// Submits a build for 9.0 and 12.0 and returns its id.
@@ -254,7 +275,7 @@ struct EngineFixture {
     req.archs = std::move(archs);
     req.kernels = std::move(glob);
     req.name = "test";
-    auto r = engine->submit(req);
+    auto r = submit_as(me, req);
     if (!r.ok) throw std::runtime_error("submit failed: " + r.message);
     return r.result.at("id").get<std::int64_t>();
   }

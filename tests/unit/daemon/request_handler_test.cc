@@ -18,10 +18,13 @@ struct HandlerFixture : test::EngineFixture {
     make_engine().recover();
     handler = std::make_unique<RequestHandler>(*engine, [this] { ++shutdowns; });
   }
-  /// Handles `line` and parses the response; the line must end with one newline.
-  Response call(std::string_view line) {
-    std::string out;
-    REQUIRE_NOTHROW(out = handler->handle(line));
+  /// Handles `line` (from `caller`, else this process's user) and parses the
+  /// response: exactly one line, ending with one newline.
+  Response call(std::string_view line, std::optional<Caller> caller = std::nullopt) {
+    std::vector<std::string> answers;
+    REQUIRE_NOTHROW(handler->handle(line, caller.value_or(me), [&](std::string a) { answers.push_back(a); }));
+    REQUIRE(answers.size() == 1);
+    const std::string& out = answers.front();
     REQUIRE_FALSE(out.empty());
     CHECK(out.back() == '\n');
     CHECK(out.find('\n') == out.size() - 1);
@@ -76,6 +79,44 @@ TEST_CASE("request handler: bad body fields are usage errors naming the request"
   // An arch the compiler cannot build is also the user's error.
   f.expect_usage(R"({"v":1,"type":"submit","body":{"archs":["5.0"]}})", "5.0");
   CHECK(f.store->status_builds(10).empty());
+}
+
+TEST_CASE("request handler: deep nesting and unrepresentable numbers are usage errors", "[request_handler]") {
+  HandlerFixture f;
+  // 100,000 levels (200 KB) crashed the old parser with SIGSEGV; 1e400 threw
+  // out_of_range past the handler and left the session unanswered.
+  f.expect_usage(std::string(100000, '[') + std::string(100000, ']'), "nesting deeper than 32");
+  f.expect_usage("{\"v\":" + std::string(50000, '[') + "1" + std::string(50000, ']') + "}", "nesting");
+  f.expect_usage(R"({"v":1e400,"type":"status"})", "number");
+  f.expect_usage(R"({"v":1,"type":"status","body":{"id":1e400}})", "number");
+  f.expect_usage(R"({"v":1,"type":"cancel","body":{"id":-1e400}})", "number");
+  f.expect_usage(R"({"v":1,"type":"cancel","body":{"id":18446744073709551616}})", "id");
+  // Brackets inside strings do not count as nesting.
+  auto r = f.call(R"({"v":1,"type":"status","body":{"pad":")" + std::string(1000, '[') + R"("}})");
+  CHECK(r.ok);
+}
+
+TEST_CASE("request handler: another user cannot act on a build or stop fadd", "[request_handler]") {
+  HandlerFixture f;
+  SubmitRequest submit;
+  submit.archs = {"9.0"};
+  auto r = f.call(encode_request(Request{"submit", submit.to_json()}));
+  REQUIRE(r.ok);
+  const auto id = r.result.at("id").get<std::int64_t>();
+  const Caller other{f.me.uid + 4242, f.me.gid, 1};
+  for (const char* verb : {"cancel", "pause", "resume", "retry"}) {
+    r = f.call(encode_request(Request{verb, BuildRequest{id}.to_json()}), other);
+    CHECK_FALSE(r.ok);
+    CHECK(r.code == ErrorCode::failed);
+    CHECK_THAT(r.message, Contains("belongs to") && Contains(std::string("may ") + verb));
+  }
+  r = f.call(R"({"v":1,"type":"shutdown"})", other);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.message, Contains("may stop this fadd") || Contains("may stop it"));
+  CHECK(f.shutdowns == 0);
+  // Everyone may look.
+  CHECK(f.call(encode_request(Request{"status", StatusRequest{}.to_json()}), other).ok);
+  CHECK(f.build_state(id) == BuildState::queued);
 }
 
 TEST_CASE("request handler: other failures keep their own codes", "[request_handler]") {

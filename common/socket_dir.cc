@@ -1,0 +1,73 @@
+// Trust rules for the socket directory; see socket_dir.h.
+#include "common/socket_dir.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace fad {
+
+namespace {
+
+std::string name_of(uid_t uid) {
+  // Messages only: the plain getpwuid is fine in the client and at fadd's start.
+  if (const passwd* pw = ::getpwuid(uid); pw && pw->pw_name)
+    return std::string(pw->pw_name) + " (uid " + std::to_string(uid) + ")";
+  return "uid " + std::to_string(uid);
+}
+
+std::string octal(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+bool writable_by_others(const PathFacts& f) { return (f.mode & (S_IWGRP | S_IWOTH)) != 0; }
+
+}  // namespace
+
+Status check_daemon_socket_dir(const std::string& dir, const PathFacts& facts, uid_t daemon_uid) {
+  if (!facts.is_dir) return make_error("the socket directory " + dir + " is not a directory");
+  if (facts.owner != daemon_uid && facts.owner != 0)
+    return make_error("the socket directory " + dir + " belongs to " + name_of(facts.owner) +
+                      ", not to fadd's user or root; remove it or choose another --socket");
+  if (writable_by_others(facts))
+    return make_error("the socket directory " + dir + " is writable by others (mode " + octal(facts.mode) +
+                      "); make it writable by its owner only (chmod go-w) or choose another --socket");
+  return ok_status();
+}
+
+Status check_client_socket_dir(const std::string& dir, const PathFacts& facts, const PathFacts& parent, uid_t user) {
+  const std::string refuse = "refusing to talk to the socket in " + dir + ": ";
+  if (!facts.is_dir) return make_error(refuse + "it is not a directory");
+  if (writable_by_others(facts))
+    return make_error(refuse + "the directory is writable by others (mode " + octal(facts.mode) +
+                      "), anyone could have put the socket there");
+  if (facts.owner == user || facts.owner == 0) return ok_status();
+  const bool placed_by_trusted = (parent.owner == 0 || parent.owner == user) && !writable_by_others(parent);
+  if (placed_by_trusted) return ok_status();
+  return make_error(refuse + "it belongs to " + name_of(facts.owner) +
+                    " and was made in a directory anyone can write; remove it (or ask root to) and start fadd again");
+}
+
+std::optional<PathFacts> path_facts(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return PathFacts{S_ISDIR(st.st_mode), st.st_uid, static_cast<mode_t>(st.st_mode & 07777)};
+}
+
+Status check_socket_for_client(const std::string& socket_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::absolute(fs::path(socket_path), ec).parent_path();
+  if (ec) return ok_status();
+  auto facts = path_facts(dir.string());
+  if (!facts) return ok_status();  // nothing there: connecting fails with a clear reason
+  auto parent = path_facts(dir.parent_path().string());
+  return check_client_socket_dir(dir.string(), *facts, parent.value_or(PathFacts{true, 0, 0755}), ::getuid());
+}
+
+}  // namespace fad

@@ -1,0 +1,227 @@
+// A real fadd probed as an attacker and an unlucky operator would: lines that
+// crashed or leaked sessions, paths that froze or exhausted it, a compiler probe
+// that hangs, floods of idle connections, descriptors leaking into compilers.
+// Every probe here failed on fadd before these defences.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+using Ms = std::chrono::milliseconds;
+
+json error_of(const std::optional<std::string>& line) {
+  REQUIRE(line);
+  auto j = json::parse(*line);
+  REQUIRE(j.at("ok") == false);
+  return j.at("error");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// One raw request on a fresh connection; its answer within `timeout`.
+std::optional<std::string> ask_raw(const std::string& socket, const std::string& line, Ms timeout = Ms(5000)) {
+  RawClient c(socket);
+  if (!c.ok() || !c.send(line)) return std::nullopt;
+  return c.read_line(timeout);
+}
+
+std::string launch_line(const std::string& source, const std::string& dir) {
+  json body = {{"session", 4242},
+               {"cwd", dir},
+               {"argv", {FAD_FAKE_NVCC_BIN, "-c", source, "-o", dir + "/x.o"}},
+               {"source", source},
+               {"output", dir + "/x.o"},
+               {"archs", {"sm_90"}}};
+  return json{{"v", 1}, {"type", "launch"}, {"body", body}}.dump() + "\n";
+}
+
+/// Raises this process's descriptor limit to `want` (up to the hard limit); the new soft limit.
+rlim_t raise_fd_limit(rlim_t want) {
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = std::min(want, lim.rlim_max);
+  ::setrlimit(RLIMIT_NOFILE, &lim);
+  return lim.rlim_cur;
+}
+}  // namespace
+
+TEST_CASE("a 100,000-deep line and {\"v\":1e400} are usage errors, and fadd answers each and keeps serving",
+          "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({{"fwd_x", ""}});
+  d.start();
+  const auto sock = d.socket();
+
+  auto start = std::chrono::steady_clock::now();
+  auto e = error_of(ask_raw(sock, std::string(100000, '[') + std::string(100000, ']') + "\n"));
+  const double deep_s = seconds_since(start);
+  CHECK(e.at("code") == "usage");
+  CHECK(e.at("message").get<std::string>().find("nesting deeper than 32") != std::string::npos);
+
+  start = std::chrono::steady_clock::now();
+  e = error_of(ask_raw(sock, "{\"v\":1e400}\n"));
+  const double huge_s = seconds_since(start);
+  CHECK(e.at("code") == "usage");
+  CHECK(e.at("message").get<std::string>().find("number overflow") != std::string::npos);
+  WARN("FIGURE refused a 100,000-deep line in " << deep_s * 1000 << " ms and {\"v\":1e400} in " << huge_s * 1000
+                                                << " ms");
+
+  // 300 such lines used to leave 300 sessions behind (never answered, never
+  // removed) and lock every client out after 256. Each is answered now.
+  int answered = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto line = ask_raw(sock, i % 2 ? "{\"v\":1e400}\n" : "{\"v\":1,\"type\":\"status\",\"body\":{\"id\":1e999}}\n",
+                         Ms(3000));
+    answered += line && line->find("\"ok\":false") != std::string::npos;
+  }
+  CHECK(answered == 300);
+  CHECK(d.fad({"status"}).exit_code == 0);
+  const auto id = d.submit({"--arch", "9.0"});
+  CHECK(d.wait_final(id).at("state") == "succeeded");
+}
+
+TEST_CASE("a launch naming a FIFO or /dev/zero as its source neither blocks nor bloats fadd",
+          "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const std::string dir = d.dir().string();
+  const std::string fifo = dir + "/trap.cu";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto rss_before = rss_of(d.pid());
+
+  // As an old launcher would send it: no content hash, so an old fadd opened the source.
+  auto answer = ask_raw(d.socket(), launch_line(fifo, dir), Ms(5000));
+  REQUIRE(answer);
+  CHECK(json::parse(*answer).at("ok") == true);
+  answer = ask_raw(d.socket(), launch_line("/dev/zero", dir), Ms(5000));
+  REQUIRE(answer);
+  CHECK(json::parse(*answer).at("ok") == true);
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(d.fad({"status"}, 10).exit_code == 0);
+  const double status_s = seconds_since(start);
+  CHECK(status_s < 5);
+  const auto rss_after = rss_of(d.pid());
+  CHECK(rss_after < rss_before + (64u << 20));
+  WARN("FIGURE fadd RSS " << (rss_before >> 10) << " KiB before, " << (rss_after >> 10)
+                          << " KiB after launches naming a FIFO and /dev/zero; status then took " << status_s * 1000
+                          << " ms");
+}
+
+TEST_CASE("a compiler probe that hangs does not delay other clients", "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({{"fwd_x", ""}});
+  d.start();
+  const auto hang = d.dir() / "hanging-nvcc";
+  const auto started = d.dir() / "probe-started";
+  std::ofstream(hang) << "#!/bin/sh\necho $$ > " << started.string() << "\nexec sleep 300\n";
+  fs::permissions(hang, fs::perms::owner_all);
+  const pid_t submit = start_process({FAD_FAD_BIN, "submit", "--arch", "9.0", "--nvcc", hang.string()},
+                                     {{"FAD_SOCKET", d.socket()}}, d.dir() / "submit.out", d.dir() / "submit.out");
+  REQUIRE(submit > 0);
+  // The probe is running (its sleep exists) while status is asked for.
+  REQUIRE(wait_for([&] { return fs::exists(started); }, std::chrono::seconds(10)));
+  double worst = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = d.fad({"status"}, 20);
+    worst = std::max(worst, seconds_since(start));
+    CHECK(r.exit_code == 0);
+  }
+  CHECK(worst < 2.0);
+  WARN("FIGURE fad status while a --nvcc probe hangs: worst of 5 took " << worst * 1000 << " ms");
+  CHECK(!poll_process(submit).has_value());  // the submit itself still waits for its probe
+  ::kill(submit, SIGKILL);
+  wait_process(submit, 5);
+  // A normal submit is served meanwhile.
+  const auto id = d.submit({"--arch", "9.0"});
+  CHECK(d.wait_final(id).at("state") == "succeeded");
+}
+
+TEST_CASE("2,000 idle connections: the flooding user gets a clear error until they time out", "[integration][hostile]") {
+  if (raise_fd_limit(4096) < 2100) {
+    WARN("SKIP: needs 2,100 descriptors (hard limit too low); the idle flood was not tried");
+    return;
+  }
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  std::vector<RawClient> idle;
+  int refused_at_once = 0;
+  for (int i = 0; i < 2000; ++i) {
+    idle.emplace_back(d.socket());
+    if (!idle.back().ok()) break;
+  }
+  REQUIRE(idle.size() == 2000);
+  // Past the per-user cap the refused ones got one line and were closed.
+  std::vector<bool> told(idle.size(), false);
+  wait_for(
+      [&] {
+        for (std::size_t i = 0; i < idle.size(); ++i) {
+          if (told[i]) continue;
+          auto line = idle[i].read_line(Ms(0));
+          if (line && line->find("too many connections") != std::string::npos) {
+            told[i] = true;
+            ++refused_at_once;
+          }
+        }
+        return refused_at_once >= 1744;
+      },
+      std::chrono::seconds(10));
+  auto r = d.fad({"status"}, 30);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("too many connections from your user") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  // The idle ones are closed after the idle timeout (10 s); then the user is served.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(wait_for([&] { return d.fad({"status"}, 30).exit_code == 0; }, std::chrono::seconds(30)));
+  WARN("FIGURE of 2,000 idle connections " << refused_at_once << " were refused at once with a message; the same "
+                                           << "user was served again after " << seconds_since(start) << " s");
+  CHECK(refused_at_once == 2000 - 256);
+}
+
+TEST_CASE("compilers fadd starts hold no descriptor but 0, 1 and 2, and fadd's own are close-on-exec",
+          "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({{"fwd_a", "peak_mb=5 duration_s=0.5"}, {"fwd_b", ""}});
+  d.start();
+  // Clients connected while units start: their sockets must not leak either.
+  RawClient idle(d.socket());
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(d.wait_final(id).at("state") == "succeeded");
+  int compiles = 0;
+  for (const auto& line : d.fake_log()) {
+    if (line.find("src=") == std::string::npos) continue;
+    ++compiles;
+    INFO(line);
+    CHECK(line.substr(line.size() - 10) == " fds=0,1,2");
+  }
+  CHECK(compiles == 2);
+  // Every descriptor of fadd's but stdio carries O_CLOEXEC (02000000 in fdinfo's flags).
+  const fs::path fdinfo = "/proc/" + std::to_string(d.pid()) + "/fdinfo";
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(fdinfo)) {
+    const int fd = std::stoi(e.path().filename().string());
+    if (fd <= 2) continue;
+    std::ifstream in(e.path());
+    std::string key, flags;
+    while (in >> key && key != "flags:") {}
+    in >> flags;
+    const auto target = fs::read_symlink("/proc/" + std::to_string(d.pid()) + "/fd/" + std::to_string(fd));
+    INFO("fd " << fd << " -> " << target << " flags " << flags);
+    CHECK((std::stoul(flags, nullptr, 8) & 02000000) != 0);
+    ++checked;
+  }
+  CHECK(checked >= 3);
+}

@@ -1,0 +1,306 @@
+// A root fadd shared by several users, driven by the real client running as
+// another user (nobody): that user cannot act on root's builds or stop fadd,
+// their compiles run as them and their outputs are theirs, a pid that is not
+// theirs is never adopted, and a squatted socket directory is refused.
+// Needs root (to switch users); skips, saying so, otherwise.
+#include <grp.h>
+#include <pwd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+
+struct Nobody {
+  uid_t uid = 65534;
+  gid_t gid = 65534;
+  std::string group;
+};
+
+/// nobody and its group, when this test can switch to them.
+std::optional<Nobody> nobody() {
+  if (::geteuid() != 0) return std::nullopt;
+  const passwd* pw = ::getpwnam("nobody");
+  if (!pw) return std::nullopt;
+  const group* gr = ::getgrgid(pw->pw_gid);
+  if (!gr) return std::nullopt;
+  return Nobody{pw->pw_uid, pw->pw_gid, gr->gr_name};
+}
+
+#define NEED_NOBODY(who)                                                                       \
+  auto who = nobody();                                                                         \
+  if (!who) {                                                                                  \
+    WARN("SKIP: needs root and a 'nobody' user to run the client as another user; not run"); \
+    return;                                                                                    \
+  }
+
+/// The binaries another user must run, in a directory of the test's own that
+/// anyone may enter (a CI checkout may sit in a 0700 directory).
+struct SharedBins {
+  TempDir dir;
+  std::string fad, fake;
+  SharedBins() {
+    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+    fad = (dir.path() / "fad").string();
+    fake = (dir.path() / "fake-nvcc").string();
+    fs::copy_file(FAD_FAD_BIN, fad);
+    fs::copy_file(FAD_FAKE_NVCC_BIN, fake);
+  }
+};
+
+/// A root fadd whose socket the nobody group may reach, compiling with the shared fake compiler.
+void start_shared(Daemon& d, const SharedBins& bins, const Nobody& who, std::vector<FakeUnit> units) {
+  d.write_kernels(units);
+  d.write_config("{\"poll_interval_ms\": 100, \"socket_group\": \"" + who.group + "\", \"socket_mode\": \"0660\"}");
+  std::ofstream(d.fake_log_path()).flush();
+  fs::permissions(d.fake_log_path(), fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec |
+                                                         fs::perms::others_exec));  // 0666: every user logs
+  d.start({"--nvcc", bins.fake, "--cores", "8"});
+}
+
+CommandResult as_nobody(const Nobody& who, const SharedBins& bins, Daemon& d, std::vector<std::string> args) {
+  args.insert(args.begin(), bins.fad);
+  return run_as_user(who.uid, who.gid, args, {{"FAD_SOCKET", d.socket()}, {"FAD_FAKE_LOG", d.fake_log_path()}});
+}
+
+std::vector<std::string> lines_with(Daemon& d, const std::string& needle) {
+  std::vector<std::string> out;
+  for (const auto& l : d.fake_log())
+    if (l.find(needle) != std::string::npos) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("another user cannot cancel, pause, resume, retry or stop root's build", "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {{"fwd_slow", "peak_mb=4 duration_s=30"}, {"fwd_b", ""}});
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(wait_for([&] { return d.status(id).at("units").at("running") == 1; }, std::chrono::seconds(30)));
+  const std::string sid = std::to_string(id);
+  for (const char* verb : {"cancel", "pause", "resume", "retry"}) {
+    auto r = as_nobody(*who, bins, d, {verb, sid});
+    INFO(verb << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "fad: build " + sid + " belongs to root; only root may " + verb + " it\n");
+  }
+  auto stop = as_nobody(*who, bins, d, {"daemon", "stop"});
+  CHECK(stop.exit_code == 1);
+  CHECK(stop.err == "fad: only root may stop this fadd\n");
+  CHECK(as_nobody(*who, bins, d, {"logs", sid}).exit_code == 1);
+  // Looking is allowed, and shows whose build it is.
+  auto status = as_nobody(*who, bins, d, {"status"});
+  REQUIRE(status.exit_code == 0);
+  CHECK(status.out.find("USER") != std::string::npos);
+  CHECK(status.out.find(" root ") != std::string::npos);
+  auto b = d.status(id);
+  CHECK(b.at("state") == "running");
+  CHECK(b.at("user") == "root");
+  CHECK(b.at("uid") == 0);
+  CHECK(d.running());
+  CHECK(d.fad({"cancel", sid}).exit_code == 0);
+}
+
+TEST_CASE("another user's build compiles as that user and its files are theirs", "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {{"fwd_a", ""}, {"fwd_b", ""}});
+  auto r = as_nobody(*who, bins, d, {"submit", "--arch", "9.0", "--json", "--wait"});
+  INFO(r.out << r.err << d.daemon_log());
+  REQUIRE(r.exit_code == 0);
+  const auto build = json::parse(r.out);
+  CHECK(build.at("state") == "succeeded");
+  CHECK(build.at("user") == "nobody");
+  const std::string sid = std::to_string(build.at("id").get<int>());
+  // Every compiler ran as nobody, the probe of the compiler too (no root line at all).
+  CHECK(lines_with(d, " uid=" + std::to_string(who->uid)).size() == 2);
+  CHECK(lines_with(d, " uid=0 ").empty());
+  const fs::path dir = fs::path(d.state_dir()) / "builds" / sid;
+  struct stat st {};
+  for (const auto& p : {dir / "obj" / "fwd_a.o", dir / "lib" / "libfad_test.so", dir / "logs" / "fwd_a.log",
+                        dir / "build.log"}) {
+    INFO(p);
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    CHECK(st.st_uid == who->uid);
+    CHECK((st.st_mode & 077) == 0);
+  }
+  // They read their files by name; nobody lists the state dir.
+  CHECK(run_as_user(who->uid, who->gid, {"/bin/cat", (dir / "lib" / "libfad_test.so").string()}).exit_code == 0);
+  CHECK(run_as_user(who->uid, who->gid, {"/bin/ls", d.state_dir()}).exit_code != 0);
+  CHECK(as_nobody(*who, bins, d, {"logs", sid, "fwd_a"}).exit_code == 0);
+  // Root's own build compiles as root.
+  const auto mine = d.submit({"--arch", "9.0"});
+  CHECK(d.wait_final(mine).at("state") == "succeeded");
+  CHECK(lines_with(d, " uid=0 ").size() == 2);
+}
+
+TEST_CASE("a compiler another user names is never run as root", "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {{"fwd_a", ""}});
+  // Only root may run this one; run by fadd as root it would leave a mark.
+  const auto mark = d.dir() / "ran-as-root";
+  const auto evil = bins.dir.path() / "evil-nvcc";
+  std::ofstream(evil) << "#!/bin/sh\ntouch " << mark.string() << "\nexec " << bins.fake << " \"$@\"\n";
+  fs::permissions(evil, fs::perms::owner_all);
+  auto r = as_nobody(*who, bins, d, {"submit", "--arch", "9.0", "--nvcc", evil.string()});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("Permission denied") != std::string::npos);
+  CHECK(!fs::exists(mark));
+  CHECK(d.status_all().at("builds").empty());
+}
+
+TEST_CASE("fad launch as another user: the compile is theirs and root's pid is never adopted", "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {});
+  const auto work = bins.dir.path() / "work";
+  fs::create_directories(work);
+  ::chown(work.c_str(), who->uid, who->gid);
+  std::ofstream(work / "k.cu") << "// fake-nvcc: peak_mb=2 duration_s=0.2\n";
+  auto r = run_as_user(who->uid, who->gid,
+                       {bins.fad, "launch", bins.fake, "-c", (work / "k.cu").string(), "-o", (work / "k.o").string()},
+                       {{"FAD_SOCKET", d.socket()}, {"FAD_FAKE_LOG", d.fake_log_path()}});
+  INFO(r.err << d.daemon_log());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("without fad") == std::string::npos);  // it went through fadd
+  CHECK(lines_with(d, " uid=" + std::to_string(who->uid)).size() == 1);
+  const auto builds = d.status_all().at("builds");
+  REQUIRE(builds.size() == 1);
+  CHECK(builds.at(0).at("user") == "nobody");
+  CHECK(d.status(builds.at(0).at("id")).at("units").at("succeeded") == 1);
+
+  // A hand-written client, as nobody, claiming fadd's own (root's) pid as its compiler.
+  int to_parent[2];
+  REQUIRE(::pipe(to_parent) == 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(to_parent[0]);
+    auto report = [&](const std::string& text, int code) {
+      [[maybe_unused]] auto n = ::write(to_parent[1], text.data(), text.size());
+      ::_exit(code);
+    };
+    if (::setgroups(0, nullptr) != 0 || ::setgid(who->gid) != 0 || ::setuid(who->uid) != 0) report("setuid", 2);
+    auto ask = [&](const json& request) {
+      RawClient c(d.socket());
+      if (!c.ok() || !c.send(request.dump() + "\n")) report("cannot connect", 3);
+      auto line = c.read_line(std::chrono::seconds(10));
+      if (!line) report("no answer", 4);
+      return json::parse(*line);
+    };
+    json body = {{"session", 99},      {"cwd", "/"},       {"argv", {bins.fake, "-c", "/x.cu"}},
+                 {"source", "/x.cu"}, {"output", "/x.o"}, {"archs", json::array()}};
+    auto launched = ask({{"v", 1}, {"type", "launch"}, {"body", body}});
+    if (launched["ok"] != true) report(launched.dump(), 5);
+    const auto unit = launched["result"]["unit_id"];
+    for (int i = 0; i < 100; ++i) {
+      auto poll = ask({{"v", 1}, {"type", "launch_poll"}, {"body", {{"unit_id", unit}}}});
+      if (poll["result"]["state"] == "admitted") break;
+      ::usleep(100000);
+    }
+    auto started = ask({{"v", 1}, {"type", "launch_started"}, {"body", {{"unit_id", unit}, {"pid", d.pid()}}}});
+    report(started.dump(), started["ok"] == false ? 0 : 1);
+  }
+  ::close(to_parent[1]);
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(to_parent[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<std::size_t>(n));
+  ::close(to_parent[0]);
+  INFO(said);
+  CHECK(wait_process(child, 30) == 0);
+  CHECK(said.find("belongs to root, not to nobody") != std::string::npos);
+  CHECK(::kill(d.pid(), 0) == 0);
+}
+
+TEST_CASE("the client refuses a socket directory another user squatted", "[integration][users]") {
+  NEED_NOBODY(who);
+  // A uid of the test's own, so that no real /tmp/fad-UID is touched.
+  const uid_t uid = 61000 + static_cast<uid_t>(::getpid() % 1000);
+  const fs::path squatted = "/tmp/fad-" + std::to_string(uid);
+  fs::remove_all(squatted);
+  fs::create_directories(squatted);
+  ::chown(squatted.c_str(), who->uid, who->gid);
+  SharedBins bins;
+  auto r = run_as_user(uid, uid, {bins.fad, "status"}, {{"FAD_SOCKET", ""}, {"XDG_RUNTIME_DIR", ""}});
+  fs::remove_all(squatted);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("refusing to talk to the socket in " + squatted.string()) != std::string::npos);
+  CHECK(r.err.find("belongs to nobody") != std::string::npos);
+}
+
+TEST_CASE("socket_group and socket_mode decide who reaches fadd", "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {});
+  struct stat st {};
+  REQUIRE(::stat(d.socket().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0660);
+  CHECK(st.st_gid == who->gid);
+  REQUIRE(::stat(fs::path(d.socket()).parent_path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0750);
+  CHECK(as_nobody(*who, bins, d, {"status"}).exit_code == 0);
+  // Someone outside the group cannot connect at all.
+  const uid_t outsider = 62000 + static_cast<uid_t>(::getpid() % 1000);
+  auto r = run_as_user(outsider, outsider, {bins.fad, "status"}, {{"FAD_SOCKET", d.socket()}});
+  CHECK(r.exit_code == 3);
+}
+
+TEST_CASE("another user's 2,000 idle connections do not lock root out", "[integration][users][hostile]") {
+  NEED_NOBODY(who);
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_max < 2200) {
+    WARN("SKIP: needs 2,200 descriptors; the flood was not tried");
+    return;
+  }
+  const rlimit old = lim;
+  lim.rlim_cur = std::max<rlim_t>(lim.rlim_cur, 2200);
+  ::setrlimit(RLIMIT_NOFILE, &lim);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {});
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t flood = ::fork();
+  if (flood == 0) {
+    ::close(ready[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(who->gid) != 0 || ::setuid(who->uid) != 0) ::_exit(2);
+    std::vector<RawClient> idle;
+    for (int i = 0; i < 2000; ++i) idle.emplace_back(d.socket());
+    [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
+    ::pause();  // until killed
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  REQUIRE(::read(ready[0], &byte, 1) == 1);
+  ::close(ready[0]);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = d.fad({"status"}, 30);
+  const double root_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.exit_code == 0);
+  CHECK(root_s < 2);
+  auto theirs = as_nobody(*who, bins, d, {"status"});
+  CHECK(theirs.exit_code == 1);
+  CHECK(theirs.err.find("too many connections from your user") != std::string::npos);
+  WARN("FIGURE with nobody holding 2,000 idle connections, root's fad status took " << root_s * 1000 << " ms");
+  ::kill(flood, SIGKILL);
+  wait_process(flood, 10);
+  ::setrlimit(RLIMIT_NOFILE, &old);
+}

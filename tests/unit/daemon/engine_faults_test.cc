@@ -1,0 +1,183 @@
+// The engine when the world misbehaves: the database cannot be written (a full
+// disk), a launcher's compiler vanishes after a cancel, a launcher names a
+// process that is not its own child, a launch names a source fadd must not open.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/engine.h"
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using Catch::Contains;
+using test::EngineFixture;
+using test::kCompileUnits;
+
+/// Makes every write to the database fail, as a full disk does, or lifts that.
+void database_writable(EngineFixture& f, bool writable) {
+  f.store->db().exec(writable ? "PRAGMA query_only = 0" : "PRAGMA query_only = 1");
+}
+
+LaunchRequest launch_of(const std::string& source) {
+  LaunchRequest l;
+  l.session = 77;
+  l.cwd = "/w";
+  l.argv = {"/opt/nvcc", "-c", source, "-o", "/w/out.o"};
+  l.source = source;
+  l.output = "/w/out.o";
+  l.archs = {"sm_90"};
+  return l;
+}
+
+/// Launches one external compile and lets it through admission; returns its unit id.
+std::int64_t admitted_launch(EngineFixture& f, const LaunchRequest& l) {
+  auto r = f.engine->launch(f.me, l);
+  REQUIRE(r.ok);
+  const auto unit = r.result.at("unit_id").get<std::int64_t>();
+  f.engine->tick();
+  auto poll = f.engine->launch_poll(f.me, UnitRequest{unit});
+  REQUIRE(poll.ok);
+  REQUIRE(poll.result["state"] == "admitted");
+  return unit;
+}
+
+}  // namespace
+
+TEST_CASE("engine faults: a unit that ends while the database cannot be written is never lost", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit({"9.0"});
+  f.engine->tick();
+  REQUIRE(f.launcher.live() == kCompileUnits);
+
+  database_writable(f, false);
+  f.launcher.exit("a_one", 0);
+  f.launcher.exit("a_two", 0);
+  // Not recorded yet, not forgotten: the database still says running (a crash
+  // now requeues them), and fadd says why it admits nothing.
+  CHECK(f.unit(id, "a_one")->state == UnitState::running);
+  CHECK_THAT(f.engine->storage_problem(), Contains("cannot write the database"));
+  auto status = f.engine->status(f.me, StatusRequest{});
+  REQUIRE(status.ok);
+  REQUIRE(status.result["daemon"]["warnings"].size() == 1);
+  CHECK_THAT(status.result["daemon"]["warnings"][0].get<std::string>(), Contains("no new units start"));
+  for (int i = 0; i < 3; ++i) f.engine->tick();  // retried, still failing, nothing new started
+  f.launcher.exit("b_one", 0);
+  f.launcher.exit("b_two", 0);
+  f.engine->tick();
+  CHECK_FALSE(f.launcher.find("link"));
+  CHECK(f.engine->running_count() == 0);
+
+  // Space is back: every end is recorded once, the build goes on by itself.
+  database_writable(f, true);
+  f.engine->tick();
+  CHECK(f.engine->storage_problem().empty());
+  for (const auto& name : kCompileUnits) {
+    INFO(name);
+    CHECK(f.unit(id, name)->state == UnitState::succeeded);
+  }
+  CHECK(f.store->history().size() == 4);  // learned once each
+  f.engine->tick();
+  REQUIRE(f.launcher.find("link"));
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  CHECK(f.build_state(id) == BuildState::succeeded);
+  CHECK(f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"].empty());
+}
+
+TEST_CASE("engine faults: a submit or launch while the database cannot be written is refused", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  database_writable(f, false);
+  auto r = f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"});
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.message, Contains("cannot record the build"));
+  auto l = f.engine->launch(f.me, launch_of("/w/a.cu"));
+  CHECK_FALSE(l.ok);
+  CHECK_THAT(l.message, Contains("cannot write the database"));
+  database_writable(f, true);
+  f.engine->tick();
+  CHECK(f.engine->storage_problem().empty());
+  CHECK(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
+}
+
+TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  const int pid = 31337;
+  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, pid}).ok);
+  const auto build = f.store->unit(unit)->build_id;
+  REQUIRE(f.engine->cancel(f.me, build).ok);
+  CHECK(f.launcher.signals_to(pid) == std::vector<int>{SIGTERM});
+  // The launcher and its compiler are gone; nobody reports the end.
+  f.launcher.gone.insert(pid);
+  for (int i = 0; i < 20; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);
+  // One SIGKILL after the grace at most, never one per tick.
+  CHECK(f.launcher.signals_to(pid).size() <= 2);
+  f.engine->begin_shutdown();
+  CHECK(f.engine->idle());
+}
+
+TEST_CASE("engine faults: launch_started adopts only the caller's own child leading its group", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  f.launcher.processes[500] = ProcessInfo{f.me.pid, 500, f.me.uid + 1};  // another user's
+  f.launcher.processes[501] = ProcessInfo{4242, 501, f.me.uid};          // not the caller's child
+  f.launcher.processes[502] = ProcessInfo{f.me.pid, 1, f.me.uid};        // in someone else's group
+  auto r = f.engine->launch_started(f.me, LaunchStartedRequest{unit, 500});
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.message, Contains("process 500 belongs to"));
+  CHECK_THAT(f.engine->launch_started(f.me, LaunchStartedRequest{unit, 501}).message,
+             Contains("not a child of the calling process"));
+  CHECK_THAT(f.engine->launch_started(f.me, LaunchStartedRequest{unit, 502}).message,
+             Contains("does not lead its process group"));
+  CHECK_THAT(f.engine->launch_started(f.me, LaunchStartedRequest{unit, 503}).message,
+             Contains("there is no process 503"));
+  CHECK(f.launcher.adopted.empty());
+  // Another user cannot touch the unit at all.
+  const Caller other{f.me.uid + 1, f.me.gid, f.me.pid};
+  CHECK_THAT(f.engine->launch_started(other, LaunchStartedRequest{unit, 500}).message, Contains("belongs to"));
+  CHECK_THAT(f.engine->launch_finished(other, LaunchFinishedRequest{unit, 0, false}).message, Contains("belongs to"));
+  CHECK_THAT(f.engine->launch_poll(other, UnitRequest{unit}).message, Contains("belongs to"));
+  f.launcher.processes[600] = ProcessInfo{f.me.pid, 600, f.me.uid};
+  CHECK(f.engine->launch_started(f.me, LaunchStartedRequest{unit, 600}).ok);
+  CHECK(f.launcher.adopted.count(600));
+}
+
+TEST_CASE("engine faults: a launch never opens the source it names", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  // A FIFO: opening it would block the daemon until someone writes.
+  const std::string fifo = f.tmp / "source.cu";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto l = launch_of(fifo);
+  l.content_hash = "00ff00ff00ff00ff";
+  l.compiler_version = "Build cuda_13.0.r13.0/compiler.test";
+  auto r = f.engine->launch(f.me, l);
+  REQUIRE(r.ok);
+  auto u = f.store->unit(r.result.at("unit_id").get<std::int64_t>());
+  CHECK(u->content_hash == "00ff00ff00ff00ff");
+  CHECK(u->compiler == "Build cuda_13.0.r13.0/compiler.test");
+  CHECK(f.toolchain_lookups == 0);  // nor runs the compiler
+  // An older launcher sends neither: known by its arguments.
+  auto old = f.engine->launch(f.me, launch_of(f.tmp / "other.cu"));
+  REQUIRE(old.ok);
+  auto v = f.store->unit(old.result.at("unit_id").get<std::int64_t>());
+  CHECK(v->content_hash.empty());
+  CHECK(v->compiler == "/opt/nvcc");
+}
+
+}  // namespace fad
