@@ -41,6 +41,7 @@ struct BuildRecord {
   std::optional<std::int64_t> session;        ///< external builds grouped by the caller's session
   std::string command;                        ///< external: the build command fad run ran
   std::optional<std::uint64_t> budget_bytes;  ///< this build's own memory cap
+  std::optional<std::string> pruned_at;       ///< when retention deleted its outputs and logs
 };
 
 struct UnitRecord {
