@@ -62,9 +62,8 @@ Result<Inside> look_inside(const std::string& path) {
   query("PRAGMA application_id",
         [&](sqlite3_stmt* st) { inside.application_id = static_cast<std::uint32_t>(sqlite3_column_int64(st, 0)); });
   query("PRAGMA user_version", [&](sqlite3_stmt* st) { inside.user_version = sqlite3_column_int64(st, 0); });
-  query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'", [&](sqlite3_stmt* st) {
-    inside.tables.insert(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-  });
+  query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        [&](sqlite3_stmt* st) { inside.tables.insert(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))); });
   std::string why = rc == SQLITE_OK ? "" : (db ? sqlite3_errmsg(db) : "out of memory");
   sqlite3_close(db);
   if (!why.empty()) return make_error(why);
@@ -97,15 +96,14 @@ Result<DatabaseKind> check_database_file(const std::string& path) {
   if (on_disk == static_cast<std::uint32_t>(kApplicationId)) return DatabaseKind::fad;
   if (on_disk != 0)
     return make_error(path + " belongs to another application (SQLite application_id " + hex_id(on_disk) +
-                      ", fad's is " + hex_id(static_cast<std::uint32_t>(kApplicationId)) + "); " +
-                      kMoveAway);
+                      ", fad's is " + hex_id(static_cast<std::uint32_t>(kApplicationId)) + "); " + kMoveAway);
 
   // No id in the header: a database fad made before it set one (or whose id
   // still sits in the WAL), an empty SQLite file, or someone else's.
   auto inside = look_inside(path);
   if (!inside)
-    return make_error("cannot read the database " + path + " (" + inside.error() +
-                      "); it may be damaged; " + kMoveAway);
+    return make_error("cannot read the database " + path + " (" + inside.error() + "); it may be damaged; " +
+                      kMoveAway);
   if (inside->application_id == static_cast<std::uint32_t>(kApplicationId)) return DatabaseKind::fad;
   if (inside->application_id != 0)
     return make_error(path + " belongs to another application (SQLite application_id " +
@@ -123,9 +121,9 @@ Result<DatabaseKind> check_database_file(const std::string& path) {
     }
     names += (names.empty() ? "" : ", ") + t;
   }
-  return make_error(path + " is an SQLite database of another application (tables: " +
-                    (names.empty() ? std::string("none") : names) + "; user_version " +
-                    std::to_string(inside->user_version) + "), not fad's; " + kMoveAway);
+  return make_error(
+      path + " is an SQLite database of another application (tables: " + (names.empty() ? std::string("none") : names) +
+      "; user_version " + std::to_string(inside->user_version) + "), not fad's; " + kMoveAway);
 }
 
 }  // namespace fad

@@ -94,6 +94,7 @@ void Engine::tick() {
     }
     check_external(now);
     if (!shutting_down_) schedule(now, last_snapshot_);
+    apply_retention(now);
     if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
       std::uint64_t fad_bytes = 0;
       for (const auto& [id, r] : running_) fad_bytes += r.current;

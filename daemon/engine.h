@@ -35,6 +35,11 @@ struct EngineOptions {
   int samples_kept = 100000;
   /// Seconds between SIGTERM and SIGKILL when stopping a unit.
   double kill_grace_s = 5;
+  /// Finished builds older than this lose their outputs and logs (the
+  /// `retention` key); nullopt: kept until `fad prune`.
+  std::optional<std::int64_t> retention_s;
+  /// How often the retention is applied: at the first tick, then this often.
+  double retention_every_s = 86400;
 };
 
 /// Resolves a compiler name to its toolchain (probing it); a function so tests
@@ -63,6 +68,9 @@ class Engine {
   Response retry(std::int64_t id);
   Response logs(const LogsRequest& req);
   Response history(const HistoryRequest& req);
+  /// Deletes finished builds' STATE/builds/ID/ older than the request's age
+  /// (or the retention); never an active build, never the estimator's history.
+  Response prune(const PruneRequest& req);
   // Compiles run by `fad launch` / `fad run` (engine_launch.cc).
   Response open_build(const OpenBuildRequest& req);
   Response close_build(const CloseBuildRequest& req);
@@ -113,6 +121,7 @@ class Engine {
   void finish_link(Running& r, bool ok);
   void update_build(std::int64_t build_id);
   void append_build_log(std::int64_t build_id, const std::string& text);
+  void apply_retention(double now);
   std::string build_dir(std::int64_t id) const;
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
   json daemon_json();
@@ -139,6 +148,8 @@ class Engine {
   std::vector<std::int64_t> deferred_exits_;
   /// External builds: when a unit last arrived or ended (for closing idle ones).
   std::map<std::int64_t, double> last_activity_;
+  /// When the retention last ran (monotonic seconds).
+  std::optional<double> last_retention_;
 };
 
 }  // namespace fad

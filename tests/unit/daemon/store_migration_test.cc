@@ -144,13 +144,15 @@ TEST_CASE("database check: another application's database is refused and left un
   const std::string path = tmp / "fad.db";
   SECTION("with an application_id of its own") {
     Database other(path);
-    other.exec("PRAGMA application_id = 1234567; CREATE TABLE moz_places(id INTEGER PRIMARY KEY, url TEXT);"
-               "INSERT INTO moz_places(url) VALUES('https://example.org');");
+    other.exec(
+        "PRAGMA application_id = 1234567; CREATE TABLE moz_places(id INTEGER PRIMARY KEY, url TEXT);"
+        "INSERT INTO moz_places(url) VALUES('https://example.org');");
   }
   SECTION("without an application_id, its own tables") {
     Database other(path);
-    other.exec("PRAGMA user_version = 7; CREATE TABLE builds(id INTEGER PRIMARY KEY, log TEXT);"
-               "INSERT INTO builds(log) VALUES('a CI server''s table of the same name');");
+    other.exec(
+        "PRAGMA user_version = 7; CREATE TABLE builds(id INTEGER PRIMARY KEY, log TEXT);"
+        "INSERT INTO builds(log) VALUES('a CI server''s table of the same name');");
   }
   SECTION("in WAL mode, without an application_id") {
     Database other(path);
