@@ -49,8 +49,9 @@ std::uint64_t tree_bytes(const fs::path& dir) {
 Response Engine::prune(const PruneRequest& req) {
   const std::optional<std::int64_t> age = req.older_than_s ? req.older_than_s : options_.retention_s;
   if (!age)
-    return error_response(ErrorCode::usage,
-                          "no age to prune by: the 'retention' config key is \"never\"; pass --older-than AGE (e.g. 30d)");
+    return error_response(
+        ErrorCode::usage,
+        "no age to prune by: the 'retention' config key is \"never\"; pass --older-than AGE (e.g. 30d)");
   const std::string now = clock_.wall();
   auto cutoff = rfc3339_before(now, *age);
   if (!cutoff) return error_response(ErrorCode::internal, "cannot compute the prune cutoff from the time " + now);

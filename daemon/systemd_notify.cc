@@ -11,7 +11,9 @@
 
 namespace fad {
 
-SystemdNotifier SystemdNotifier::from_env(const EnvLookup& env) { return SystemdNotifier(env("NOTIFY_SOCKET").value_or("")); }
+SystemdNotifier SystemdNotifier::from_env(const EnvLookup& env) {
+  return SystemdNotifier(env("NOTIFY_SOCKET").value_or(""));
+}
 
 Status SystemdNotifier::notify(std::string_view state) const {
   if (!active()) return ok_status();
@@ -37,7 +39,8 @@ Status SystemdNotifier::notify(std::string_view state) const {
   }
   const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail(std::strerror(errno));
-  const ssize_t sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr), length);
+  const ssize_t sent =
+      ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr), length);
   const int err = errno;
   ::close(fd);
   if (sent < 0) return fail(std::strerror(err));

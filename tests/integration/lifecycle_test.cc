@@ -56,7 +56,9 @@ class BackgroundDaemon {
     args.insert(args.begin(), FAD_FAD_BIN);
     return run(args, env(), timeout_s);
   }
-  std::vector<std::string> fadd_args() const { return {"--", "--kernels-dir", d_.kernels_dir(), "--nvcc", FAD_FAKE_NVCC_BIN}; }
+  std::vector<std::string> fadd_args() const {
+    return {"--", "--kernels-dir", d_.kernels_dir(), "--nvcc", FAD_FAKE_NVCC_BIN};
+  }
   CommandResult start() const {
     std::vector<std::string> args = {"daemon", "start"};
     for (const auto& a : fadd_args()) args.push_back(a);
@@ -156,7 +158,8 @@ TEST_CASE("submit --wait survives a kill -9 and restart of fadd and exits with t
   CHECK(slurp_file(err).find("fadd answers again") != std::string::npos);
 }
 
-TEST_CASE("SIGSTOP: clients time out with exit 3 and say why, and after SIGCONT all is well", "[integration][lifecycle]") {
+TEST_CASE("SIGSTOP: clients time out with exit 3 and say why, and after SIGCONT all is well",
+          "[integration][lifecycle]") {
   Daemon d;
   d.write_kernels(units(1, ""));
   d.start();
@@ -166,7 +169,8 @@ TEST_CASE("SIGSTOP: clients time out with exit 3 and say why, and after SIGCONT 
   const auto took = std::chrono::steady_clock::now() - t0;
   ::kill(d.pid(), SIGCONT);
   CHECK(r.exit_code == 3);
-  CHECK(r.err == "fad: fadd at " + d.socket() + " did not answer within 2 s (is it stopped, e.g. by SIGSTOP, or overloaded?)\n");
+  CHECK(r.err ==
+        "fad: fadd at " + d.socket() + " did not answer within 2 s (is it stopped, e.g. by SIGSTOP, or overloaded?)\n");
   CHECK(took < std::chrono::seconds(10));
   auto after = d.fad({"status"});
   CHECK(after.exit_code == 0);
@@ -208,8 +212,11 @@ TEST_CASE("fadd starts on the defaults when no config file exists", "[integratio
                                   {{"HOME", home.path().string()}, {"XDG_CONFIG_HOME", (home.path() / "cfg").string()}},
                                   home.path() / "out", home.path() / "out");
   REQUIRE(pid > 0);
-  const bool up = wait_for([&] { return run({FAD_FAD_BIN, "status"}, {{"FAD_SOCKET", sock.string()}}).exit_code == 0; },
-                           std::chrono::seconds(30));
+  const bool up = wait_for(
+      [&] {
+        return run({FAD_FAD_BIN, "status"}, {{"FAD_SOCKET", sock.string()}}).exit_code == 0;
+      },
+      std::chrono::seconds(30));
   ::kill(pid, SIGTERM);
   CHECK(wait_process(pid, 60) == 0);
   INFO(slurp_file(home.path() / "out"));
@@ -219,7 +226,8 @@ TEST_CASE("fadd starts on the defaults when no config file exists", "[integratio
 TEST_CASE("daemon start logs to a rotated fadd.log, and fadd.out stays small", "[integration][lifecycle]") {
   Daemon d;
   d.write_kernels(units(10, ""));
-  std::ofstream(d.dir() / "test-config.json") << R"({"poll_interval_ms": 100, "log_max_size": "4K", "log_max_files": 2})";
+  std::ofstream(d.dir() / "test-config.json")
+      << R"({"poll_interval_ms": 100, "log_max_size": "4K", "log_max_files": 2})";
   BackgroundDaemon bg(d);
   REQUIRE(bg.start().exit_code == 0);
   // About 2 KiB of log per build: enough for two rotations and more.

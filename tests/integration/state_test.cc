@@ -100,14 +100,16 @@ TEST_CASE("another application's database at STATE/fad.db is refused with a clea
 
   // Through `fad daemon start`, the user sees why.
   auto r = run({FAD_FAD_BIN, "daemon", "start", "--", "--kernels-dir", d.kernels_dir()},
-               {{"FAD_SOCKET", d.socket()}, {"FAD_STATE_DIR", d.state_dir()},
+               {{"FAD_SOCKET", d.socket()},
+                {"FAD_STATE_DIR", d.state_dir()},
                 {"FAD_CONFIG", (d.dir() / "test-config.json").string()}});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("belongs to another application") != std::string::npos);
   CHECK(slurp_file(db) == before);
 }
 
-TEST_CASE("a damaged fad.db is refused and not overwritten, and once moved away fadd starts afresh", "[integration][state]") {
+TEST_CASE("a damaged fad.db is refused and not overwritten, and once moved away fadd starts afresh",
+          "[integration][state]") {
   Daemon d;
   d.write_kernels({{"fwd_x", ""}});
   d.start();
