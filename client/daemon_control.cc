@@ -264,10 +264,11 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
     if (ctx.now() >= deadline) break;
     ctx.sleep(kPollInterval);
   }
+  // Only what still holds on is named: a lock this user cannot open reads as free.
+  std::string holding = alive ? "the process is still running" : "";
+  if (locked) holding += std::string(holding.empty() ? "" : ", ") + lock + " is still locked";
   ctx.err << "fad: " << who << " has not exited " << kStopTimeout.count() << " s after being asked to stop ("
-          << (alive ? "the process is still running" : "the process is gone") << ", " << lock
-          << (locked ? " is still locked" : " is free") << "); see " << (fs::path(state_dir) / "fadd.log").string()
-          << "\n";
+          << holding << "); see " << (fs::path(state_dir) / "fadd.log").string() << "\n";
   return kExitFailed;
 }
 

@@ -134,6 +134,12 @@ TEST_CASE("daemon stop: a fadd that does not exit is reported after the deadline
   CHECK(s.err.str() ==
         "fad: fadd (pid 99) has not exited 60 s after being asked to stop (the process is still running, "
         "/st/fadd.lock is still locked); see /st/fadd.log\n");
+  StopScript lock_only;
+  lock_only.answers = {status_answer(99, "/st"), fad::Response{}};
+  lock_only.locked_checks_left = 1 << 30;
+  Context lctx = lock_only.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, lctx, lock_only.watch()) == 1);
+  CHECK(lock_only.err.str().find("(/st/fadd.lock is still locked)") != std::string::npos);
   CHECK(s.now >= std::chrono::steady_clock::time_point{} + std::chrono::seconds(60));
 }
 
