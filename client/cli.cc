@@ -10,15 +10,16 @@
 #include <CLI/CLI.hpp>
 
 #include "client/exit_codes.h"
+#include "common/duration.h"
 
 namespace fad::client {
 namespace {
 
 /// The flag values CLI11 writes into, before they are checked and turned into a Command.
 struct RawArgs {
-  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit;
+  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit, older_than;
   std::vector<std::string> archs;
-  bool json = false, wait = false, watch = false, follow = false;
+  bool json = false, wait = false, watch = false, follow = false, dry_run = false;
   int limit = 20;
 };
 
@@ -97,13 +98,14 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
       {"submit", CommandKind::submit},    {"status", CommandKind::status},   {"logs", CommandKind::logs},
       {"cancel", CommandKind::cancel},    {"pause", CommandKind::pause},     {"resume", CommandKind::resume},
       {"retry", CommandKind::retry},      {"history", CommandKind::history}, {"start", CommandKind::daemon_start},
-      {"stop", CommandKind::daemon_stop}, {"doctor", CommandKind::doctor}};
+      {"stop", CommandKind::daemon_stop}, {"doctor", CommandKind::doctor},   {"restart", CommandKind::daemon_restart},
+      {"prune", CommandKind::prune}};
   if (sub->get_name() == "daemon") sub = sub->get_subcommands().front();
   for (const auto& [name, kind] : kKinds)
     if (sub->get_name() == name) cmd.kind = kind;
 
-  if (!fadd_args.empty() && cmd.kind != CommandKind::daemon_start)
-    return usage("arguments after '--' are only for 'fad daemon start'", cmd.path);
+  if (!fadd_args.empty() && cmd.kind != CommandKind::daemon_start && cmd.kind != CommandKind::daemon_restart)
+    return usage("arguments after '--' are only for 'fad daemon start' and 'fad daemon restart'", cmd.path);
   cmd.fadd_args = std::move(fadd_args);
 
   if (!raw.socket.empty()) cmd.socket = raw.socket;
@@ -117,6 +119,12 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   if (!raw.nvcc.empty()) cmd.nvcc = raw.nvcc;
   cmd.name = raw.name;
   if (!raw.unit.empty()) cmd.unit = raw.unit;
+  cmd.dry_run = raw.dry_run;
+  if (!raw.older_than.empty()) {
+    auto age = parse_age(raw.older_than);
+    if (!age) return usage("--older-than: " + age.error(), cmd.path);
+    cmd.older_than_s = *age;
+  }
 
   if (!raw.id.empty()) {
     auto id = parse_build_id(raw.id);
@@ -202,8 +210,18 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   auto* start = daemon->add_subcommand("start", "start fadd in the background; args after -- go to fadd");
   add_locations(start, raw);
   start->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)");
-  auto* stop = daemon->add_subcommand("stop", "ask fadd to stop and wait until it has");
+  auto* stop = daemon->add_subcommand("stop", "ask fadd to stop and wait until it has exited");
   add_locations(stop, raw);
+  stop->add_option("--state-dir", raw.state_dir, "fadd's state directory, when its status does not say");
+  auto* restart = daemon->add_subcommand("restart", "stop fadd, then start it again; args after -- go to fadd");
+  add_locations(restart, raw);
+  restart->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)");
+
+  auto* prune = app.add_subcommand("prune", "delete finished builds' outputs and logs older than an age");
+  prune->add_option("--older-than", raw.older_than, "age such as 30d, 12h, 2w (default: the retention config key)");
+  prune->add_flag("--dry-run", raw.dry_run, "list what would be deleted, delete nothing");
+  prune->add_flag("--json", raw.json, "print JSON");
+  add_locations(prune, raw);
 
   auto* doctor = app.add_subcommand("doctor", "check nvcc, GPUs, host compiler, torch, memory, cgroups, disk, fadd");
   doctor->add_option("--arch", raw.archs, "also check that nvcc can build these archs; repeat or comma list")

@@ -24,7 +24,9 @@ enum class CommandKind {
   history,
   daemon_start,
   daemon_stop,
-  doctor
+  daemon_restart,
+  doctor,
+  prune
 };
 
 /// One parsed invocation. Only the fields of `kind` are meaningful.
@@ -52,7 +54,10 @@ struct Command {
   std::optional<std::string> unit;  ///< logs
   int limit = 20;                   ///< history
 
-  std::vector<std::string> fadd_args;  ///< daemon start: everything after "--"
+  std::optional<std::int64_t> older_than_s;  ///< prune --older-than (nullopt: the daemon's retention)
+  bool dry_run = false;                      ///< prune
+
+  std::vector<std::string> fadd_args;  ///< daemon start/restart: everything after "--"
 };
 
 /// Parsing ended without a command to run: help, version or a usage error.

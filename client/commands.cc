@@ -15,7 +15,46 @@ namespace fad::client {
 namespace {
 constexpr auto kFollowInterval = std::chrono::milliseconds(500);
 constexpr auto kWatchInterval = std::chrono::seconds(1);
+constexpr auto kFirstRetry = std::chrono::milliseconds(250);
+constexpr auto kLongestRetry = std::chrono::seconds(5);
+
+// Prints a failed reply as request() does; returns its exit code.
+int report(Context& ctx, const CallResult& reply) {
+  if (const auto* failure = std::get_if<CallFailure>(&reply)) {
+    ctx.err << "fad: " << failure->message << "\n";
+    return failure->exit_code;
+  }
+  const auto& response = std::get<Response>(reply);
+  ctx.err << "fad: " << response.message << "\n";
+  return exit_code_for_error(response);
+}
 }  // namespace
+
+CallResult send_following(Context& ctx, const Request& request) {
+  CallResult reply = ctx.send(request);
+  const auto* failure = std::get_if<CallFailure>(&reply);
+  if (!failure || !failure->retryable) return reply;
+  ctx.err << "fad: lost contact with fadd (" << failure->message << "); retrying for up to " << kReconnectWindow.count()
+          << " s\n";
+  ctx.err.flush();
+  const auto deadline = ctx.now() + kReconnectWindow;
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetry);
+  while (ctx.now() < deadline) {
+    ctx.sleep(wait);
+    wait = std::min(wait * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kLongestRetry));
+    reply = ctx.send(request);
+    failure = std::get_if<CallFailure>(&reply);
+    if (!failure) {
+      ctx.err << "fad: fadd answers again\n";
+      return reply;
+    }
+    if (!failure->retryable) return reply;
+  }
+  auto& last = std::get<CallFailure>(reply);
+  last.message =
+      "fadd did not come back within " + std::to_string(kReconnectWindow.count()) + " s (" + last.message + ")";
+  return reply;
+}
 
 std::optional<json> request(Context& ctx, const std::string& type, const json& body, int& exit_code) {
   CallResult reply = ctx.send(Request{type, body});
@@ -36,10 +75,13 @@ std::optional<json> request(Context& ctx, const std::string& type, const json& b
 int run_status(const Command& cmd, Context& ctx) {
   StatusRequest req;
   req.id = cmd.id;
-  while (true) {
-    int rc = kExitOk;
-    auto result = request(ctx, "status", req.to_json(), rc);
-    if (!result) return rc;
+  for (bool first = true;; first = false) {
+    // The first request fails fast; a watch already running rides out a restart.
+    CallResult reply =
+        first ? ctx.send(Request{"status", req.to_json()}) : send_following(ctx, {"status", req.to_json()});
+    const auto* response = std::get_if<Response>(&reply);
+    if (!response || !response->ok) return report(ctx, reply);
+    const json* result = &response->result;
     if (cmd.watch) ctx.out << "\033[H\033[2J";  // redraw in place
     if (cmd.json)
       ctx.out << result->dump(2) << "\n";
@@ -55,10 +97,12 @@ int run_logs(const Command& cmd, Context& ctx) {
   LogsRequest req;
   req.id = cmd.id.value_or(0);
   req.unit = cmd.unit;
-  while (true) {
-    int rc = kExitOk;
-    auto result = request(ctx, "logs", req.to_json(), rc);
-    if (!result) return rc;
+  for (bool first = true;; first = false) {
+    CallResult reply =
+        first || !cmd.follow ? ctx.send(Request{"logs", req.to_json()}) : send_following(ctx, {"logs", req.to_json()});
+    const auto* response = std::get_if<Response>(&reply);
+    if (!response || !response->ok) return report(ctx, reply);
+    const json* result = &response->result;
     std::string data = result->value("data", "");
     ctx.out << data;
     ctx.out.flush();
@@ -99,6 +143,17 @@ int run_history(const Command& cmd, Context& ctx) {
   return kExitOk;
 }
 
+int run_prune(const Command& cmd, Context& ctx) {
+  PruneRequest req;
+  req.older_than_s = cmd.older_than_s;
+  req.dry_run = cmd.dry_run;
+  int rc = kExitOk;
+  auto result = request(ctx, "prune", req.to_json(), rc);
+  if (!result) return rc;
+  ctx.out << (cmd.json ? result->dump(2) + "\n" : render_prune(*result));
+  return kExitOk;
+}
+
 int run_command(const Command& cmd, const Locations& locations, Context& ctx) {
   switch (cmd.kind) {
     case CommandKind::submit: return run_submit(cmd, ctx);
@@ -110,7 +165,9 @@ int run_command(const Command& cmd, const Locations& locations, Context& ctx) {
     case CommandKind::retry: return run_control(cmd, ctx);
     case CommandKind::history: return run_history(cmd, ctx);
     case CommandKind::daemon_start: return run_daemon_start(cmd, locations, ctx);
-    case CommandKind::daemon_stop: return run_daemon_stop(ctx);
+    case CommandKind::daemon_stop: return run_daemon_stop(locations, ctx);
+    case CommandKind::daemon_restart: return run_daemon_restart(cmd, locations, ctx);
+    case CommandKind::prune: return run_prune(cmd, ctx);
     case CommandKind::doctor: return run_doctor(cmd, locations, ctx);
   }
   return kExitUsage;

@@ -2,7 +2,15 @@
 // bounded with poll() because Asio's blocking reads have no timeout.
 #include "client/connection.h"
 
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -22,6 +30,55 @@ std::string unreachable_message(const std::string& socket_path, const std::strin
          ". Start it with 'fad daemon start' (or 'systemctl --user start fadd').";
 }
 
+namespace {
+
+std::string user_name(uid_t uid) {
+  const passwd* pw = ::getpwuid(uid);
+  return pw ? pw->pw_name : "uid " + std::to_string(uid);
+}
+
+std::string group_name(gid_t gid) {
+  const group* gr = ::getgrgid(gid);
+  return gr ? gr->gr_name : "gid " + std::to_string(gid);
+}
+
+std::string octal_mode(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+}  // namespace
+
+std::string permission_message(const std::string& socket_path) {
+  std::string message = "permission denied on " + socket_path;
+  struct stat st {};
+  std::string what = socket_path;
+  if (::stat(socket_path.c_str(), &st) != 0) {
+    // The socket's directory may be what keeps this user out.
+    what = std::filesystem::path(socket_path).parent_path().string();
+    if (::stat(what.c_str(), &st) != 0) return message + "; ask the admin who runs fadd for access";
+  }
+  message += " (" + what + " is owned by " + user_name(st.st_uid) + ":" + group_name(st.st_gid) + ", mode " +
+             octal_mode(st.st_mode) + ")";
+  if ((st.st_mode & S_IRWXG) != 0)
+    return message + "; ask the admin to add you to group " + group_name(st.st_gid) +
+           " (then log in again), or run your own fadd with 'fad daemon start --socket PATH'";
+  return message + ": this fadd serves " + user_name(st.st_uid) +
+         " only; ask the admin to share it (the socket_group config key) or run your own with 'fad daemon start "
+         "--socket PATH'";
+}
+
+Result<std::chrono::milliseconds> request_timeout(const std::optional<std::string>& fad_timeout) {
+  if (!fad_timeout) return std::chrono::milliseconds(std::chrono::seconds(60));
+  long long seconds = 0;
+  const std::string& t = *fad_timeout;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), seconds);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || seconds <= 0 || seconds > 86400)
+    return make_error("FAD_TIMEOUT must be a whole number of seconds from 1 to 86400, got '" + t + "'");
+  return std::chrono::milliseconds(std::chrono::seconds(seconds));
+}
+
 CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout) {
   // Whoever could put the socket there could answer in fadd's place.
   if (Status trusted = check_socket_for_client(socket_path); !trusted)
@@ -34,6 +91,8 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   } catch (const boost::system::system_error& e) {
     ec = e.code();
   }
+  if (ec == boost::system::errc::permission_denied || ec == boost::system::errc::operation_not_permitted)
+    return CallFailure{kExitUnreachable, permission_message(socket_path), false};
   if (ec) return CallFailure{kExitUnreachable, unreachable_message(socket_path, ec.message())};
 
   const std::string line = encode_request(request);
@@ -47,13 +106,14 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   char chunk[64 * 1024];
   while (buffer.find('\n') == std::string::npos) {
     if (buffer.size() > kMaxMessageBytes)
-      return CallFailure{kExitFailed,
-                         "fadd sent a response longer than " + std::to_string(kMaxMessageBytes) + " bytes"};
+      return CallFailure{kExitFailed, "fadd sent a response longer than " + std::to_string(kMaxMessageBytes) + " bytes",
+                         false};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd pfd{socket.native_handle(), POLLIN, 0};
     if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0)
       return CallFailure{kExitUnreachable, "fadd at " + socket_path + " did not answer within " +
-                                               std::to_string(timeout.count() / 1000) + " s"};
+                                               std::to_string(timeout.count() / 1000) +
+                                               " s (is it stopped, e.g. by SIGSTOP, or overloaded?)"};
     std::size_t n = socket.read_some(asio::buffer(chunk), ec);
     if (ec == asio::error::interrupted) continue;
     if (ec) {
@@ -67,12 +127,14 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   }
   if (auto nl = buffer.find('\n'); nl != std::string::npos) buffer.resize(nl);
   auto response = parse_response(buffer);
-  if (!response) return CallFailure{kExitFailed, "fadd sent a response fad does not understand: " + response.error()};
+  if (!response)
+    return CallFailure{kExitFailed, "fadd sent a response fad does not understand: " + response.error(), false};
   return std::move(*response);
 }
 
-Sender socket_sender(std::string socket_path) {
-  return [path = std::move(socket_path)](const Request& request) { return call_daemon(path, request); };
+Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout) {
+  return
+      [path = std::move(socket_path), timeout](const Request& request) { return call_daemon(path, request, timeout); };
 }
 
 }  // namespace fad::client

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -17,6 +18,9 @@ namespace fad::client {
 struct CallFailure {
   int exit_code = 3;
   std::string message;  ///< one line, no "fad: " prefix
+  /// Worth trying again later: fadd is absent, restarting or busy. False when
+  /// waiting cannot help (no permission on the socket, a garbled answer).
+  bool retryable = true;
 };
 
 using CallResult = std::variant<Response, CallFailure>;
@@ -28,6 +32,14 @@ using Sender = std::function<CallResult(const Request&)>;
 /// The one-line message for a daemon that cannot be reached, telling how to start it.
 std::string unreachable_message(const std::string& socket_path, const std::string& reason);
 
+/// The one-line message for a socket this user may not connect to: who may,
+/// and what to ask for (the socket's group when it is group-accessible).
+std::string permission_message(const std::string& socket_path);
+
+/// How long a request waits for fadd's answer: $FAD_TIMEOUT seconds (a
+/// positive integer) or 60 s. The error quotes a bad value.
+Result<std::chrono::milliseconds> request_timeout(const std::optional<std::string>& fad_timeout);
+
 /// Connects to `socket_path`, sends `request`, reads one line of at most
 /// kMaxMessageBytes. Gives up after `timeout` without an answer (exit code 3).
 /// Refuses (exit code 3) a socket whose directory another user could have
@@ -36,6 +48,6 @@ CallResult call_daemon(const std::string& socket_path, const Request& request,
                        std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 /// A Sender bound to one socket path.
-Sender socket_sender(std::string socket_path);
+Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace fad::client

@@ -4,9 +4,13 @@
 #include "client/daemon_control.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +27,9 @@ namespace fs = std::filesystem;
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 constexpr auto kStartTimeout = std::chrono::seconds(15);
-constexpr auto kStopTimeout = std::chrono::seconds(30);
+// fadd gives its compilers 5 s after SIGTERM before SIGKILL; the rest is margin
+// for a loaded machine.
+constexpr auto kStopTimeout = std::chrono::seconds(60);
 constexpr std::size_t kLogTailLines = 20;
 
 // The daemon's pid from a status answer, for messages; "?" if absent.
@@ -32,6 +38,24 @@ std::string pid_of(const Response& response) {
   if (r.is_object() && r.contains("daemon") && r["daemon"].is_object() && r["daemon"].contains("pid"))
     return r["daemon"]["pid"].dump();
   return "?";
+}
+
+// The daemon's state dir from a status answer; empty if absent (older fadd).
+std::string state_dir_of(const Response& response) {
+  const json& r = response.result;
+  if (r.is_object() && r.contains("daemon") && r["daemon"].is_object() && r["daemon"].contains("state_dir") &&
+      r["daemon"]["state_dir"].is_string())
+    return r["daemon"]["state_dir"].get<std::string>();
+  return "";
+}
+
+std::string lock_path_in(const std::string& state_dir) { return (fs::path(state_dir) / "fadd.lock").string(); }
+
+// The pid fadd wrote into its lock file; 0 when unreadable.
+long pid_in_lock(const std::string& lock_path) {
+  std::ifstream in(lock_path);
+  long pid = 0;
+  return in >> pid ? pid : 0;
 }
 
 // A Response when something answers at the socket; nullopt when nothing does.
@@ -85,6 +109,12 @@ std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations
     argv.push_back("--config");
     argv.push_back(*locations.config);
   }
+  bool own_log = false;
+  for (const auto& a : extra) own_log |= a == "--log-file" || a.rfind("--log-file=", 0) == 0;
+  if (!own_log) {
+    argv.push_back("--log-file");
+    argv.push_back((fs::path(locations.state_dir) / "fadd.log").string());
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
@@ -127,16 +157,21 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   }
   std::error_code ec;
   fs::create_directories(locations.state_dir, ec);
+  // fadd logs to the rotated fadd.log itself; fadd.out catches only what it
+  // prints outside its log (usage errors, a crash report), so it is emptied at
+  // each start and never grows.
   const std::string log_path = (fs::path(locations.state_dir) / "fadd.log").string();
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    ctx.err << "fad: cannot open " << log_path << ": " << std::strerror(errno) << "\n";
+  const std::string out_path = (fs::path(locations.state_dir) / "fadd.out").string();
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out_fd < 0) {
+    ctx.err << "fad: cannot open " << out_path << ": " << std::strerror(errno) << "\n";
     return kExitFailed;
   }
   const auto log_start = fs::file_size(log_path, ec);  // show only this run's lines on failure
-  pid_t pid = spawn_detached(fadd_argv(*fadd, locations, cmd.fadd_args), log_fd);
+  const bool log_existed = !ec;
+  pid_t pid = spawn_detached(fadd_argv(*fadd, locations, cmd.fadd_args), out_fd);
   const int spawn_errno = errno;
-  ::close(log_fd);
+  ::close(out_fd);
   if (pid < 0) {
     ctx.err << "fad: cannot start " << *fadd << ": " << std::strerror(spawn_errno) << "\n";
     return kExitFailed;
@@ -147,8 +182,11 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      ctx.err << "fad: fadd exited during startup (status " << code << "); last lines of " << log_path << ":\n"
-              << last_lines(read_from(log_path, ec ? 0 : log_start), kLogTailLines);
+      ctx.err << "fad: fadd exited during startup (status " << code << ")\n";
+      const std::string printed = last_lines(read_from(out_path, 0), kLogTailLines);
+      const std::string logged = last_lines(read_from(log_path, log_existed ? log_start : 0), kLogTailLines);
+      if (!printed.empty()) ctx.err << "last lines of " << out_path << ":\n" << printed;
+      if (!logged.empty()) ctx.err << "last lines of " << log_path << ":\n" << logged;
       return kExitFailed;
     }
     if (probe(ctx)) {
@@ -162,26 +200,79 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   return kExitFailed;
 }
 
-int run_daemon_stop(Context& ctx) {
+DaemonWatch real_daemon_watch() {
+  DaemonWatch w;
+  w.alive = [](long pid) {
+    if (pid <= 0) return false;
+    // A zombie has exited; only its parent's wait is missing (a test harness,
+    // a shell that started fadd in the foreground).
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (std::getline(stat, line)) {
+      const auto paren = line.rfind(')');
+      return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+    }
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  };
+  w.locked = [](const std::string& lock_path) {
+    const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;  // no lock file: no daemon on this state dir
+    // fadd holds LOCK_EX; a shared lock is refused while it does.
+    const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);  // releases the probe's own lock, if it got one
+    return held;
+  };
+  return w;
+}
+
+int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch& watch) {
   auto running = probe(ctx);
-  if (!running) {
-    ctx.out << "fadd is not running (nothing answers at " << ctx.socket << ")\n";
-    return kExitOk;
+  long pid = 0;
+  std::string state_dir = locations.state_dir;
+  if (running) {
+    if (auto dir = state_dir_of(*running); !dir.empty()) state_dir = dir;
+    pid = std::strtol(pid_of(*running).c_str(), nullptr, 10);
   }
-  const std::string pid = pid_of(*running);
-  int rc = kExitOk;
-  if (!request(ctx, "shutdown", json::object(), rc)) return rc;
-  const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (!probe(ctx)) {
-      ctx.out << "fadd stopped (pid " << pid << ")\n";
+  const std::string lock = lock_path_in(state_dir);
+  if (!running) {
+    // Nothing answers, but a fadd may still be on its way out (after SIGTERM or
+    // an earlier stop): a start now would find the state dir locked.
+    if (!watch.locked(lock)) {
+      ctx.out << "fadd is not running (nothing answers at " << ctx.socket << ")\n";
       return kExitOk;
     }
+    pid = pid_in_lock(lock);
+    ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid "
+            << (pid > 0 ? std::to_string(pid) : std::string("?")) << "); waiting for it to exit\n";
+    ctx.out.flush();
+  } else {
+    int rc = kExitOk;
+    if (!request(ctx, "shutdown", json::object(), rc)) return rc;
+  }
+  const std::string who = "fadd (pid " + (pid > 0 ? std::to_string(pid) : std::string("?")) + ")";
+  const auto deadline = ctx.now() + kStopTimeout;
+  bool alive = true, locked = true;
+  while (true) {
+    alive = pid > 0 && watch.alive(pid);
+    locked = watch.locked(lock);
+    if (!alive && !locked) {
+      ctx.out << "fadd stopped (pid " << (pid > 0 ? std::to_string(pid) : std::string("?")) << ")\n";
+      return kExitOk;
+    }
+    if (ctx.now() >= deadline) break;
     ctx.sleep(kPollInterval);
   }
-  ctx.err << "fad: fadd (pid " << pid << ") still answers at " << ctx.socket << " after " << kStopTimeout.count()
-          << " s\n";
+  // Only what still holds on is named: a lock this user cannot open reads as free.
+  std::string holding = alive ? "the process is still running" : "";
+  if (locked) holding += std::string(holding.empty() ? "" : ", ") + lock + " is still locked";
+  ctx.err << "fad: " << who << " has not exited " << kStopTimeout.count() << " s after being asked to stop (" << holding
+          << "); see " << (fs::path(state_dir) / "fadd.log").string() << "\n";
   return kExitFailed;
+}
+
+int run_daemon_restart(const Command& cmd, const Locations& locations, Context& ctx) {
+  if (int rc = run_daemon_stop(locations, ctx); rc != kExitOk) return rc;
+  return run_daemon_start(cmd, locations, ctx);
 }
 
 }  // namespace fad::client

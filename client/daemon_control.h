@@ -1,7 +1,10 @@
-// `fad daemon start` / `fad daemon stop`: run fadd in the background without
-// systemd, and stop it, confirming each through the socket.
+// `fad daemon start` / `stop` / `restart`: run fadd in the background without
+// systemd, and stop it. Start is confirmed through the socket; stop only once
+// fadd has exited and released its state-dir lock, so a start right after it
+// never meets "another fadd is already running".
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +17,8 @@
 namespace fad::client {
 
 /// The argv for fadd: the resolved socket and state dir (so fad and fadd agree
-/// on them), the config if one is in use, then the user's args after "--".
+/// on them), the config if one is in use, `--log-file STATE/fadd.log` unless
+/// the user's args name a log file, then the user's args after "--".
 std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations& locations,
                                    const std::vector<std::string>& extra);
 
@@ -25,14 +29,31 @@ std::string last_lines(std::string_view text, std::size_t n);
 /// `fadd` on `path_env` (a PATH value); nullopt if neither.
 std::optional<std::string> find_fadd(const std::string& self_exe, const std::string& path_env);
 
-/// Starts fadd detached (own session, stdin /dev/null, output appended to
-/// STATE/fadd.log) and waits up to 15 s for it to answer. Exit 0 when it does
-/// or when a daemon already answered; 1 when fadd cannot be found, exits early
-/// (the log's last lines are shown) or does not answer in time.
+/// Starts fadd detached (own session, stdin /dev/null, logging to the rotated
+/// STATE/fadd.log, anything else it prints to STATE/fadd.out, emptied at each
+/// start) and waits up to 15 s for it to answer. Exit 0 when it does or when a
+/// daemon already answered; 1 when fadd cannot be found, exits early (the last
+/// lines of its output and log are shown) or does not answer in time.
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx);
 
-/// Asks fadd to shut down and waits up to 30 s until the socket stops answering.
-/// Exit 0 when stopped or not running; 1 if it still answers after the wait.
-int run_daemon_stop(Context& ctx);
+/// How `fad daemon stop` tells that fadd is gone; the real /proc and flock by
+/// default, fakes in tests.
+struct DaemonWatch {
+  /// The process exists and is not a zombie.
+  std::function<bool(long pid)> alive;
+  /// Some process holds the flock on this file (fadd's STATE/fadd.lock).
+  std::function<bool(const std::string& lock_path)> locked;
+};
+DaemonWatch real_daemon_watch();
+
+/// Asks fadd to shut down, then waits up to 60 s until its process has exited
+/// and its state-dir lock (STATE/fadd.lock; STATE as fadd's status reports it,
+/// else `locations`) is free. Exit 0 when stopped or not running; 1 when it
+/// has not exited in time (the message says what still holds on).
+int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch& watch = real_daemon_watch());
+
+/// `fad daemon restart`: stop (as above), then start with this command's
+/// arguments. Exit as stop when it fails, else as start.
+int run_daemon_restart(const Command& cmd, const Locations& locations, Context& ctx);
 
 }  // namespace fad::client

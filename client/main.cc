@@ -35,8 +35,14 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
 
+    auto timeout = request_timeout(fad::process_env()("FAD_TIMEOUT"));
+    if (!timeout) {
+      std::cerr << "fad: " << timeout.error() << "\n";
+      return kExitUsage;
+    }
+
     // 3. Wire the real world in: the socket, the terminal, the clock, nvidia-smi.
-    Context ctx{socket_sender(locations->socket),
+    Context ctx{socket_sender(locations->socket, *timeout),
                 locations->socket,
                 std::cout,
                 std::cerr,

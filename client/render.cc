@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/duration.h"
 #include "common/size.h"
 
 namespace fad::client {
@@ -130,7 +131,9 @@ std::string render_status(const json& status) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
     const json& u = units_of(b);
-    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), text(b, "state"), archs_cell(b), done_of_total(b),
+    // A pruned build's outputs and logs are gone; its record stays.
+    const std::string state = text(b, "state") + (field(b, "pruned_at") ? " (pruned)" : "");
+    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
                     std::to_string(count(u, "running")), std::to_string(count(u, "queued")),
                     std::to_string(count(u, "failed")), size_cell(b, "peak_bytes"), text(b, "created_at")});
   }
@@ -166,11 +169,37 @@ std::string render_history(const json& history) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
     const json* d = field(b, "duration_s");
-    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), text(b, "state"), archs_cell(b), done_of_total(b),
+    // A pruned build's outputs and logs are gone; its record stays.
+    const std::string state = text(b, "state") + (field(b, "pruned_at") ? " (pruned)" : "");
+    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
                     d && d->is_number() ? format_duration(d->get<double>()) : "-", size_cell(b, "peak_bytes"),
                     text(b, "finished_at")});
   }
   return format_table({"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "DURATION", "PEAK", "FINISHED"}, rows);
+}
+
+std::string render_prune(const json& prune) {
+  const json* builds = field(prune, "builds");
+  const bool dry = field(prune, "dry_run") && (*field(prune, "dry_run")) == true;
+  const json* age = field(prune, "older_than_s");
+  const std::string older = age && age->is_number_integer() ? format_age(age->get<std::int64_t>()) : "-";
+  std::ostringstream out;
+  std::size_t n = 0;
+  if (builds && builds->is_array()) {
+    for (const auto& b : *builds) {
+      out << (dry ? "would prune build " : "pruned build ") << text(b, "id");
+      if (text(b, "name") != "-") out << " (" << text(b, "name") << ")";
+      out << ", finished " << text(b, "finished_at") << ", " << size_cell(b, "bytes") << "\n";
+      ++n;
+    }
+  }
+  if (n == 0) {
+    out << "nothing to prune: no finished build older than " << older << " still has outputs\n";
+  } else {
+    out << (dry ? "would free " : "freed ") << size_cell(prune, "bytes") << " from " << n << " build(s) older than "
+        << older << (dry ? " (dry run: nothing deleted)" : "; their records stay in 'fad history'") << "\n";
+  }
+  return out.str();
 }
 
 std::string render_progress(const json& build) {

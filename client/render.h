@@ -27,6 +27,9 @@ std::string render_build_status(const json& status);
 /// `fad history`: one row per finished build with duration and peak.
 std::string render_history(const json& history);
 
+/// `fad prune`: one line per build whose outputs went (or would go), then the total.
+std::string render_prune(const json& prune);
+
 /// One progress line for a build object, e.g. "build 7: 3/49 units done, 2 running, peak 5.1 GiB".
 std::string render_progress(const json& build);
 

@@ -27,9 +27,11 @@ int wait_for_build(const Command& cmd, Context& ctx, std::int64_t id) {
   req.id = id;
   std::string last_key;
   while (true) {
-    CallResult reply = ctx.send(Request{"status", req.to_json()});
+    // fadd may restart while a build runs (an upgrade, a crash): the build
+    // survives it, so the wait does too.
+    CallResult reply = send_following(ctx, Request{"status", req.to_json()});
     if (auto* failure = std::get_if<CallFailure>(&reply)) {
-      ctx.err << "fad: lost contact with fadd while waiting for build " << id << ": " << failure->message << "\n";
+      ctx.err << "fad: stopped waiting for build " << id << ": " << failure->message << "\n";
       return failure->exit_code;
     }
     auto& response = std::get<Response>(reply);

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/duration.h"
 #include "common/file_read.h"
 #include "common/size.h"
 
@@ -27,7 +28,8 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, nvcc_threads, nvcc, unit_memory_prior, "
-    "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir";
+    "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir, retention, log_max_size, "
+    "log_max_files";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -133,6 +135,25 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) != 0 || !found)
       return "no group named '" + name + "' on this machine";
     config.socket_group = name;
+  } else if (key == "retention") {
+    if (v == "never") {
+      config.retention_s.reset();
+      return "";
+    }
+    if (!v.is_string()) return "expected an age such as \"30d\" or \"never\", got " + v.dump();
+    auto age = parse_age(v.get<std::string>());
+    if (!age) return age.error() + " (or \"never\")";
+    if (*age == 0) return "must be more than 0 (or \"never\")";
+    config.retention_s = *age;
+  } else if (key == "log_max_size") {
+    Result<std::uint64_t> size = size_value(v);
+    if (!size) return size.error();
+    if (*size < 4096) return "must be at least 4K";
+    config.log_max_size = *size;
+  } else if (key == "log_max_files") {
+    auto n = integer_in(v, 1, 100);
+    if (!n) return "expected an integer from 1 to 100, got " + v.dump();
+    config.log_max_files = static_cast<int>(*n);
   } else if (key == "socket" || key == "state_dir" || key == "kernels_dir") {
     if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
     std::optional<std::string>& field = key == "socket"      ? config.socket

@@ -32,6 +32,11 @@ struct Config {
   std::uint64_t unit_memory_prior = 5ull << 30;  ///< per nvcc thread, never-seen unit
   int poll_interval_ms = 500;
   std::string log_level = "info";
+  /// Finished builds' outputs and logs older than this are deleted (fad prune);
+  /// nullopt = "never".
+  std::optional<std::int64_t> retention_s = 30 * 86400;
+  std::uint64_t log_max_size = 10ull << 20;  ///< --log-file: rotate past this size
+  int log_max_files = 3;                     ///< --log-file: rotated files kept
   std::optional<std::string> socket;
   /// Who may connect to the socket besides fadd's user: the socket's group
   /// and mode ("0660" lets the group in). Everyone who can connect is known

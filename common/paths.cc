@@ -47,16 +47,22 @@ std::string default_state_dir(const EnvLookup& env) {
   return home_dir(env) + "/.local/state/fad";
 }
 
-std::optional<std::string> default_config_path(const EnvLookup& env) {
+std::string system_config_path() { return std::string(FAD_SYSCONF_DIR) + "/fad/fad.json"; }
+
+std::optional<std::string> default_config_path(const EnvLookup& env, const std::string& system_config) {
   std::string path;
   if (std::optional<std::string> config = xdg_dir(env, "XDG_CONFIG_HOME")) {
     path = *config + "/fad/fad.json";
   } else {
     path = home_dir(env) + "/.config/fad/fad.json";
   }
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec) || ec) return std::nullopt;
-  return path;
+  // A user's own file wins; the machine-wide one (the system unit's, an
+  // admin's defaults) applies where the user has none.
+  for (const std::string& candidate : {path, system_config}) {
+    std::error_code ec;
+    if (!candidate.empty() && std::filesystem::exists(candidate, ec) && !ec) return candidate;
+  }
+  return std::nullopt;
 }
 
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,

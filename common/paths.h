@@ -22,9 +22,15 @@ std::string default_socket_path(const EnvLookup& env, unsigned uid);
 /// `$XDG_STATE_HOME/fad`, else `$HOME/.local/state/fad`.
 std::string default_state_dir(const EnvLookup& env);
 
+/// The machine-wide config file the install creates: SYSCONFDIR/fad/fad.json
+/// (/etc/fad/fad.json for a /usr install, /usr/local/etc/fad/fad.json for /usr/local).
+std::string system_config_path();
+
 /// `$XDG_CONFIG_HOME/fad/fad.json` (or `~/.config/fad/fad.json`) when the file
-/// exists; nullopt otherwise (running without a config file is normal).
-std::optional<std::string> default_config_path(const EnvLookup& env);
+/// exists, else `system_config` when that exists; nullopt otherwise (running
+/// without a config file is normal: every key has a default).
+std::optional<std::string> default_config_path(const EnvLookup& env,
+                                               const std::string& system_config = system_config_path());
 
 /// First present of flag, env var `env_name`, config value, else `fallback`.
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,

@@ -274,4 +274,25 @@ Result<HistoryRequest> HistoryRequest::from_json(const json& body) {
 
 json HistoryRequest::to_json() const { return json{{"limit", limit}}; }
 
+Result<PruneRequest> PruneRequest::from_json(const json& body) {
+  if (Status s = require_object(body); !s) return Error{s.error()};
+  PruneRequest r;
+  if (auto age = body.find("older_than_s"); age != body.end() && !age->is_null()) {
+    auto value = integer_in(*age, 0, kInt64Max);
+    if (!value) return field_error("older_than_s", "a non-negative integer (seconds)");
+    r.older_than_s = *value;
+  }
+  if (auto dry = body.find("dry_run"); dry != body.end()) {
+    if (!dry->is_boolean()) return field_error("dry_run", "true or false");
+    r.dry_run = dry->get<bool>();
+  }
+  return r;
+}
+
+json PruneRequest::to_json() const {
+  json j = {{"dry_run", dry_run}};
+  if (older_than_s) j["older_than_s"] = *older_than_s;
+  return j;
+}
+
 }  // namespace fad

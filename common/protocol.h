@@ -118,6 +118,17 @@ struct HistoryRequest {
   json to_json() const;
 };
 
+/// "prune": delete finished builds' outputs and logs (STATE/builds/ID/) older
+/// than an age; their rows stay, marked pruned. The response is
+/// {"dry_run": bool, "older_than_s": N, "bytes": freed, "builds": [{"id", "name",
+/// "finished_at", "bytes"}]}.
+struct PruneRequest {
+  std::optional<std::int64_t> older_than_s;  ///< nullopt: the daemon's `retention`
+  bool dry_run = false;                      ///< only list what would go
+  static Result<PruneRequest> from_json(const json& body);
+  json to_json() const;
+};
+
 // "shutdown" has an empty body: the daemon answers, then stops as on SIGTERM.
 
 }  // namespace fad

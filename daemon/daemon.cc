@@ -26,6 +26,7 @@
 #include "daemon/request_handler.h"
 #include "daemon/server.h"
 #include "daemon/store.h"
+#include "daemon/systemd_notify.h"
 #include "daemon/toolchain.h"
 #include "daemon/unit_cgroup.h"
 
@@ -49,6 +50,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.scheduler.cores = o.cores > 0 ? o.cores : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e.estimator.prior_per_thread = c.unit_memory_prior;
   e.daemon_uid = ::geteuid();
+  e.retention_s = c.retention_s;
   return e;
 }
 
@@ -77,6 +79,9 @@ Result<ServerOptions> server_options(const Config& c) {
 
 int run_daemon(const DaemonOptions& o) {
   namespace fs = std::filesystem;
+  // systemd's readiness socket is fadd's alone: compilers must not inherit it.
+  const auto notifier = SystemdNotifier::from_env(process_env());
+  ::unsetenv("NOTIFY_SOCKET");
   // 0. Descriptors fadd inherited never reach a compiler; files fadd makes
   //    are its own unless it hands them to a build's owner.
   cloexec_from(3);
@@ -163,6 +168,7 @@ int run_daemon(const DaemonOptions& o) {
     if (stopping) return;
     stopping = true;
     spdlog::info("stopping ({}): {} running unit(s) will be requeued", why, engine.running_count());
+    if (auto sent = notifier.notify("STOPPING=1"); !sent) spdlog::warn("{}", sent.error());
     server.close();
     engine.begin_shutdown();
   };
@@ -205,6 +211,11 @@ int run_daemon(const DaemonOptions& o) {
                o.config.memory_budget ? format_size(*o.config.memory_budget) : std::string("auto"),
                o.config.reserve.bytes ? format_size(o.config.reserve.bytes)
                                       : std::to_string(static_cast<int>(o.config.reserve.percent)) + "%");
+  // Under systemd (Type=notify): started means listening.
+  if (auto sent =
+          notifier.notify("READY=1\nSTATUS=listening on " + o.socket + "\nMAINPID=" + std::to_string(::getpid()));
+      !sent)
+    spdlog::warn("{}", sent.error());
   // A client that hangs up mid-answer must not kill the daemon with SIGPIPE.
   ::signal(SIGPIPE, SIG_IGN);
   // An unexpected exception escaping a handler is logged and the loop goes on:

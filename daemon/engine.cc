@@ -119,6 +119,7 @@ void Engine::tick() {
     });
   }
   if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
+  best_effort([&] { apply_retention(now); });
   if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
     best_effort([&] {
       std::uint64_t fad_bytes = 0;

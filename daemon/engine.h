@@ -39,6 +39,11 @@ struct EngineOptions {
   /// fadd's effective uid. Root runs each user's compiles as that user; any
   /// other uid only compiles for itself.
   uid_t daemon_uid = 0;
+  /// Finished builds older than this lose their outputs and logs (the
+  /// `retention` key); nullopt: kept until `fad prune`.
+  std::optional<std::int64_t> retention_s;
+  /// How often the retention is applied: at the first tick, then this often.
+  double retention_every_s = 86400;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)
@@ -76,6 +81,10 @@ class Engine {
   Response history(const Caller& caller, const HistoryRequest& req);
   /// Whether `caller` may stop fadd (root or fadd's own user); the daemon stops after an ok.
   Response shutdown(const Caller& caller);
+  /// Deletes finished builds' STATE/builds/ID/ older than the request's age
+  /// (or the retention): the caller's own builds, every user's for root; never
+  /// an active build, never the estimator's history.
+  Response prune(const Caller& caller, const PruneRequest& req);
   // Compiles run by `fad launch` / `fad run` (engine_launch.cc).
   Response open_build(const Caller& caller, const OpenBuildRequest& req);
   Response close_build(const Caller& caller, const CloseBuildRequest& req);
@@ -170,6 +179,7 @@ class Engine {
   json owned_build_json(const BuildRecord& b, bool with_units);
   void update_build(std::int64_t build_id);
   void append_build_log(std::int64_t build_id, const std::string& text);
+  void apply_retention(double now);
   std::string build_dir(std::int64_t id) const;
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
   std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
@@ -201,6 +211,8 @@ class Engine {
   std::vector<std::int64_t> deferred_exits_;
   /// External builds: when a unit last arrived or ended (for closing idle ones).
   std::map<std::int64_t, double> last_activity_;
+  /// When the retention last ran (monotonic seconds).
+  std::optional<double> last_retention_;
 };
 
 }  // namespace fad

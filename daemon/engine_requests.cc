@@ -128,6 +128,7 @@ json Engine::daemon_json() {
           {"pid", static_cast<int>(::getpid())},
           {"uptime_s", static_cast<std::int64_t>(clock_.now() - started_at_)},
           {"running_units", running_.size()},
+          {"state_dir", options_.state_dir},
           {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_)},
           {"warnings", std::move(warnings)}};
 }
@@ -211,6 +212,9 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
     if (r.unit.build_id == id)
       return error_response(ErrorCode::failed,
                             "build " + std::to_string(id) + " is still stopping its units; retry in a moment");
+  if (b->pruned_at)
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + "'s outputs were pruned on " +
+                                                 *b->pruned_at + "; submit it again instead");
   Transaction tx(store_.db());
   const int requeued = store_.requeue_failed_units(id);
   store_.set_build_state(id, BuildState::queued, std::nullopt);
@@ -226,6 +230,9 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   if (!b) return no_build(req.id);
   // Compiler output quotes the sources; on disk it is readable by its owner only.
   if (auto refused = refuse_unless_owner(caller, *b, "read the logs of")) return *refused;
+  if (b->pruned_at)
+    return error_response(ErrorCode::not_found,
+                          "build " + std::to_string(req.id) + "'s logs were pruned on " + *b->pruned_at);
   std::string path = build_dir(req.id) + "/build.log";
   bool finished = is_final(b->state);
   if (req.unit) {

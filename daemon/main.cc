@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon/daemon.h"
@@ -31,7 +32,21 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // 3. Logging to stderr (the journal under systemd, fadd.log under 'fad daemon start').
+  // 3. Logging: to stderr (the journal under systemd), or with --log-file (as
+  //    'fad daemon start' runs it) to a file rotated by size, so an unattended
+  //    daemon's log never grows without bound.
+  if (!options->log_file.empty()) {
+    try {
+      spdlog::set_default_logger(spdlog::rotating_logger_mt("fadd", options->log_file, options->config.log_max_size,
+                                                            static_cast<std::size_t>(options->config.log_max_files)));
+    } catch (const spdlog::spdlog_ex& e) {
+      std::cerr << "fadd: cannot log to " << options->log_file << ": " << e.what() << "\n";
+      return 1;
+    }
+    // Every line reaches the file at once, as it would on stderr: a kill -9
+    // must not take the last lines with it.
+    spdlog::flush_on(spdlog::level::trace);
+  }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(options->config.log_level));
 

@@ -44,7 +44,8 @@ struct BuildRecord {
   /// Who submitted it (from the connection's credentials); null for builds
   /// recorded before fadd knew, which belong to fadd's own user.
   std::optional<std::int64_t> uid;
-  std::optional<std::int64_t> gid;  ///< the submitter's group then (compiles run with it)
+  std::optional<std::int64_t> gid;       ///< the submitter's group then (compiles run with it)
+  std::optional<std::string> pruned_at;  ///< when retention deleted its outputs and logs
 };
 
 struct UnitRecord {

@@ -25,6 +25,9 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   opt("--nvcc", f.nvcc, "Default compiler (nvcc or an nvcc-compatible program)");
   opt("--log-level", f.log_level, "trace|debug|info|warn|error");
   opt("--kernels-dir", f.kernels_dir, "Directory of the bundled kernels (holding manifest.json)");
+  opt("--log-file", f.log_file,
+      "Log to this file instead of stderr, rotated past log_max_size (config, default 10M), "
+      "keeping log_max_files (default 3) old files");
   app.add_option_function<int>(
          "--cores", [&f](int n) { f.cores = n; },
          "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
@@ -78,6 +81,11 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
   }
   if (f.nvcc) c.nvcc = *f.nvcc;
   if (f.cores) o.cores = *f.cores;
+  if (f.log_file) {
+    if (f.log_file->empty()) return make_error("--log-file: the path is empty");
+    std::error_code ec;
+    o.log_file = std::filesystem::absolute(*f.log_file, ec).lexically_normal().string();
+  }
   if (f.log_level) {
     if (!is_log_level(*f.log_level))
       return make_error("--log-level: '" + *f.log_level + "' is not one of trace, debug, info, warn, error");

@@ -13,7 +13,7 @@ namespace fad {
 
 /// What was given on the command line, unresolved.
 struct DaemonFlags {
-  std::optional<std::string> config, state_dir, socket, memory_budget, reserve, nvcc, log_level, kernels_dir;
+  std::optional<std::string> config, state_dir, socket, memory_budget, reserve, nvcc, log_level, kernels_dir, log_file;
   std::optional<int> cores;
   bool help = false;
   bool version = false;
@@ -30,6 +30,7 @@ struct DaemonOptions {
   std::string state_dir;
   std::string kernels_dir;
   std::string config_path;  ///< empty when running without a config file
+  std::string log_file;     ///< empty: log to stderr (the journal under systemd)
   Config config;
 };
 

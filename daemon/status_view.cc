@@ -27,10 +27,12 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
             {"finished_at", opt(b.finished_at)},
             {"units", counts},
             {"peak_bytes", b.peak_bytes},
-            {"artifact", opt(b.artifact)},
+            // A pruned build's library is gone with its outputs.
+            {"artifact", b.pruned_at ? json(nullptr) : opt(b.artifact)},
             {"error", b.error.empty() ? json(nullptr) : json(b.error)},
             {"kind", b.kind},
-            {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)}};
+            {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)},
+            {"pruned_at", opt(b.pruned_at)}};
   if (with_units) {
     json list = json::array();
     for (const auto& u : units) {

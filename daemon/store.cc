@@ -1,6 +1,8 @@
 // SQLite-backed state; see store.h. Lists (archs, argv) are stored as JSON text.
 #include "daemon/store.h"
 
+#include "daemon/database_check.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -96,6 +98,10 @@ ALTER TABLE builds ADD COLUMN budget_bytes INTEGER;
 ALTER TABLE builds ADD COLUMN uid INTEGER;
 ALTER TABLE builds ADD COLUMN gid INTEGER;
 )sql",
+    // 4: retention (fad prune): when a finished build's outputs and logs were deleted.
+    R"sql(
+ALTER TABLE builds ADD COLUMN pruned_at TEXT;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -110,7 +116,7 @@ std::vector<std::string> from_json_text(const std::string& s) {
 
 constexpr std::string_view kBuildColumns =
     "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error, kind, session, "
-    "command, budget_bytes, uid, gid";
+    "command, budget_bytes, uid, gid, pruned_at";
 
 BuildRecord read_build(const Statement& s) {
   BuildRecord b;
@@ -131,6 +137,7 @@ BuildRecord read_build(const Statement& s) {
   if (auto budget = s.opt_int64(14)) b.budget_bytes = static_cast<std::uint64_t>(*budget);
   b.uid = s.opt_int64(15);
   b.gid = s.opt_int64(16);
+  b.pruned_at = s.opt_text(17);
   return b;
 }
 
@@ -216,11 +223,39 @@ std::vector<BuildRecord> query_builds(Database& db, const std::string& where, st
 
 }  // namespace
 
-Store::Store(const std::string& path) : db_(path) {
+namespace {
+// Refuses, before anything opens it for writing, a file that is not fad's.
+const std::string& checked_database_path(const std::string& path) {
+  if (auto kind = check_database_file(path); !kind) throw StoreError(kind.error());
+  return path;
+}
+}  // namespace
+
+Store::Store(const std::string& path) : db_(checked_database_path(path)) {
+  // A damaged database is refused before fadd writes to it: writing on could
+  // turn a recoverable file into a lost history.
+  {
+    auto st = db_.prepare("PRAGMA quick_check(5)");
+    std::string problems;
+    while (st.step())
+      if (st.text(0) != "ok") problems += (problems.empty() ? "" : "; ") + st.text(0);
+    if (!problems.empty())
+      throw StoreError(path + " is damaged (quick_check: " + problems +
+                       "); fadd leaves it untouched: recover it with 'sqlite3 " + path +
+                       " .recover | sqlite3 NEW.db' and move NEW.db in its place, or move it away to start afresh");
+  }
+  // Marked as fad's, so that no other program's database is ever taken for one.
+  if (application_id() != kApplicationId) db_.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   // WAL: readers (status) never block the writer; synchronous=NORMAL is durable
   // against process crashes, which is the failure fadd must survive.
   db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
   migrate();
+}
+
+std::int32_t Store::application_id() {
+  auto st = db_.prepare("PRAGMA application_id");
+  st.step();
+  return static_cast<std::int32_t>(st.int64(0));
 }
 
 int Store::schema_version() {
@@ -313,6 +348,20 @@ std::vector<BuildRecord> Store::status_builds(int recent) {
   out.insert(out.end(), done.begin(), done.end());
   std::sort(out.begin(), out.end(), [](const BuildRecord& a, const BuildRecord& b) { return a.id < b.id; });
   return out;
+}
+
+std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) {
+  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
+                        " FROM builds WHERE state IN ('succeeded','failed','cancelled') AND pruned_at IS NULL "
+                        "AND finished_at IS NOT NULL AND finished_at <= ? ORDER BY id");
+  st.bind(1, finished_by);
+  std::vector<BuildRecord> out;
+  while (st.step()) out.push_back(read_build(st));
+  return out;
+}
+
+void Store::mark_pruned(std::int64_t id, const std::string& at) {
+  db_.prepare("UPDATE builds SET pruned_at = ? WHERE id = ? AND pruned_at IS NULL").bind(1, at).bind(2, id).run();
 }
 
 std::vector<BuildRecord> Store::finished_builds(int limit) {

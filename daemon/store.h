@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -31,11 +31,14 @@ struct MemorySample {
 
 class Store {
  public:
-  /// Opens or creates the database at `path`, enables WAL and migrates it.
-  /// Throws StoreError when the file cannot be opened or is newer than kSchemaVersion.
+  /// Opens or creates the database at `path`, marks it as fad's
+  /// (application_id), enables WAL and migrates it. Throws StoreError, leaving
+  /// the file as it was, when it cannot be opened, is not a fad database (see
+  /// check_database_file), fails SQLite's quick_check or is newer than kSchemaVersion.
   explicit Store(const std::string& path);
 
   int schema_version();
+  std::int32_t application_id();
 
   /// Inserts a build and all its units in one transaction; returns the build id.
   /// Unit paths may contain "{build}" which is replaced by the new id.
@@ -56,6 +59,11 @@ class Store {
   std::vector<BuildRecord> status_builds(int recent);
   /// Finished builds, newest first.
   std::vector<BuildRecord> finished_builds(int limit);
+  /// Finished builds not yet pruned whose finished_at (RFC 3339) is at or
+  /// before `finished_by`, oldest first. Never a queued, running or paused one.
+  std::vector<BuildRecord> prunable_builds(const std::string& finished_by);
+  /// Records that a build's outputs and logs were deleted; its rows stay.
+  void mark_pruned(std::int64_t id, const std::string& at);
 
   std::vector<UnitRecord> units(std::int64_t build_id);
   std::optional<UnitRecord> unit(std::int64_t unit_id);

@@ -9,6 +9,7 @@ packages=(
   libboost1.81-dev libboost-filesystem1.81-dev
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libcli11-dev catch2
   python3-venv clang-format
+  systemd  # systemd-analyze, to verify the installed units
 )
 
 missing=()

@@ -75,6 +75,8 @@ int wait_exit(pid_t pid, int timeout_s) {
 }
 }  // namespace
 
+std::string slurp_file(const fs::path& path) { return slurp(path); }
+
 pid_t start_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                     const fs::path& out, const fs::path& err) {
   return spawn(argv, env, out, err);

@@ -76,6 +76,9 @@ class RawClient {
   std::string pending_;
 };
 
+/// The whole content of a file; empty when it cannot be read.
+std::string slurp_file(const fs::path& path);
+
 /// The first of `candidates` that is an executable file; empty when none is.
 std::string find_tool(const std::vector<std::string>& candidates);
 

@@ -79,8 +79,8 @@ TEST_CASE("a 100,000-deep line and {\"v\":1e400} are usage errors, and fadd answ
   // removed) and lock every client out after 256. Each is answered now.
   int answered = 0;
   for (int i = 0; i < 300; ++i) {
-    auto line = ask_raw(sock, i % 2 ? "{\"v\":1e400}\n" : "{\"v\":1,\"type\":\"status\",\"body\":{\"id\":1e999}}\n",
-                         Ms(3000));
+    auto line =
+        ask_raw(sock, i % 2 ? "{\"v\":1e400}\n" : "{\"v\":1,\"type\":\"status\",\"body\":{\"id\":1e999}}\n", Ms(3000));
     answered += line && line->find("\"ok\":false") != std::string::npos;
   }
   CHECK(answered == 300);
@@ -148,7 +148,8 @@ TEST_CASE("a compiler probe that hangs does not delay other clients", "[integrat
   CHECK(d.wait_final(id).at("state") == "succeeded");
 }
 
-TEST_CASE("2,000 idle connections: the flooding user gets a clear error until they time out", "[integration][hostile]") {
+TEST_CASE("2,000 idle connections: the flooding user gets a clear error until they time out",
+          "[integration][hostile]") {
   if (raise_fd_limit(4096) < 2100) {
     WARN("SKIP: needs 2,100 descriptors (hard limit too low); the idle flood was not tried");
     return;

@@ -34,11 +34,11 @@ std::optional<Nobody> nobody() {
   return Nobody{pw->pw_uid, pw->pw_gid, gr->gr_name};
 }
 
-#define NEED_NOBODY(who)                                                                       \
-  auto who = nobody();                                                                         \
-  if (!who) {                                                                                  \
+#define NEED_NOBODY(who)                                                                     \
+  auto who = nobody();                                                                       \
+  if (!who) {                                                                                \
     WARN("SKIP: needs root and a 'nobody' user to run the client as another user; not run"); \
-    return;                                                                                    \
+    return;                                                                                  \
   }
 
 /// The binaries another user must run, in a directory of the test's own that
@@ -62,7 +62,7 @@ void start_shared(Daemon& d, const SharedBins& bins, const Nobody& who, std::vec
   d.write_config("{\"poll_interval_ms\": 100, \"socket_group\": \"" + who.group + "\", \"socket_mode\": \"0660\"}");
   std::ofstream(d.fake_log_path()).flush();
   fs::permissions(d.fake_log_path(), fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec |
-                                                         fs::perms::others_exec));  // 0666: every user logs
+                                                        fs::perms::others_exec));  // 0666: every user logs
   d.start({"--nvcc", bins.fake, "--cores", "8"});
 }
 
@@ -128,8 +128,8 @@ TEST_CASE("another user's build compiles as that user and its files are theirs",
   CHECK(lines_with(d, " uid=0 ").empty());
   const fs::path dir = fs::path(d.state_dir()) / "builds" / sid;
   struct stat st {};
-  for (const auto& p : {dir / "obj" / "fwd_a.o", dir / "lib" / "libfad_test.so", dir / "logs" / "fwd_a.log",
-                        dir / "build.log"}) {
+  for (const auto& p :
+       {dir / "obj" / "fwd_a.o", dir / "lib" / "libfad_test.so", dir / "logs" / "fwd_a.log", dir / "build.log"}) {
     INFO(p);
     REQUIRE(::stat(p.c_str(), &st) == 0);
     CHECK(st.st_uid == who->uid);
@@ -202,7 +202,7 @@ TEST_CASE("fad launch as another user: the compile is theirs and root's pid is n
       if (!line) report("no answer", 4);
       return json::parse(*line);
     };
-    json body = {{"session", 99},      {"cwd", "/"},       {"argv", {bins.fake, "-c", "/x.cu"}},
+    json body = {{"session", 99},     {"cwd", "/"},       {"argv", {bins.fake, "-c", "/x.cu"}},
                  {"source", "/x.cu"}, {"output", "/x.o"}, {"archs", json::array()}};
     auto launched = ask({{"v", 1}, {"type", "launch"}, {"body", body}});
     if (launched["ok"] != true) report(launched.dump(), 5);

@@ -136,8 +136,34 @@ TEST_CASE("daemon start and stop, with args for fadd after --") {
   CHECK(start.fadd_args == std::vector<std::string>{"--log-level", "debug"});
   CHECK(command({"daemon", "stop", "--socket", "/s"}).kind == CommandKind::daemon_stop);
   usage_error({"daemon"});
-  CHECK(usage_error({"daemon", "restart"}).find("unknown command 'restart'") != std::string::npos);
+  CHECK(usage_error({"daemon", "reload"}).find("unknown command 'reload'") != std::string::npos);
   CHECK(usage_error({"status", "--", "x"}).find("daemon start") != std::string::npos);
+}
+
+TEST_CASE("daemon restart takes start's arguments") {
+  Command restart = command({"daemon", "restart", "--state-dir", "/st", "--", "--cores", "2"});
+  CHECK(restart.kind == CommandKind::daemon_restart);
+  CHECK(restart.path == "fad daemon restart");
+  CHECK(restart.state_dir == "/st");
+  CHECK(restart.fadd_args == std::vector<std::string>{"--cores", "2"});
+  CHECK(command({"daemon", "stop", "--state-dir", "/st"}).state_dir == "/st");
+}
+
+TEST_CASE("prune: an age with a unit, --dry-run, --json") {
+  Command plain = command({"prune"});
+  CHECK(plain.kind == CommandKind::prune);
+  CHECK_FALSE(plain.older_than_s.has_value());
+  CHECK_FALSE(plain.dry_run);
+  Command c = command({"prune", "--older-than", "2w", "--dry-run", "--json"});
+  CHECK(c.older_than_s == std::optional<std::int64_t>(14 * 86400));
+  CHECK(c.dry_run);
+  CHECK(c.json);
+  CHECK(command({"prune", "--older-than", "0s"}).older_than_s == std::optional<std::int64_t>(0));
+  CHECK(usage_error({"prune", "--older-than", "30"}) ==
+        "fad: --older-than: invalid age '30': use a whole number with s, m, h, d or w (e.g. 30d, 12h) "
+        "(see 'fad prune --help')\n");
+  usage_error({"prune", "--older-than", "-3d"});
+  usage_error({"prune", "--older-than", "1.5d"});
 }
 
 TEST_CASE("unknown options and commands: one line pointing at the right help") {

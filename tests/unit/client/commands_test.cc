@@ -19,25 +19,32 @@ struct ScriptedDaemon {
   std::vector<fad::Request> seen;
   std::ostringstream out, err;
   int sleeps = 0;
+  std::chrono::steady_clock::time_point now{};  ///< advanced by the fake sleep
   std::vector<fad::Arch> gpus;
 
   Context context() {
-    return Context{[this](const fad::Request& r) -> CallResult {
-                     seen.push_back(r);
-                     if (answers.empty()) return CallFailure{kExitUnreachable, "cannot reach fadd at /s: gone"};
-                     CallResult a = answers.front();
-                     answers.pop_front();
-                     return a;
-                   },
-                   "/s",
-                   out,
-                   err,
-                   [this](std::chrono::milliseconds) { ++sleeps; },
-                   [this]() -> fad::Result<std::vector<fad::Arch>> {
-                     if (gpus.empty()) return fad::make_error("no GPU");
-                     return gpus;
-                   }};
+    Context ctx{[this](const fad::Request& r) -> CallResult {
+                  seen.push_back(r);
+                  if (answers.empty()) return CallFailure{kExitUnreachable, "cannot reach fadd at /s: gone"};
+                  CallResult a = answers.front();
+                  answers.pop_front();
+                  return a;
+                },
+                "/s",
+                out,
+                err,
+                [this](std::chrono::milliseconds d) {
+                  ++sleeps;
+                  now += d;
+                },
+                [this]() -> fad::Result<std::vector<fad::Arch>> {
+                  if (gpus.empty()) return fad::make_error("no GPU");
+                  return gpus;
+                }};
+    ctx.now = [this] { return now; };
+    return ctx;
   }
+  void unreachable() { answers.push_back(CallFailure{kExitUnreachable, "cannot reach fadd at /s: refused"}); }
   void ok(json result) { answers.push_back(fad::Response{true, std::move(result), fad::ErrorCode::internal, ""}); }
   void error(fad::ErrorCode code, std::string message) {
     answers.push_back(fad::Response{false, json::object(), code, std::move(message)});
@@ -176,7 +183,7 @@ TEST_CASE("submit --wait: failed or cancelled is 1, a vanished daemon is 3, --js
   c.wait = true;
   Context ctx = gone.context();
   CHECK(run_submit(c, ctx) == 3);
-  CHECK(gone.err.str().find("while waiting for build 7") != std::string::npos);
+  CHECK(gone.err.str().find("stopped waiting for build 7") != std::string::npos);
 }
 
 TEST_CASE("status: unreachable is 3, not_found is 1, json passes the result through") {
@@ -259,4 +266,108 @@ TEST_CASE("history sends the limit") {
   CHECK(run_history(c, ctx) == 0);
   CHECK(d.seen[0].body["limit"] == 3);
   CHECK(d.out.str() == "no finished builds\n");
+}
+
+TEST_CASE("submit --wait rides out a daemon restart: says so once, then follows the build to its end") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}});
+  d.ok(status_of(build("running", 1, 2)));
+  for (int i = 0; i < 4; ++i) d.unreachable();  // fadd restarting
+  d.ok(status_of(build("running", 2, 1)));
+  d.ok(status_of(build("succeeded", 4, 0)));
+  Command c = cmd(CommandKind::submit, "fad submit");
+  c.archs = {fad::Arch{90, 0}};
+  c.wait = true;
+  Context ctx = d.context();
+  CHECK(run_submit(c, ctx) == 0);
+  CHECK(d.err.str() ==
+        "fad: lost contact with fadd (cannot reach fadd at /s: refused); retrying for up to 60 s\n"
+        "fad: fadd answers again\n");
+  CHECK(d.out.str().find("build 7 succeeded") != std::string::npos);
+  // Backoff: 250 ms, then doubling.
+  CHECK(d.now - std::chrono::steady_clock::time_point{} >= std::chrono::milliseconds(250 + 500 + 1000 + 2000));
+}
+
+TEST_CASE("submit --wait gives up with exit 3 when fadd stays away past the window") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}});
+  d.ok(status_of(build("running", 1, 2)));
+  Command c = cmd(CommandKind::submit, "fad submit");
+  c.archs = {fad::Arch{90, 0}};
+  c.wait = true;
+  Context ctx = d.context();
+  CHECK(run_submit(c, ctx) == 3);
+  const std::string err = d.err.str();
+  CHECK(err.find("retrying for up to 60 s") != std::string::npos);
+  CHECK(err.find("fad: stopped waiting for build 7: fadd did not come back within 60 s") != std::string::npos);
+  CHECK(d.now - std::chrono::steady_clock::time_point{} >= kReconnectWindow);
+  CHECK(d.now - std::chrono::steady_clock::time_point{} < kReconnectWindow + std::chrono::seconds(6));
+  CHECK(d.sleeps < 30);  // backoff, not a busy loop
+}
+
+TEST_CASE("a permission error is not retried and says so") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}});
+  d.answers.push_back(CallFailure{kExitUnreachable, "permission denied on /s", false});
+  Command c = cmd(CommandKind::submit, "fad submit");
+  c.archs = {fad::Arch{90, 0}};
+  c.wait = true;
+  Context ctx = d.context();
+  CHECK(run_submit(c, ctx) == 3);
+  CHECK(d.err.str() == "fad: stopped waiting for build 7: permission denied on /s\n");
+  CHECK(d.sleeps == 0);
+}
+
+TEST_CASE("status --watch and logs --follow ride out a restart, but a first request fails at once") {
+  ScriptedDaemon first;
+  Command watch = cmd(CommandKind::status, "fad status");
+  watch.watch = true;
+  Context fctx = first.context();
+  CHECK(run_status(watch, fctx) == 3);
+  CHECK(first.sleeps == 0);
+
+  ScriptedDaemon d;
+  d.ok({{"data", "a\n"}, {"offset", 2}, {"done", false}});
+  d.ok({{"data", ""}, {"offset", 2}, {"done", false}});
+  d.unreachable();
+  d.ok({{"data", "b\n"}, {"offset", 4}, {"done", true}});
+  Command c = cmd(CommandKind::logs, "fad logs");
+  c.id = 7;
+  c.follow = true;
+  Context ctx = d.context();
+  CHECK(run_logs(c, ctx) == 0);
+  CHECK(d.out.str() == "a\nb\n");
+  CHECK(d.seen.back().body["offset"] == 2);  // resumed where it was
+  CHECK(d.err.str().find("fadd answers again") != std::string::npos);
+}
+
+TEST_CASE("prune sends its age and dry run and prints what went") {
+  ScriptedDaemon d;
+  d.ok({{"dry_run", true},
+        {"older_than_s", 2592000},
+        {"bytes", 3 * 1048576},
+        {"builds", {{{"id", 3}, {"name", "old"}, {"finished_at", "2026-01-01T00:00:00Z"}, {"bytes", 3 * 1048576}}}}});
+  Command c = cmd(CommandKind::prune, "fad prune");
+  c.older_than_s = 2592000;
+  c.dry_run = true;
+  Context ctx = d.context();
+  CHECK(run_prune(c, ctx) == 0);
+  CHECK(d.seen[0].type == "prune");
+  CHECK(d.seen[0].body == json{{"older_than_s", 2592000}, {"dry_run", true}});
+  CHECK(d.out.str() ==
+        "would prune build 3 (old), finished 2026-01-01T00:00:00Z, 3.0 MiB\n"
+        "would free 3.0 MiB from 1 build(s) older than 30d (dry run: nothing deleted)\n");
+
+  ScriptedDaemon none;
+  none.ok({{"dry_run", false}, {"older_than_s", 86400}, {"bytes", 0}, {"builds", json::array()}});
+  Command all = cmd(CommandKind::prune, "fad prune");
+  Context nctx = none.context();
+  CHECK(run_prune(all, nctx) == 0);
+  CHECK(none.seen[0].body == json{{"dry_run", false}});  // the daemon's retention
+  CHECK(none.out.str() == "nothing to prune: no finished build older than 1d still has outputs\n");
+
+  ScriptedDaemon never;
+  never.error(fad::ErrorCode::usage, "no age to prune by");
+  Context vctx = never.context();
+  CHECK(run_prune(all, vctx) == 2);
 }

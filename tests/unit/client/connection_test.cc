@@ -2,7 +2,10 @@
 // failures count as "unreachable" (exit 3) versus a garbled answer (exit 1).
 #include <catch2/catch.hpp>
 
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -124,4 +127,79 @@ TEST_CASE("call_daemon refuses a socket in a directory others can write, without
     CHECK(std::holds_alternative<fad::Response>(served));
   }
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// The failure another user sees connecting to `path`: as root, from a child
+// that dropped to nobody; otherwise as ourselves (a socket without write
+// permission refuses its own owner too).
+CallFailure failure_as_other_user(const std::string& path) {
+  if (::geteuid() != 0) return std::get<CallFailure>(call_daemon(path, fad::Request{"status", {}}));
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    auto reply = call_daemon(path, fad::Request{"status", {}});
+    const auto* failure = std::get_if<CallFailure>(&reply);
+    const std::string text = failure ? std::to_string(failure->retryable) + failure->message : "answered";
+    [[maybe_unused]] auto n = ::write(fds[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[1024];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(text.size() > 1);
+  return CallFailure{kExitUnreachable, text.substr(1), text[0] == '1'};
+}
+}  // namespace
+
+TEST_CASE("permission denied on the socket is reported as such, never as 'start it', and is not retried") {
+  const auto dir = std::filesystem::temp_directory_path() / ("fad-perm-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ::chmod(dir.c_str(), 0755);
+  const std::string path = (dir / "fad.sock").string();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+
+  // Group-accessible: the way in is the group.
+  ::chmod(path.c_str(), ::geteuid() == 0 ? 0660 : 0060);
+  CallFailure by_group = failure_as_other_user(path);
+  CHECK_FALSE(by_group.retryable);
+  CHECK(by_group.message.rfind("permission denied on " + path, 0) == 0);
+  const struct group* gr = ::getgrgid(::getegid());
+  REQUIRE(gr);
+  CHECK(by_group.message.find("ask the admin to add you to group " + std::string(gr->gr_name)) != std::string::npos);
+  CHECK(by_group.message.find("Start it with") == std::string::npos);
+
+  // Private to its owner: say whose it is and what to ask for.
+  ::chmod(path.c_str(), ::geteuid() == 0 ? 0600 : 0000);
+  CallFailure owner = failure_as_other_user(path);
+  CHECK_FALSE(owner.retryable);
+  CHECK(owner.message.find("this fadd serves") != std::string::npos);
+  CHECK(owner.message.find("socket_group") != std::string::npos);
+  ::close(fd);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("FAD_TIMEOUT: seconds, checked") {
+  CHECK(*request_timeout(std::nullopt) == std::chrono::seconds(60));
+  CHECK(*request_timeout(std::string("5")) == std::chrono::seconds(5));
+  for (const char* bad : {"0", "-1", "1.5", "5s", "", "99999999"}) {
+    INFO(bad);
+    auto r = request_timeout(std::string(bad));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error() == "FAD_TIMEOUT must be a whole number of seconds from 1 to 86400, got '" + std::string(bad) + "'");
+  }
 }

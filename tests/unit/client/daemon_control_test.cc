@@ -18,12 +18,17 @@ namespace fs = std::filesystem;
 TEST_CASE("fadd argv passes the resolved locations, then the user's args") {
   Locations loc{"/run/s.sock", "/st", std::nullopt};
   CHECK(fadd_argv("/bin/fadd", loc, {"--log-level", "debug"}) ==
-        std::vector<std::string>{"/bin/fadd", "--socket", "/run/s.sock", "--state-dir", "/st", "--log-level", "debug"});
+        std::vector<std::string>{"/bin/fadd", "--socket", "/run/s.sock", "--state-dir", "/st", "--log-file",
+                                 "/st/fadd.log", "--log-level", "debug"});
   loc.config = "/c.json";
   auto argv = fadd_argv("/bin/fadd", loc, {});
-  CHECK(argv.size() == 7);
+  CHECK(argv.size() == 9);
   CHECK(argv[5] == "--config");
   CHECK(argv[6] == "/c.json");
+  // A log file of the user's own replaces the rotated STATE/fadd.log.
+  CHECK(fadd_argv("/bin/fadd", loc, {"--log-file=/l"}) ==
+        std::vector<std::string>{"/bin/fadd", "--socket", "/run/s.sock", "--state-dir", "/st", "--config", "/c.json",
+                                 "--log-file=/l"});
 }
 
 TEST_CASE("last_lines") {
@@ -51,31 +56,101 @@ TEST_CASE("find_fadd prefers the one beside fad, then PATH") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("daemon stop: not running is fine, a daemon that goes away is stopped") {
+namespace {
+// A scripted daemon for stop: answers from a queue, a fake clock advanced by
+// its sleeps, and a fake process table and lock.
+struct StopScript {
   std::ostringstream out, err;
   std::deque<CallResult> answers;
   std::vector<std::string> types;
-  Context ctx{[&](const fad::Request& r) -> CallResult {
-                types.push_back(r.type);
-                if (answers.empty()) return CallFailure{kExitUnreachable, "gone"};
-                CallResult a = answers.front();
-                answers.pop_front();
-                return a;
-              },
-              "/s",
-              out,
-              err,
-              [](std::chrono::milliseconds) {},
-              nullptr};
-  CHECK(run_daemon_stop(ctx) == 0);
-  CHECK(out.str() == "fadd is not running (nothing answers at /s)\n");
+  std::chrono::steady_clock::time_point now{};
+  int alive_checks_left = 0;   ///< the process exits after this many checks
+  int locked_checks_left = 0;  ///< the lock is freed after this many checks
+  std::vector<long> pids_checked;
+  std::vector<std::string> locks_checked;
 
-  out.str("");
-  fad::Response status{true, {{"daemon", {{"pid", 99}}}}, fad::ErrorCode::internal, ""};
-  answers = {status, fad::Response{}, status};  // status, shutdown, still up once, then gone
-  CHECK(run_daemon_stop(ctx) == 0);
-  CHECK(out.str() == "fadd stopped (pid 99)\n");
-  CHECK(types == std::vector<std::string>{"status", "status", "shutdown", "status", "status"});
+  Context context() {
+    Context ctx{[this](const fad::Request& r) -> CallResult {
+                  types.push_back(r.type);
+                  if (answers.empty()) return CallFailure{kExitUnreachable, "gone"};
+                  CallResult a = answers.front();
+                  answers.pop_front();
+                  return a;
+                },
+                "/s",
+                out,
+                err,
+                [this](std::chrono::milliseconds d) { now += d; },
+                nullptr};
+    ctx.now = [this] { return now; };
+    return ctx;
+  }
+  DaemonWatch watch() {
+    return DaemonWatch{[this](long pid) {
+                         pids_checked.push_back(pid);
+                         return alive_checks_left-- > 0;
+                       },
+                       [this](const std::string& lock) {
+                         locks_checked.push_back(lock);
+                         return locked_checks_left-- > 0;
+                       }};
+  }
+};
+fad::Response status_answer(int pid, const std::string& state_dir) {
+  return fad::Response{true, {{"daemon", {{"pid", pid}, {"state_dir", state_dir}}}}, fad::ErrorCode::internal, ""};
+}
+}  // namespace
+
+TEST_CASE("daemon stop: not running and no lock held is fine") {
+  StopScript s;
+  Context ctx = s.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, s.watch()) == 0);
+  CHECK(s.out.str() == "fadd is not running (nothing answers at /s)\n");
+  CHECK(s.locks_checked == std::vector<std::string>{"/st/fadd.lock"});
+}
+
+TEST_CASE("daemon stop returns only once the process has exited and the lock is free") {
+  StopScript s;
+  s.answers = {status_answer(99, "/daemon-state"), fad::Response{}};  // status, shutdown; then nothing answers
+  s.alive_checks_left = 3;   // still exiting for a while after the socket closed
+  s.locked_checks_left = 5;  // and the lock outlives the check of the pid
+  Context ctx = s.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, s.watch()) == 0);
+  CHECK(s.out.str() == "fadd stopped (pid 99)\n");
+  CHECK(s.types == std::vector<std::string>{"status", "shutdown"});
+  // The lock of the state dir fadd reported, not the client's own idea of it.
+  REQUIRE(s.locks_checked.size() == 6);
+  CHECK(s.locks_checked.front() == "/daemon-state/fadd.lock");
+  CHECK(s.pids_checked.front() == 99);
+}
+
+TEST_CASE("daemon stop: a fadd that does not exit is reported after the deadline, exit 1") {
+  StopScript s;
+  s.answers = {status_answer(99, "/st"), fad::Response{}};
+  s.alive_checks_left = 1 << 30;
+  s.locked_checks_left = 1 << 30;
+  Context ctx = s.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, s.watch()) == 1);
+  CHECK(s.err.str() ==
+        "fad: fadd (pid 99) has not exited 60 s after being asked to stop (the process is still running, "
+        "/st/fadd.lock is still locked); see /st/fadd.log\n");
+  StopScript lock_only;
+  lock_only.answers = {status_answer(99, "/st"), fad::Response{}};
+  lock_only.locked_checks_left = 1 << 30;
+  Context lctx = lock_only.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, lctx, lock_only.watch()) == 1);
+  CHECK(lock_only.err.str().find("(/st/fadd.lock is still locked)") != std::string::npos);
+  CHECK(s.now >= std::chrono::steady_clock::time_point{} + std::chrono::seconds(60));
+}
+
+TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is waited for") {
+  StopScript s;
+  s.locked_checks_left = 3;  // the first check (is it there?) and two while waiting
+  Context ctx = s.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, s.watch()) == 0);
+  CHECK(s.out.str().find("still holds /st/fadd.lock") != std::string::npos);
+  CHECK(s.out.str().find("fadd stopped") != std::string::npos);
+  CHECK(s.types == std::vector<std::string>{"status"});  // nothing to send a shutdown to
 }
 
 TEST_CASE("nvidia-smi compute capabilities") {

@@ -196,3 +196,44 @@ TEST_CASE("config: socket_mode and socket_group", "[config]") {
         std::string::npos);
   CHECK(error_lines(parse_config(R"({"socket_mode": "06x0"})", "f.json"))[0].find("octal digits") != std::string::npos);
 }
+
+TEST_CASE("retention and log rotation keys", "[config]") {
+  auto defaults = parse_config("{}", "f.json");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->retention_s == std::optional<std::int64_t>(30 * 86400));
+  CHECK(defaults->log_max_size == 10ull << 20);
+  CHECK(defaults->log_max_files == 3);
+
+  auto set = parse_config(R"({"retention": "2w", "log_max_size": "64K", "log_max_files": 5})", "f.json");
+  REQUIRE(set.ok());
+  CHECK(set->retention_s == std::optional<std::int64_t>(14 * 86400));
+  CHECK(set->log_max_size == 64ull << 10);
+  CHECK(set->log_max_files == 5);
+  auto never = parse_config(R"({"retention": "never"})", "f.json");
+  REQUIRE(never.ok());
+  CHECK_FALSE(never->retention_s.has_value());
+
+  CHECK(error_lines(
+            parse_config("{\n\"retention\": \"30\",\n\"log_max_size\": \"1K\",\n\"log_max_files\": 0}", "f.json")) ==
+        std::vector<std::string>{
+            "f.json:2: key 'retention': invalid age '30': use a whole number with s, m, h, d or w (e.g. 30d, 12h) (or "
+            "\"never\")",
+            "f.json:3: key 'log_max_size': must be at least 4K",
+            "f.json:4: key 'log_max_files': expected an integer from 1 to 100, got 0"});
+  CHECK(error_lines(parse_config(R"({"retention": 30})", "f.json")).at(0) ==
+        "f.json:1: key 'retention': expected an age such as \"30d\" or \"never\", got 30");
+  CHECK(error_lines(parse_config(R"({"retention": "0d"})", "f.json")).at(0) ==
+        "f.json:1: key 'retention': must be more than 0 (or \"never\")");
+}
+
+TEST_CASE("the shipped config/fad.json lists every key at its default", "[config]") {
+  auto shipped = fad::load_config(std::string(FAD_SOURCE_DIR) + "/config/fad.json");
+  REQUIRE(shipped.ok());
+  const Config defaults;
+  CHECK(shipped->memory_budget == defaults.memory_budget);
+  CHECK(shipped->retention_s == defaults.retention_s);
+  CHECK(shipped->log_max_size == defaults.log_max_size);
+  CHECK(shipped->log_max_files == defaults.log_max_files);
+  CHECK(shipped->poll_interval_ms == defaults.poll_interval_ms);
+  CHECK(shipped->log_level == defaults.log_level);
+}

@@ -60,20 +60,35 @@ TEST_CASE("default_state_dir", "[paths]") {
 TEST_CASE("default_config_path only returns a file that exists", "[paths]") {
   TempDir home;
   auto env = fake_env({{"HOME", home.path.string()}});
-  CHECK_FALSE(fad::default_config_path(env).has_value());
+  const std::string no_system = (home.path / "no-etc/fad/fad.json").string();
+  CHECK_FALSE(fad::default_config_path(env, no_system).has_value());
 
   std::filesystem::create_directories(home.path / ".config/fad");
   std::ofstream(home.path / ".config/fad/fad.json") << "{}";
-  auto found = fad::default_config_path(env);
+  auto found = fad::default_config_path(env, no_system);
   REQUIRE(found.has_value());
   CHECK(*found == (home.path / ".config/fad/fad.json").string());
 
   TempDir xdg;
   auto xdg_env = fake_env({{"HOME", home.path.string()}, {"XDG_CONFIG_HOME", xdg.path.string()}});
-  CHECK_FALSE(fad::default_config_path(xdg_env).has_value());  // XDG wins, and has no file
+  CHECK_FALSE(fad::default_config_path(xdg_env, no_system).has_value());  // XDG wins, and has no file
   std::filesystem::create_directories(xdg.path / "fad");
   std::ofstream(xdg.path / "fad/fad.json") << "{}";
-  CHECK(*fad::default_config_path(xdg_env) == (xdg.path / "fad/fad.json").string());
+  CHECK(*fad::default_config_path(xdg_env, no_system) == (xdg.path / "fad/fad.json").string());
+}
+
+TEST_CASE("default_config_path falls back to the machine-wide file, and a user's own wins", "[paths]") {
+  TempDir home, etc;
+  auto env = fake_env({{"HOME", home.path.string()}});
+  const std::string system = (etc.path / "fad/fad.json").string();
+  CHECK_FALSE(fad::default_config_path(env, system).has_value());
+  std::filesystem::create_directories(etc.path / "fad");
+  std::ofstream(system) << "{}";
+  CHECK(fad::default_config_path(env, system) == std::optional<std::string>(system));
+  std::filesystem::create_directories(home.path / ".config/fad");
+  std::ofstream(home.path / ".config/fad/fad.json") << "{}";
+  CHECK(fad::default_config_path(env, system) == (home.path / ".config/fad/fad.json").string());
+  CHECK(fad::system_config_path().size() > std::string("/fad/fad.json").size());
 }
 
 TEST_CASE("resolve_path: flag, env, config, default", "[paths]") {

@@ -257,13 +257,34 @@ TEST_CASE("protocol v1 fixture: every request type stays parseable", "[protocol]
       CHECK(l->to_json() == req->body);
     } else if (t == "history") {
       CHECK(fad::HistoryRequest::from_json(req->body)->limit == 50);
+    } else if (t == "prune") {
+      auto p = fad::PruneRequest::from_json(req->body);
+      REQUIRE(p.ok());
+      CHECK(p->older_than_s == std::optional<std::int64_t>(2592000));
+      CHECK(p->dry_run);
+      CHECK(p->to_json() == req->body);
     } else {
       CHECK(t == "shutdown");
       CHECK(req->body == json::object());
     }
   }
   CHECK(types == std::vector<std::string>{"submit", "status", "status", "cancel", "pause", "resume", "retry", "logs",
-                                          "history", "shutdown"});
+                                          "history", "shutdown", "prune"});
+}
+
+TEST_CASE("prune request: optional age and dry run, bad values named", "[protocol]") {
+  auto empty = fad::PruneRequest::from_json(json::object());
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->older_than_s.has_value());
+  CHECK_FALSE(empty->dry_run);
+  CHECK(fad::PruneRequest::from_json(json{{"older_than_s", 0}})->older_than_s == std::optional<std::int64_t>(0));
+  for (json bad : {json(-1), json("30d"), json(1.5), json(1e300)}) {
+    INFO(bad.dump());
+    CHECK(fad::PruneRequest::from_json(json{{"older_than_s", bad}}).error() ==
+          "field \"older_than_s\" must be a non-negative integer (seconds)");
+  }
+  CHECK(fad::PruneRequest::from_json(json{{"dry_run", 1}}).error() == "field \"dry_run\" must be true or false");
+  CHECK_FALSE(fad::PruneRequest::from_json(json::array()).ok());
 }
 
 TEST_CASE("parse_request: nesting deeper than 32 levels is refused before parsing", "[protocol]") {

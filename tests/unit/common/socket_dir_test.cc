@@ -3,8 +3,8 @@
 
 #include "common/socket_dir.h"
 
-using fad::PathFacts;
 using Catch::Contains;
+using fad::PathFacts;
 
 TEST_CASE("fadd uses a socket dir of its own user or root, writable by its owner only", "[socket_dir]") {
   CHECK(fad::check_daemon_socket_dir("/run/fad", PathFacts{true, 0, 0755}, 1000));

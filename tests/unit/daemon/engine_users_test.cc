@@ -51,8 +51,7 @@ TEST_CASE("engine users: only the owner or root may cancel, pause, resume, retry
   CHECK_THAT(f.engine->pause(kBob, id).message, Contains("may pause it"));
   CHECK_THAT(f.engine->resume(kBob, id).message, Contains("may resume it"));
   CHECK_THAT(f.engine->retry(kBob, id).message, Contains("may retry it"));
-  CHECK_THAT(f.engine->logs(kBob, LogsRequest{id, std::nullopt, 0, 1024}).message,
-             Contains("may read the logs of it"));
+  CHECK_THAT(f.engine->logs(kBob, LogsRequest{id, std::nullopt, 0, 1024}).message, Contains("may read the logs of it"));
   CHECK(f.build_state(id) == BuildState::running);
   CHECK(f.launcher.signals.empty());
 

@@ -1,0 +1,243 @@
+// The service lifecycle with the real binaries: `fad daemon stop` returns only
+// once fadd has exited and released its state dir (so a start right after it
+// works, every time), `fad daemon restart`, `fad submit --wait` riding out a
+// daemon restart, systemd readiness, starting without a config file, and
+// fadd.log rotation under `fad daemon start`.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+
+using namespace fad::test;
+
+namespace {
+
+std::vector<FakeUnit> units(int n, const char* fake) {
+  std::vector<FakeUnit> out;
+  for (int i = 0; i < n; ++i) out.push_back({"fwd_u" + std::to_string(i), fake});
+  return out;
+}
+
+/// No such process, or only its zombie (fadd detached; whoever adopted it may be slow to reap).
+bool process_gone(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+/// A fadd run the way users run it without systemd: `fad daemon start` (it
+/// detaches, so it is not the test's child). Stopped, or killed, at the end.
+class BackgroundDaemon {
+ public:
+  explicit BackgroundDaemon(Daemon& d) : d_(d) {}
+  ~BackgroundDaemon() {
+    fad({"daemon", "stop"}, 90);
+    const long pid = lock_pid();
+    if (pid <= 0 || process_gone(pid)) return;
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string program;
+    std::getline(cmdline, program, '\0');
+    if (program == FAD_FADD_BIN) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+  std::map<std::string, std::string> env() const {
+    return {{"FAD_SOCKET", d_.socket()},
+            {"FAD_STATE_DIR", d_.state_dir()},
+            {"FAD_CONFIG", (d_.dir() / "test-config.json").string()},
+            {"FAD_FAKE_LOG", d_.fake_log_path()}};
+  }
+  CommandResult fad(std::vector<std::string> args, int timeout_s = 120) const {
+    args.insert(args.begin(), FAD_FAD_BIN);
+    return run(args, env(), timeout_s);
+  }
+  std::vector<std::string> fadd_args() const {
+    return {"--", "--kernels-dir", d_.kernels_dir(), "--nvcc", FAD_FAKE_NVCC_BIN};
+  }
+  CommandResult start() const {
+    std::vector<std::string> args = {"daemon", "start"};
+    for (const auto& a : fadd_args()) args.push_back(a);
+    return fad(args);
+  }
+  long lock_pid() const {
+    std::ifstream in(d_.state_dir() + "/fadd.lock");
+    long pid = 0;
+    return in >> pid ? pid : 0;
+  }
+  json status() const { return json::parse(fad({"status", "--json"}).out); }
+
+ private:
+  Daemon& d_;
+};
+
+int running_units(const json& status) {
+  int n = 0;
+  for (const auto& b : status.at("builds")) n += b.at("units").at("running").get<int>();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("daemon stop, then start, with units running: the start succeeds every time", "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels(units(4, "peak_mb=5 duration_s=60"));
+  BackgroundDaemon bg(d);
+  auto started = bg.start();
+  REQUIRE(started.exit_code == 0);
+  const auto submitted = bg.fad({"submit", "--arch", "9.0", "--json"});
+  REQUIRE(submitted.exit_code == 0);
+  for (int round = 0; round < 8; ++round) {
+    INFO("round " << round);
+    REQUIRE(wait_for([&] { return running_units(bg.status()) >= 1; }, std::chrono::seconds(30)));
+    const long pid = bg.lock_pid();
+    auto stop = bg.fad({"daemon", "stop"});
+    REQUIRE(stop.exit_code == 0);
+    CHECK(stop.out.find("fadd stopped (pid " + std::to_string(pid) + ")") != std::string::npos);
+    // Stopped means gone: the process and its lock, at the moment stop returns.
+    CHECK(process_gone(pid));
+    auto again = bg.start();
+    INFO(again.out << again.err);
+    REQUIRE(again.exit_code == 0);
+    CHECK(again.out.find("fadd started") != std::string::npos);
+  }
+  // The build was requeued, never lost.
+  CHECK(bg.status().at("builds").at(0).at("units").at("total") == 5);
+}
+
+TEST_CASE("daemon restart: a new fadd with the same state, the build goes on", "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels(units(2, "peak_mb=5 duration_s=1"));
+  BackgroundDaemon bg(d);
+  REQUIRE(bg.start().exit_code == 0);
+  const long first = bg.lock_pid();
+  const auto id = json::parse(bg.fad({"submit", "--arch", "9.0", "--json"}).out).at("id").get<int>();
+  std::vector<std::string> args = {"daemon", "restart"};
+  for (const auto& a : bg.fadd_args()) args.push_back(a);
+  auto restarted = bg.fad(args);
+  INFO(restarted.out << restarted.err);
+  REQUIRE(restarted.exit_code == 0);
+  CHECK(restarted.out.find("fadd stopped (pid " + std::to_string(first) + ")") != std::string::npos);
+  CHECK(restarted.out.find("fadd started") != std::string::npos);
+  CHECK(bg.lock_pid() != first);
+  auto waited = bg.fad({"submit", "--arch", "9.0", "--wait"});
+  CHECK(waited.exit_code == 0);
+  json b;
+  REQUIRE(wait_for(
+      [&] {
+        b = json::parse(bg.fad({"status", std::to_string(id), "--json"}).out).at("builds").at(0);
+        return b.at("state") == "succeeded";
+      },
+      std::chrono::seconds(60)));
+}
+
+TEST_CASE("submit --wait survives a kill -9 and restart of fadd and exits with the build's result",
+          "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels(units(4, "peak_mb=5 duration_s=1.5"));
+  d.start();
+  const auto out = d.dir() / "wait.out", err = d.dir() / "wait.err";
+  const pid_t waiter = start_process({FAD_FAD_BIN, "submit", "--arch", "9.0", "--wait"},
+                                     {{"FAD_SOCKET", d.socket()}, {"FAD_STATE_DIR", d.state_dir()}}, out, err);
+  REQUIRE(waiter > 0);
+  REQUIRE(wait_for([&] { return d.fake_log().size() >= 1; }, std::chrono::seconds(30)));
+  d.kill9();
+  // Down for a while: the waiter must keep trying, not give up.
+  REQUIRE(wait_for([&] { return slurp_file(err).find("lost contact with fadd") != std::string::npos; },
+                   std::chrono::seconds(10)));
+  CHECK_FALSE(poll_process(waiter).has_value());
+  d.start();
+  const int code = wait_process(waiter, 120);
+  INFO(slurp_file(out) << slurp_file(err));
+  CHECK(code == 0);
+  CHECK(slurp_file(out).find("succeeded") != std::string::npos);
+  CHECK(slurp_file(err).find("fadd answers again") != std::string::npos);
+}
+
+TEST_CASE("SIGSTOP: clients time out with exit 3 and say why, and after SIGCONT all is well",
+          "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels(units(1, ""));
+  d.start();
+  REQUIRE(::kill(d.pid(), SIGSTOP) == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run({FAD_FAD_BIN, "status"}, {{"FAD_SOCKET", d.socket()}, {"FAD_TIMEOUT", "2"}}, 60);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ::kill(d.pid(), SIGCONT);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err ==
+        "fad: fadd at " + d.socket() + " did not answer within 2 s (is it stopped, e.g. by SIGSTOP, or overloaded?)\n");
+  CHECK(took < std::chrono::seconds(10));
+  auto after = d.fad({"status"});
+  CHECK(after.exit_code == 0);
+  CHECK(d.wait_final(d.submit({"--arch", "9.0"}), 60).at("state") == "succeeded");
+}
+
+TEST_CASE("systemd: fadd sends READY=1 once its socket answers, STOPPING=1 on SIGTERM", "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels(units(1, ""));
+  const std::string notify = (d.dir() / "notify").string();
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", notify.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  auto receive = [&] {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 30000) != 1) return std::string("(none)");
+    char buf[1024];
+    const auto n = ::recv(fd, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("(error)");
+  };
+  d.start({}, {{"NOTIFY_SOCKET", notify}});
+  const std::string ready = receive();
+  CHECK(ready.rfind("READY=1\n", 0) == 0);
+  CHECK(ready.find("MAINPID=" + std::to_string(d.pid())) != std::string::npos);
+  // Compilers do not inherit the notify socket.
+  const auto id = d.submit({"--arch", "9.0"});
+  CHECK(d.wait_final(id, 60).at("state") == "succeeded");
+  CHECK(d.terminate() == 0);
+  CHECK(receive() == "STOPPING=1");
+  ::close(fd);
+}
+
+TEST_CASE("fadd starts on the defaults when no config file exists", "[integration][lifecycle]") {
+  TempDir home;
+  const auto state = home.path() / "state", sock = home.path() / "fad.sock";
+  const pid_t pid = start_process({FAD_FADD_BIN, "--state-dir", state.string(), "--socket", sock.string()},
+                                  {{"HOME", home.path().string()}, {"XDG_CONFIG_HOME", (home.path() / "cfg").string()}},
+                                  home.path() / "out", home.path() / "out");
+  REQUIRE(pid > 0);
+  const bool up = wait_for(
+      [&] {
+        return run({FAD_FAD_BIN, "status"}, {{"FAD_SOCKET", sock.string()}}).exit_code == 0;
+      },
+      std::chrono::seconds(30));
+  ::kill(pid, SIGTERM);
+  CHECK(wait_process(pid, 60) == 0);
+  INFO(slurp_file(home.path() / "out"));
+  CHECK(up);
+}
+
+TEST_CASE("daemon start logs to a rotated fadd.log, and fadd.out stays small", "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels(units(10, ""));
+  std::ofstream(d.dir() / "test-config.json")
+      << R"({"poll_interval_ms": 100, "log_max_size": "4K", "log_max_files": 2})";
+  BackgroundDaemon bg(d);
+  REQUIRE(bg.start().exit_code == 0);
+  // About 2 KiB of log per build: enough for two rotations and more.
+  for (int i = 0; i < 8; ++i) CHECK(bg.fad({"submit", "--arch", "9.0", "--wait"}).exit_code == 0);
+  const fs::path state = d.state_dir();
+  REQUIRE(wait_for([&] { return fs::exists(state / "fadd.1.log"); }, std::chrono::seconds(30)));
+  CHECK(fs::file_size(state / "fadd.log") <= 4096 + 1024);
+  CHECK(fs::file_size(state / "fadd.1.log") <= 4096 + 1024);
+  CHECK(fs::exists(state / "fadd.2.log"));
+  CHECK_FALSE(fs::exists(state / "fadd.3.log"));  // log_max_files: 2 old files kept
+  CHECK(fs::file_size(state / "fadd.out") < 1024);
+  CHECK(slurp_file(state / "fadd.log").find("succeeded") != std::string::npos);
+}

@@ -1,0 +1,161 @@
+// Retention over the real Engine and Store: which builds lose their outputs
+// and logs, what stays (rows, the estimator's history), and fadd applying its
+// configured retention by itself once a day.
+#include <catch2/catch.hpp>
+
+#include "daemon/engine.h"
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using Catch::Contains;
+using test::EngineFixture;
+using test::kCompileUnits;
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kDay = 86400;
+
+/// Submits a build and runs it to success at the clock's wall time.
+std::int64_t run_to_success(EngineFixture& f) {
+  const auto id = f.submit();
+  f.engine->tick();
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
+  f.engine->tick();
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  REQUIRE(f.build_state(id) == BuildState::succeeded);
+  return id;
+}
+
+std::vector<std::int64_t> ids_of(const Response& r) {
+  std::vector<std::int64_t> ids;
+  for (const auto& b : r.result.at("builds")) ids.push_back(b.at("id").get<std::int64_t>());
+  return ids;
+}
+
+Response prune(EngineFixture& f, std::optional<std::int64_t> age, bool dry_run = false) {
+  PruneRequest req;
+  req.older_than_s = age;
+  req.dry_run = dry_run;
+  return f.engine->prune(f.me, req);
+}
+
+}  // namespace
+
+TEST_CASE("prune: old finished builds lose outputs and logs but keep their rows, and learning survives", "[prune]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  f.clock.wall_ = "2026-01-01T00:00:00Z";
+  const auto old_ok = run_to_success(f);
+  f.clock.wall_ = "2026-01-20T00:00:00Z";
+  const auto recent_cancelled = f.submit();
+  REQUIRE(f.engine->cancel(f.me, recent_cancelled).ok);
+  const auto active = f.submit();
+  f.clock.wall_ = "2026-02-05T00:00:00Z";
+  const std::size_t learned = f.store->history().size();
+  REQUIRE(learned == 4);
+  REQUIRE(fs::exists(f.artifact(old_ok)));
+
+  // A dry run lists, deletes nothing.
+  auto dry = prune(f, 30 * kDay, true);
+  REQUIRE(dry.ok);
+  CHECK(ids_of(dry) == std::vector<std::int64_t>{old_ok});
+  CHECK(dry.result.at("dry_run") == true);
+  CHECK(dry.result.at("bytes").get<std::uint64_t>() > 0);
+  CHECK(fs::exists(f.build_dir(old_ok)));
+  CHECK_FALSE(f.store->build(old_ok)->pruned_at.has_value());
+
+  auto done = prune(f, 30 * kDay);
+  REQUIRE(done.ok);
+  CHECK(ids_of(done) == std::vector<std::int64_t>{old_ok});
+  CHECK(done.result.at("bytes") == dry.result.at("bytes"));
+  CHECK_FALSE(fs::exists(f.build_dir(old_ok)));
+  auto b = f.store->build(old_ok);
+  REQUIRE(b);  // the record stays, marked
+  CHECK(b->state == BuildState::succeeded);
+  CHECK(b->pruned_at == std::optional<std::string>("2026-02-05T00:00:00Z"));
+  CHECK(f.store->units(old_ok).size() == 5);
+  CHECK(f.store->history().size() == learned);  // the estimator keeps what it learned
+  CHECK(f.store->finished_builds(10).size() == 2);
+
+  // What users see of a pruned build.
+  StatusRequest sreq;
+  sreq.id = old_ok;
+  auto status = f.engine->status(f.me, sreq);
+  CHECK(status.result.at("builds").at(0).at("pruned_at") == "2026-02-05T00:00:00Z");
+  CHECK(status.result.at("builds").at(0).at("artifact").is_null());
+  LogsRequest lreq;
+  lreq.id = old_ok;
+  auto logs = f.engine->logs(f.me, lreq);
+  CHECK_FALSE(logs.ok);
+  CHECK_THAT(logs.message, Contains("pruned"));
+
+  // Pruning again finds nothing new; an age of 0 takes every finished build
+  // but never the active one.
+  CHECK(ids_of(prune(f, 30 * kDay)).empty());
+  CHECK(ids_of(prune(f, 0)) == std::vector<std::int64_t>{recent_cancelled});
+  // A pruned build's objects are gone: retrying it could not link.
+  auto retry = f.engine->retry(f.me, recent_cancelled);
+  CHECK_FALSE(retry.ok);
+  CHECK_THAT(retry.message, Contains("pruned"));
+  CHECK(f.store->build(active)->state == BuildState::queued);
+  CHECK(fs::exists(f.build_dir(active) + "/build.log"));
+  CHECK_FALSE(f.store->build(active)->pruned_at.has_value());
+}
+
+TEST_CASE("prune: a cancelled build still stopping its compilers waits for the next prune", "[prune]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  f.clock.wall_ = "2026-01-01T00:00:00Z";
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  REQUIRE(f.engine->running_count() == 4);  // SIGTERM sent, not exited yet
+  f.clock.wall_ = "2026-03-01T00:00:00Z";
+  CHECK(ids_of(prune(f, kDay)).empty());
+  CHECK(fs::exists(f.build_dir(id)));
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, -1, true);
+  CHECK(ids_of(prune(f, kDay)) == std::vector<std::int64_t>{id});
+}
+
+TEST_CASE("prune: without an age and with retention 'never' it is a usage error", "[prune]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  auto r = prune(f, std::nullopt);
+  CHECK_FALSE(r.ok);
+  CHECK(r.code == ErrorCode::usage);
+  CHECK_THAT(r.message, Contains("--older-than"));
+}
+
+TEST_CASE("retention: fadd applies the configured age at its first tick, then once a day", "[prune]") {
+  EngineFixture f;
+  f.options.retention_s = 10 * kDay;
+  f.make_engine().recover();
+  f.clock.wall_ = "2026-01-01T00:00:00Z";
+  const auto first = run_to_success(f);
+  f.clock.wall_ = "2026-01-05T00:00:00Z";
+  const auto second = run_to_success(f);
+
+  // A restarted fadd (new engine) prunes at its first tick.
+  f.clock.wall_ = "2026-01-12T00:00:00Z";
+  f.launcher.forget_callbacks();
+  f.make_engine().recover();
+  f.engine->tick();
+  CHECK(f.store->build(first)->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(second)->pruned_at.has_value());
+  // An hour later the second build is old enough, but a day has not passed.
+  f.clock.wall_ = "2026-01-16T00:00:00Z";
+  f.clock.advance(3600);
+  f.engine->tick();
+  CHECK_FALSE(f.store->build(second)->pruned_at.has_value());
+  CHECK(fs::exists(f.build_dir(second)));
+  f.clock.advance(kDay);
+  f.engine->tick();
+  CHECK(f.store->build(second)->pruned_at == std::optional<std::string>("2026-01-16T00:00:00Z"));
+  CHECK_FALSE(fs::exists(f.build_dir(second)));
+  // Without --older-than, prune uses the configured retention.
+  CHECK(prune(f, std::nullopt).result.at("older_than_s") == 10 * kDay);
+}
+
+}  // namespace fad
