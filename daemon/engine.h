@@ -8,9 +8,11 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/history_format.h"
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
 #include "daemon/clock.h"
@@ -19,6 +21,7 @@
 #include "daemon/model.h"
 #include "daemon/process_launcher.h"
 #include "policy/scheduler.h"
+#include "daemon/status_view.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
 
@@ -70,6 +73,9 @@ class Engine {
   Response launch_poll(const UnitRequest& req);
   Response launch_started(const LaunchStartedRequest& req);
   Response launch_finished(const LaunchFinishedRequest& req);
+  // Learnt profiles that travel (engine_history.cc).
+  Response history_export(const HistoryExportRequest& req);
+  Response history_import(const HistoryImportRequest& req);
 
   /// Stops admitting and stops every running unit; they are requeued as they exit.
   void begin_shutdown();
@@ -82,7 +88,7 @@ class Engine {
   void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
 
  private:
-  enum class StopReason { none, requeue, cancel, shutdown };
+  enum class StopReason { none, requeue, requeue_alone, cancel, shutdown };
   struct Running {
     UnitRecord unit;
     int pgid = 0;
@@ -107,6 +113,7 @@ class Engine {
   void start_unit(const UnitRecord& unit, const Decision& d, double now);
   void admit_external(const UnitRecord& unit, const Decision& d, double now);
   void check_external(double now);
+  void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
   void on_exit(std::int64_t unit_id, ExitInfo info);
@@ -116,6 +123,7 @@ class Engine {
   std::string build_dir(std::int64_t id) const;
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
   json daemon_json();
+  std::map<std::int64_t, UnitOutlook> outlook() const;
 
   EngineOptions options_;
   Store& store_;
@@ -139,6 +147,10 @@ class Engine {
   std::vector<std::int64_t> deferred_exits_;
   /// External builds: when a unit last arrived or ended (for closing idle ones).
   std::map<std::int64_t, double> last_activity_;
+  /// Queued units' estimates as of the last decision (fad status, progress ETAs).
+  std::map<std::int64_t, Forecast> forecasts_;
+  /// Units stopped as the last one running while the machine was short: they rerun alone.
+  std::set<std::int64_t> alone_;
 };
 
 }  // namespace fad

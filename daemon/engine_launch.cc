@@ -128,7 +128,9 @@ Response Engine::launch(const LaunchRequest& req) {
   u.archs = req.archs;
   u.argv = req.argv;
   u.output_path = req.output;
-  u.content_hash = content_hash(read_small_file(req.source));
+  const std::string text = read_small_file(req.source);
+  u.content_hash = content_hash(text);
+  u.source_bytes = text.size();
   u.flags = key_flags(req.argv, req.source);
   auto tc = toolchains_(req.argv.front());
   u.compiler = tc ? tc->version : req.argv.front();
@@ -151,9 +153,11 @@ Response Engine::launch(const LaunchRequest& req) {
 }
 
 void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
-  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
+  const std::string source = estimate_source_id(d.source, d.imported);
+  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
   Running r;
   r.unit = unit;
+  r.unit.estimate_source = source;
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;

@@ -74,7 +74,7 @@ Response Engine::status(const StatusRequest& req) {
   if (req.id) {
     auto b = store_.build(*req.id);
     if (!b) return no_build(*req.id);
-    builds.push_back(build_json(*b, store_.units(b->id), true));
+    builds.push_back(build_json(*b, store_.units(b->id), true, outlook()));
   } else {
     for (const auto& b : store_.status_builds(10)) builds.push_back(build_json(b, store_.units(b.id), false));
   }

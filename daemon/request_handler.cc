@@ -38,6 +38,10 @@ Response RequestHandler::dispatch(const Request& req) {
     return with_body<LaunchStartedRequest>(req, [&](const auto& b) { return engine_.launch_started(b); });
   if (t == "launch_finished")
     return with_body<LaunchFinishedRequest>(req, [&](const auto& b) { return engine_.launch_finished(b); });
+  if (t == "history_export")
+    return with_body<HistoryExportRequest>(req, [&](const auto& b) { return engine_.history_export(b); });
+  if (t == "history_import")
+    return with_body<HistoryImportRequest>(req, [&](const auto& b) { return engine_.history_import(b); });
   if (t == "shutdown") return ok_response(json::object());
   return error_response(ErrorCode::usage, "unknown request type '" + t + "'");
 }
