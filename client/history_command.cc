@@ -77,8 +77,9 @@ int run_history_export(const Command& cmd, Context& ctx) {
 }
 
 int run_history_import(const Command& cmd, Context& ctx) {
-  struct stat st{};
-  if (::stat(cmd.file.c_str(), &st) != 0) return usage_error(ctx, "cannot read " + cmd.file + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::stat(cmd.file.c_str(), &st) != 0)
+    return usage_error(ctx, "cannot read " + cmd.file + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return usage_error(ctx, cmd.file + " is not a regular file");
   if (static_cast<std::uintmax_t>(st.st_size) > kMaxFileBytes)
     return usage_error(ctx, cmd.file + " is larger than 256 MiB; not a fad history file");

@@ -10,8 +10,8 @@ namespace fad {
 namespace {
 
 constexpr std::size_t kMaxText = 4096;
-constexpr double kMaxDuration = 30 * 24 * 3600.0;      // a month: no compile runs longer
-constexpr std::uint64_t kMaxBytes = 1ull << 50;        // 1 PiB: no machine has more
+constexpr double kMaxDuration = 30 * 24 * 3600.0;  // a month: no compile runs longer
+constexpr std::uint64_t kMaxBytes = 1ull << 50;    // 1 PiB: no machine has more
 
 Result<std::string> text_field(const json& j, const char* name) {
   auto it = j.find(name);
@@ -34,19 +34,27 @@ Result<double> number_field(const json& j, const char* name, double lo, double h
 json history_profile_to_json(const HistoryProfile& p) {
   json points = json::array();
   for (const auto& [t, v] : p.points) points.push_back(json::array({t, v}));
-  return {{"source", p.source},         {"content_hash", p.content_hash}, {"flags", p.flags},
-          {"archs", p.archs},           {"compiler", p.compiler},         {"family", p.family},
-          {"arch_count", p.arch_count}, {"threads", p.threads},           {"duration_s", p.duration_s},
-          {"points", std::move(points)}, {"recorded_at", p.recorded_at},  {"origin", p.origin}};
+  return {{"source", p.source},
+          {"content_hash", p.content_hash},
+          {"flags", p.flags},
+          {"archs", p.archs},
+          {"compiler", p.compiler},
+          {"family", p.family},
+          {"arch_count", p.arch_count},
+          {"threads", p.threads},
+          {"duration_s", p.duration_s},
+          {"points", std::move(points)},
+          {"recorded_at", p.recorded_at},
+          {"origin", p.origin}};
 }
 
 Result<HistoryProfile> history_profile_from_json(const json& j) {
   if (Status s = require_object(j); !s) return Error{s.error()};
   HistoryProfile p;
-  for (auto [name, target] : {std::pair{"source", &p.source}, std::pair{"content_hash", &p.content_hash},
-                              std::pair{"flags", &p.flags}, std::pair{"archs", &p.archs},
-                              std::pair{"compiler", &p.compiler}, std::pair{"family", &p.family},
-                              std::pair{"recorded_at", &p.recorded_at}}) {
+  for (auto [name, target] :
+       {std::pair{"source", &p.source}, std::pair{"content_hash", &p.content_hash}, std::pair{"flags", &p.flags},
+        std::pair{"archs", &p.archs}, std::pair{"compiler", &p.compiler}, std::pair{"family", &p.family},
+        std::pair{"recorded_at", &p.recorded_at}}) {
     auto v = text_field(j, name);
     if (!v) return Error{v.error()};
     *target = std::move(*v);
@@ -54,7 +62,8 @@ Result<HistoryProfile> history_profile_from_json(const json& j) {
   if (p.source.empty() && p.family.empty() && p.content_hash.empty())
     return make_error("a profile must name its source, content_hash or family");
   auto origin = text_field(j, "origin");
-  if (!origin || (*origin != "local" && *origin != "imported")) return field_error("origin", "\"local\" or \"imported\"");
+  if (!origin || (*origin != "local" && *origin != "imported"))
+    return field_error("origin", "\"local\" or \"imported\"");
   p.origin = *origin;
   auto arch = j.contains("arch_count") ? integer_in(j["arch_count"], 1, 64) : std::nullopt;
   if (!arch) return field_error("arch_count", "an integer from 1 to 64");
@@ -71,8 +80,7 @@ Result<HistoryProfile> history_profile_from_json(const json& j) {
   for (std::size_t i = 0; i < it->size(); ++i) {
     const json& pt = (*it)[i];
     const std::string where = "points[" + std::to_string(i) + "]";
-    if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number())
-      return field_error(where, "a [seconds, bytes] pair");
+    if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number()) return field_error(where, "a [seconds, bytes] pair");
     const double t = pt[0].get<double>();
     auto bytes = integer_in(pt[1], 0, static_cast<std::int64_t>(kMaxBytes));
     if (!std::isfinite(t) || t < 0 || t > p.duration_s || !bytes)
@@ -106,8 +114,8 @@ json history_document(json profiles, const std::string& exported_at) {
 Result<std::vector<HistoryProfile>> parse_history_document(const json& doc) {
   if (!doc.is_object() || doc.value("format", json()) != kHistoryFormatName)
     return make_error("not a fad history file (its \"format\" is not \"fad-history\")");
-  auto version = doc.contains("version") ? integer_in(doc["version"], 1, std::numeric_limits<int>::max())
-                                         : std::nullopt;
+  auto version =
+      doc.contains("version") ? integer_in(doc["version"], 1, std::numeric_limits<int>::max()) : std::nullopt;
   if (!version) return field_error("version", "a positive integer");
   if (*version > kHistoryFormatVersion)
     return make_error("history file version " + std::to_string(*version) + " is newer than this fad reads (" +

@@ -87,7 +87,7 @@ Response Engine::history_import(const HistoryImportRequest& req) {
     }
   } catch (const StoreError& e) {
     return error_response(ErrorCode::internal, "cannot record imported history (" + std::to_string(imported) +
-                                                    " profiles recorded before the error): " + e.what());
+                                                   " profiles recorded before the error): " + e.what());
   }
   spdlog::info("imported {} unit profile(s), {} already known", imported, skipped);
   if (wake_ && imported > 0) wake_();

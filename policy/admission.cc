@@ -127,9 +127,7 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     ++units_by_build[unit.build_id];
   }
   auto lowest_of = [&](const QueuedUnit& unit) { return lowest_threads_of(config, unit); };
-  auto estimate = [&](const QueuedUnit& unit, int t) {
-    return estimate_unit(estimator, unit, t, guesses_running);
-  };
+  auto estimate = [&](const QueuedUnit& unit, int t) { return estimate_unit(estimator, unit, t, guesses_running); };
 
   // Every queued unit's estimate at its fewest threads: its forecast and its rank.
   std::vector<Estimate> base;
@@ -140,7 +138,8 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     base.push_back(estimate(unit, lowest_of(unit)));
     const Estimate& est = base.back();
     plan.forecasts[unit.id] = Forecast{est.peak(), est.profile.duration_s, est.source, est.imported};
-    const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() && !estimator.knows_family(unit.key.family) &&
+    const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() &&
+                       !estimator.knows_family(unit.key.family) &&
                        probed.emplace(unit.build_id, unit.key.family).second;
     ranks.push_back({unit.build_id, probe, est.profile.duration_s,
                      unit.source_bytes * static_cast<std::uint64_t>(std::max(unit.key.arch_count, 1))});
@@ -176,13 +175,13 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     if (load.count > 0) {
       plan.wait_reasons[unit.id] = "must run alone: waits for the running units to finish";
     } else if (room < unit.requeued_peak) {
-      plan.wait_reasons[unit.id] = "must run alone: needs " + format_size(unit.requeued_peak) +
-                                   ", the machine leaves fad " + format_size(room);
+      plan.wait_reasons[unit.id] =
+          "must run alone: needs " + format_size(unit.requeued_peak) + ", the machine leaves fad " + format_size(room);
     } else {
       int t = lowest_of(unit);
       start(unit, t, base[i],
-            "runs alone after it was stopped while the machine was short: needs " +
-                format_size(unit.requeued_peak) + ", the machine leaves fad " + format_size(room));
+            "runs alone after it was stopped while the machine was short: needs " + format_size(unit.requeued_peak) +
+                ", the machine leaves fad " + format_size(room));
     }
     for (const auto& other : queue)
       if (other.id != unit.id && !plan.wait_reasons.count(other.id))
@@ -273,8 +272,8 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
       const double all_cost = cost(all, max_threads);
       if (all.profile.duration_s < finish_now &&
           (all_cost < chosen_cost || (all_cost == chosen_cost && cpu_weight <= 0.5))) {
-        auto s = earliest_start(load, all.profile, max_threads, capacity, config.cores,
-                                finish_now - all.profile.duration_s);
+        auto s =
+            earliest_start(load, all.profile, max_threads, capacity, config.cores, finish_now - all.profile.duration_s);
         if (s && (!head || head->memory.peak_with(all.profile, *s) <= capacity)) {
           wait_for_all.emplace(*s, std::move(all));
           chosen.reset();
@@ -292,8 +291,8 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
       auto& [t, est] = *chosen;
       if (reason.empty())
         reason = "predicted peak " + format_size(est.peak()) + " (" + std::string(to_string(est.source)) + ", " +
-                 threads_text(t) + "), predicted total " + format_size(load.memory.peak_with(est.profile, 0)) +
-                 " of " + format_size(capacity);
+                 threads_text(t) + "), predicted total " + format_size(load.memory.peak_with(est.profile, 0)) + " of " +
+                 format_size(capacity);
       if (head) {
         head->memory = head->memory.plus(est.profile, 0);
         head->cpu = head->cpu.plus(flat_threads(t, est.profile.duration_s), 0);

@@ -54,3 +54,18 @@ Pressure detect_pressure(const SchedulerConfig& config, const MemorySnapshot& me
 }
 
 }  // namespace fad::steps
+
+namespace fad {
+
+UnitsLimit units_memory_limit(const SchedulerConfig& config, const MemorySnapshot& memory) {
+  const std::uint64_t basis = memory.cgroup_limit ? std::min(memory.total, *memory.cgroup_limit) : memory.total;
+  const std::uint64_t reserve = config.reserve.resolve(basis);
+  const std::uint64_t ceiling = steps::sub_sat(basis, reserve / 2);
+  const std::uint64_t budget = config.budget ? *config.budget : steps::sub_sat(basis, reserve);
+  UnitsLimit limit;
+  limit.high = std::min(budget, ceiling);
+  limit.max = std::min(budget + reserve / 2, ceiling);
+  return limit;
+}
+
+}  // namespace fad

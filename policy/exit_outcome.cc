@@ -16,12 +16,8 @@ ExitOutcome decide_exit(const UnitExit& e) {
       out.floor = e.peak;
       out.alone = true;
       return out;
-    case StopCause::shutdown:
-      out.action = Action::requeue;
-      return out;
-    case StopCause::cancel:
-      out.action = Action::cancelled;
-      return out;
+    case StopCause::shutdown: out.action = Action::requeue; return out;
+    case StopCause::cancel: out.action = Action::cancelled; return out;
     case StopCause::none: break;
   }
   if (e.signaled && e.oom_killed && e.attempts < kMaxOomAttempts) {

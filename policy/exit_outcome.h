@@ -21,10 +21,10 @@ struct UnitExit {
   StopCause stop = StopCause::none;
   int exit_code = 0;
   bool signaled = false;
-  bool oom_killed = false;   ///< its unit cgroup counted an OOM kill
-  int attempts = 1;          ///< runs so far, this one included
-  std::uint64_t peak = 0;    ///< highest memory seen for this run
-  bool external = false;     ///< run by `fad launch`: its build tool decides about the rest
+  bool oom_killed = false;  ///< its unit cgroup counted an OOM kill
+  int attempts = 1;         ///< runs so far, this one included
+  std::uint64_t peak = 0;   ///< highest memory seen for this run
+  bool external = false;    ///< run by `fad launch`: its build tool decides about the rest
 };
 
 struct ExitOutcome {
@@ -37,7 +37,7 @@ struct ExitOutcome {
   };
   Action action = Action::succeed;
   std::uint64_t floor = 0;
-  bool alone = false;  ///< requeue: it must rerun alone
+  bool alone = false;      ///< requeue: it must rerun alone
   bool oom_rerun = false;  ///< requeue: the kernel's OOM killer ended it
 };
 

@@ -66,8 +66,7 @@ Profile remaining(const RunningUnit& unit, double now) {
     if (t > age) rest.points.emplace_back(t - age, v);
   if (factor > 1) rest = rest.scaled(factor, 1.0);
   if (unit.spikes_seen >= arch_turns(unit.threads, unit.arch_count)) {
-    const double level = std::max({static_cast<double>(unit.current_bytes),
-                                   static_cast<double>(unit.since_spike_bytes),
+    const double level = std::max({static_cast<double>(unit.current_bytes), static_cast<double>(unit.since_spike_bytes),
                                    kPlateauFloor * static_cast<double>(unit.peak_bytes)});
     const auto plateau = static_cast<std::uint64_t>(kPlateauMargin * level);
     for (auto& point : rest.points) point.second = std::min(point.second, plateau);

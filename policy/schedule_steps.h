@@ -59,7 +59,7 @@ Profile flat_threads(int threads, double duration);
 struct Load {
   Profile memory;
   Profile cpu;
-  int count = 0;  ///< units counted against max_parallel_units (suspended included)
+  int count = 0;                             ///< units counted against max_parallel_units (suspended included)
   std::map<std::int64_t, Profile> by_build;  ///< memory per build (for per-build budgets)
 };
 

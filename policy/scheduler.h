@@ -130,6 +130,21 @@ struct SchedulePlan {
   std::uint64_t committed = 0;
 };
 
+/// The hard cap under all of fad's units together, for their parent cgroup
+/// where fadd can make one: a wrong estimate can then only get a fad unit
+/// OOM-killed (and rerun), never the host or other users' processes.
+struct UnitsLimit {
+  std::uint64_t high = 0;  ///< the budget: above it the kernel throttles and reclaims (cgroup v2 memory.high)
+  std::uint64_t max = 0;   ///< above it the OOM killer ends a fad unit (v2 memory.max, v1 limit_in_bytes)
+};
+
+/// The budget (configured, else the memory less the reserve) as `high`, plus
+/// half the reserve as `max`: the scheduler's own response to growth (suspend,
+/// stop) gets that room to act before the kernel does, and half the reserve
+/// stays untouched by fad's units. Neither exceeds the memory (or fadd's
+/// cgroup limit) less half the reserve.
+UnitsLimit units_memory_limit(const SchedulerConfig& config, const MemorySnapshot& memory);
+
 class Scheduler {
  public:
   Scheduler(SchedulerConfig config, const Estimator& estimator);

@@ -27,7 +27,9 @@ constexpr std::size_t kShapePoints = 64;
 
 }  // namespace
 
-double evidence_margin(std::size_t n) { return 1.0 + 0.25 / std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1))); }
+double evidence_margin(std::size_t n) {
+  return 1.0 + 0.25 / std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1)));
+}
 
 SiblingEvidence::SiblingEvidence(SiblingEvidenceConfig config) : config_(config) {}
 
@@ -59,9 +61,10 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
     const double duration = std::max(config_.prior_duration_s * turns, kAgeFactor * age);
     const bool all_turns = s.spikes.spikes >= turns;
     const std::uint64_t level =
-        all_turns ? std::max<std::uint64_t>(s.spikes.since_drop,
-                                            static_cast<std::uint64_t>(kPlateauFloor * static_cast<double>(s.spikes.peak)))
-                  : s.spikes.peak;
+        all_turns
+            ? std::max<std::uint64_t>(s.spikes.since_drop,
+                                      static_cast<std::uint64_t>(kPlateauFloor * static_cast<double>(s.spikes.peak)))
+            : s.spikes.peak;
     Profile rest;
     rest.points = {{0.0, 0}, {age, level}};
     rest.duration_s = duration;

@@ -24,7 +24,7 @@ namespace fad {
 struct RunningObservation {
   UnitKey key;
   int threads = 1;
-  Profile so_far;  ///< its measured memory since it started; duration_s = its age
+  Profile so_far;                    ///< its measured memory since it started; duration_s = its age
   std::uint64_t predicted_peak = 0;  ///< what it was admitted with: spikes count from a quarter of it
 };
 

@@ -15,13 +15,14 @@ constexpr double kLaterSpikeFraction = 0.7;
 
 SpikeSummary summarize_spikes(const Profile& so_far, std::uint64_t min_spike) {
   SpikeSummary s;
-  std::uint64_t top = 0;  // highest value since the last drop
+  std::uint64_t top = 0;    // highest value since the last drop
   std::uint64_t spike = 0;  // highest spike counted so far
   for (const auto& [t, v] : so_far.points) {
     s.peak = std::max(s.peak, v);
     if (s.spikes > 0) s.since_drop = std::max(s.since_drop, v);
-    const auto needed = std::max<std::uint64_t>(
-        std::max<std::uint64_t>(min_spike, 1), static_cast<std::uint64_t>(kLaterSpikeFraction * static_cast<double>(spike)));
+    const auto needed =
+        std::max<std::uint64_t>(std::max<std::uint64_t>(min_spike, 1),
+                                static_cast<std::uint64_t>(kLaterSpikeFraction * static_cast<double>(spike)));
     if (top >= needed && static_cast<double>(v) <= kDropFraction * static_cast<double>(top)) {
       spike = std::max(spike, top);
       ++s.spikes;

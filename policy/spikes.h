@@ -13,10 +13,10 @@
 namespace fad {
 
 struct SpikeSummary {
-  std::uint64_t peak = 0;         ///< highest value so far
-  int spikes = 0;                 ///< spikes it has come down from
-  double last_drop_at = 0;        ///< when it last came down from one
-  std::uint64_t since_drop = 0;   ///< highest value since then (the plateau so far)
+  std::uint64_t peak = 0;        ///< highest value so far
+  int spikes = 0;                ///< spikes it has come down from
+  double last_drop_at = 0;       ///< when it last came down from one
+  std::uint64_t since_drop = 0;  ///< highest value since then (the plateau so far)
 };
 
 /// A spike counts once the value falls to 60% of the highest value since the

@@ -15,7 +15,9 @@ std::string UnitKey::exact() const {
   return out;
 }
 
-int effective_parallelism(int threads, int arch_count) { return std::max(1, std::min(threads, std::max(arch_count, 1))); }
+int effective_parallelism(int threads, int arch_count) {
+  return std::max(1, std::min(threads, std::max(arch_count, 1)));
+}
 
 Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, const UnitKey& to, int to_threads) {
   const int arch_from = std::max(from.arch_count, 1);
@@ -25,8 +27,8 @@ Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, c
   double time = static_cast<double>(e_from) / e_to * arch_to / arch_from;
   const double per_arch = static_cast<double>(e_from) / arch_from;  // one arch's share of the measured time
   time = std::max(time, per_arch);
-  const double memory = e_to >= e_from ? static_cast<double>(e_to) / e_from
-                                       : static_cast<double>(e_to + 1) / (e_from + 1);
+  const double memory =
+      e_to >= e_from ? static_cast<double>(e_to) / e_from : static_cast<double>(e_to + 1) / (e_from + 1);
   return profile.scaled(memory, time);
 }
 

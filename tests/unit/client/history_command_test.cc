@@ -41,10 +41,18 @@ struct Scripted {
 };
 
 json profile(const std::string& source, std::uint64_t bytes) {
-  return {{"source", source}, {"content_hash", "h"}, {"flags", "-O3"}, {"archs", "90"}, {"compiler", "13.0"},
-          {"family", "fam"}, {"arch_count", 1}, {"threads", 1}, {"duration_s", 60.0},
+  return {{"source", source},
+          {"content_hash", "h"},
+          {"flags", "-O3"},
+          {"archs", "90"},
+          {"compiler", "13.0"},
+          {"family", "fam"},
+          {"arch_count", 1},
+          {"threads", 1},
+          {"duration_s", 60.0},
           {"points", json::array({json::array({0.0, bytes / 2}), json::array({10.0, bytes})})},
-          {"recorded_at", "2026-01-01T00:00:00Z"}, {"origin", "local"}};
+          {"recorded_at", "2026-01-01T00:00:00Z"},
+          {"origin", "local"}};
 }
 
 Command file_command(CommandKind kind, const std::string& file) {

@@ -51,8 +51,8 @@ TEST_CASE("Scheduler: a build's budget caps its units, and dropped units count n
     tight.enqueue(1, key("b1"), ManifestPrior{3 * kGiB, 100}, 1);
     tight.enqueue(2, key("b2"), ManifestPrior{5 * kGiB, 100}, 2);
     tight.memory.available = 60 * kGiB;
-    plan = Scheduler(tight.config, tight.estimator)
-               .decide(0, tight.memory, tight.queue, tight.running, {{1, 5 * kGiB}});
+    plan =
+        Scheduler(tight.config, tight.estimator).decide(0, tight.memory, tight.queue, tight.running, {{1, 5 * kGiB}});
     CHECK(started(plan) == std::vector<std::int64_t>{2});
   }
 }

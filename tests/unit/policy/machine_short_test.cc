@@ -106,5 +106,30 @@ TEST_CASE("Scheduler: when the machine stays short, the last running unit is fro
   }
 }
 
+TEST_CASE("units' hard limit: the budget, plus half the reserve, never past the memory less half the reserve") {
+  SchedulerConfig c;
+  MemorySnapshot m;
+  m.total = 64 * kGiB;
+  c.reserve = Reserve{0, 10};  // 6.4 GiB of 64
+  auto auto_budget = units_memory_limit(c, m);
+  CHECK(auto_budget.high == 64 * kGiB - 64 * kGiB / 10);
+  CHECK(auto_budget.max == auto_budget.high + c.reserve.resolve(64 * kGiB) / 2);
+  c.budget = 8 * kGiB;
+  auto set = units_memory_limit(c, m);
+  CHECK(set.high == 8 * kGiB);
+  CHECK(set.max == 8 * kGiB + 64 * kGiB / 20);
+  c.budget = 100 * kGiB;  // more than the machine: capped
+  CHECK(units_memory_limit(c, m).max == 64 * kGiB - 64 * kGiB / 20);
+  // Inside a 12 GiB cgroup (a WSL-sized VM), the cgroup is the memory.
+  c.budget.reset();
+  m.cgroup_limit = 12 * kGiB;
+  auto vm = units_memory_limit(c, m);
+  CHECK(vm.high == 12 * kGiB - 12 * kGiB / 10);
+  CHECK(vm.max == 12 * kGiB - 12 * kGiB / 20);
+  c.reserve = Reserve{0, 0};
+  c.budget = 512ull << 20;
+  CHECK(units_memory_limit(c, m).max == 512ull << 20);
+}
+
 }  // namespace
 }  // namespace fad

@@ -14,7 +14,6 @@
 
 namespace fad::test {
 
-
 constexpr std::uint64_t kGiB = 1ull << 30;
 
 inline UnitKey key(const std::string& source, int arch_count = 1) {

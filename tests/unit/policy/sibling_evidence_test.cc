@@ -46,7 +46,7 @@ UnitKey sibling(const std::string& name, int arch_count = 1) {
 }
 
 TEST_CASE("spikes: the trace's cicc spike counts, the preprocessor's bump and the declining plateau do not") {
-  const std::uint64_t quarter = 5 * kGiB / 4;  // a quarter of the 5 GiB it was admitted with
+  const std::uint64_t quarter = 5 * kGiB / 4;                     // a quarter of the 5 GiB it was admitted with
   CHECK(summarize_spikes(trace_until(60), quarter).spikes == 0);  // still climbing
   auto s = summarize_spikes(trace_until(70), quarter);
   CHECK(s.spikes == 1);
@@ -74,7 +74,7 @@ TEST_CASE("sibling evidence: a unit past its spike predicts its siblings' peak a
   REQUIRE(p);
   CHECK(ev.confirmed("flash_fwd_hdim_fp_sm") == 1);
   CHECK(p->peak() == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
-  CHECK(p->at(5) < 2 * kGiB);                                        // climbing, as measured
+  CHECK(p->at(5) < 2 * kGiB);                                           // climbing, as measured
   CHECK(p->at(100) == Approx(1.25 * 0.4 * 4131 * kMiB).epsilon(0.01));  // the plateau, not the spike
   CHECK(p->duration_s == 120);  // no sibling finished: at least the prior's duration
   // Another family learns nothing from it.
