@@ -1,22 +1,33 @@
-// fad_sim: compares build policies on simulated FlashAttention-like builds and
-// prints one table row per machine, workload and policy. Figures, not a test.
-// Usage: fad_sim [TRACES_DIR]
+// fad_sim: compares build policies on simulated FlashAttention-like builds.
+// Figures, not a test. For every machine and workload it runs every fixed
+// setting a user could pick (N jobs x T nvcc threads), the launchers a user
+// could use instead of fad, and fad cold and warm, and names the best safe
+// fixed setting (the fastest with no OOM kill): the oracle fad must beat.
+// Usage: fad_sim [--json] [TRACES_DIR]
 #include <chrono>
-#include <optional>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/simulator.h"
 
 namespace {
 
 using fad::Profile;
+using nlohmann::json;
 namespace sim = fad::sim;
 
 constexpr std::uint64_t kGiB = 1ull << 30;
 constexpr std::uint64_t kSeed = 20261123;
+/// What users assume per nvcc thread (FlashAttention's setup.py, fad's prior).
+constexpr std::uint64_t kPerThreadRule = 5 * kGiB;
+/// FlashAttention's setup.py default NVCC_THREADS.
+constexpr int kFlashAttentionThreads = 4;
 
 /// Reads a trace: '#' comment lines, then "seconds<TAB>MiB" per sample.
 std::optional<Profile> read_trace(const std::string& path) {
@@ -37,18 +48,78 @@ std::optional<Profile> read_trace(const std::string& path) {
   return p;
 }
 
+struct Row {
+  sim::Policy policy;
+  sim::SimResult result;
+};
+
+json policy_json(const Row& row, const sim::Machine& machine) {
+  const auto& r = row.result;
+  return {{"name", row.policy.name},
+          {"makespan_s", r.finished ? json(r.makespan_s) : json(nullptr)},
+          {"oom_kills", r.oom_kills},
+          {"peak_bytes", r.peak_bytes},
+          {"peak_fraction", static_cast<double>(r.peak_bytes) / static_cast<double>(machine.memory)},
+          {"over_90pct_s", r.over_capacity_s},
+          {"mean_utilisation", r.mean_utilisation},
+          {"suspends", r.suspends},
+          {"requeues", r.requeues}};
+}
+
+bool safe(const Row& row) { return row.result.finished && row.result.oom_kills == 0; }
+
+std::string cell(const Row* row, double bound) {
+  if (!row) return "-";
+  char buf[64];
+  if (!row->result.finished)
+    std::snprintf(buf, sizeof buf, "DNF (%d OOM)", row->result.oom_kills);
+  else if (row->result.oom_kills > 0)
+    std::snprintf(buf, sizeof buf, "%.0fs %.2fx %dOOM", row->result.makespan_s, row->result.makespan_s / bound,
+                  row->result.oom_kills);
+  else
+    std::snprintf(buf, sizeof buf, "%.0fs %.2fx", row->result.makespan_s, row->result.makespan_s / bound);
+  return buf;
+}
+
+/// The better (safe first, then faster) of the rows whose name starts with `prefix`.
+const Row* best_of(const std::vector<Row>& rows, const std::string& prefix) {
+  const Row* best = nullptr;
+  for (const auto& row : rows) {
+    if (row.policy.name.rfind(prefix, 0) != 0) continue;
+    auto key = [](const Row& r) { return std::make_pair(!safe(r), r.result.finished ? r.result.makespan_s : 1e18); };
+    if (!best || key(row) < key(*best)) best = &row;
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::printf(
-        "usage: fad_sim [TRACES_DIR]\n"
-        "Simulates 96- and 290-unit builds on 16-64 cores and 32-128 GiB with the real\n"
-        "scheduler and estimator, against ninja -j, FlashAttention's heuristic and the\n"
-        "lower bound; prints a table. TRACES_DIR defaults to bench/traces.\n");
-    return 0;
+  bool as_json = false;
+  std::string dir = FAD_TRACES_DIR;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: fad_sim [--json] [TRACES_DIR]\n"
+          "Simulates 96- and 290-unit builds on 16-64 cores and 32-128 GiB with the real\n"
+          "scheduler and estimator. Policies: every fixed setting jN-tT (N jobs, T nvcc\n"
+          "threads; T 1 and 2), FlashAttention's setup.py heuristic, a ninja pool sized\n"
+          "memory / peak, a MemAvailable-threshold launcher, pause-at-85%% with\n"
+          "cancel-and-retry, fad cold and fad warm (history of the previous version of\n"
+          "the sources). Prints a table, or with --json one object per configuration.\n"
+          "TRACES_DIR defaults to bench/traces.\n");
+      return 0;
+    }
+    if (a == "--json")
+      as_json = true;
+    else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "fad_sim: unknown option %s (see fad_sim --help)\n", a.c_str());
+      return 2;
+    } else {
+      dir = a;
+    }
   }
-  std::string dir = argc > 1 ? argv[1] : FAD_TRACES_DIR;
   // 1. The two measured traces: one arch at 1 thread, two archs at 2 threads.
   auto one = read_trace(dir + "/fwd128_fp16_sm90_t1.tsv");
   auto two = read_trace(dir + "/fwd64_bf16_sm80sm90_t2.tsv");
@@ -60,35 +131,84 @@ int main(int argc, char** argv) {
   auto started = std::chrono::steady_clock::now();
 
   // 2. Every workload on every machine under every policy.
-  std::printf("%-18s %-14s %10s %9s %5s %7s %6s %7s %7s\n", "config", "policy", "makespan", "peak/mem", "OOM",
-              "over90%", "util", "susp/rq", "vs LB");
+  json out = json::array();
+  if (!as_json)
+    std::printf("%-12s %7s | %-24s | %-17s %-17s %-17s %-17s %-17s | %-15s %-15s\n", "config", "bound",
+                "best safe fixed", "fa setup.py", "pool mem/peak", "MemAvailable", "pause85+retry", "fastest fixed",
+                "fad cold", "fad warm");
   for (int count : {96, 290}) {
-    auto units = sim::make_workload(traces, count, kSeed);
+    const auto units = sim::make_workload(traces, count, kSeed, 1);
+    const auto previous = sim::make_workload(traces, count, kSeed, 0);  // the sources' previous version
     for (int cores : {16, 32, 64}) {
       for (std::uint64_t gib : {32, 64, 128}) {
-        sim::Machine machine{cores, gib * kGiB};
-        double bound = sim::lower_bound(units, machine);
+        const sim::Machine machine{cores, gib * kGiB};
+        const double bound = sim::lower_bound(units, machine);
         char config[64];
-        std::snprintf(config, sizeof config, "%du %dc %lluG", count, cores, static_cast<unsigned long long>(gib));
-        fad::Estimator estimator(fad::EstimatorConfig{});
-        std::vector<sim::Policy> policies = {
-            {sim::PolicyKind::fixed_jobs, "ninja -j" + std::to_string(cores), cores, 1},
-            {sim::PolicyKind::flash_attention, "FA setup.py", 0, 2},
-            {sim::PolicyKind::fad, "fad cold", 0, 0},
-            {sim::PolicyKind::fad, "fad warm", 0, 0},  // the same estimator, having learnt the cold build
-        };
-        for (const auto& policy : policies) {
-          auto r = sim::simulate(units, machine, policy, estimator);
-          std::printf("%-18s %-14s %9.0fs %9.2f %5d %6.0fs %5.0f%% %3d/%-3d %6.2fx\n", config, policy.name.c_str(),
-                      r.makespan_s, static_cast<double>(r.peak_bytes) / static_cast<double>(machine.memory),
-                      r.oom_kills, r.over_capacity_s, 100 * r.mean_utilisation, r.suspends, r.requeues,
-                      r.makespan_s / bound);
+        std::snprintf(config, sizeof config, "%du-%dc-%lluG", count, cores, static_cast<unsigned long long>(gib));
+
+        std::vector<sim::Policy> policies;
+        for (int t : {1, 2})
+          for (int j = 1; j <= cores; ++j)
+            policies.push_back({sim::PolicyKind::fixed_jobs, "j" + std::to_string(j) + "-t" + std::to_string(t), j, t});
+        // setup.py: max_jobs = max(1, min(cpus / 2, free_GB / (5 * NVCC_THREADS))).
+        const int fa_jobs = std::max(1, std::min(cores / 2, static_cast<int>(gib / (5 * kFlashAttentionThreads))));
+        policies.push_back({sim::PolicyKind::fixed_jobs, "fa-setup.py", fa_jobs, kFlashAttentionThreads});
+        for (int t : {1, 2}) {
+          // A ninja pool sized memory / peak: the user measured the biggest unit at t threads.
+          std::uint64_t peak = 0;
+          for (const auto& u : units) peak = std::max(peak, sim::true_profile(u, t).peak());
+          const int pool = std::max(1, static_cast<int>(machine.memory * 9 / 10 / std::max<std::uint64_t>(peak, 1)));
+          policies.push_back({sim::PolicyKind::fixed_jobs, "pool-t" + std::to_string(t), pool, t});
+          policies.push_back({sim::PolicyKind::mem_available, "memavail-t" + std::to_string(t), 0, t,
+                              kPerThreadRule * static_cast<std::uint64_t>(t)});
+          policies.push_back({sim::PolicyKind::pause_retry, "pause85-t" + std::to_string(t), 0, t});
+        }
+
+        std::vector<Row> rows;
+        for (const auto& p : policies) {
+          fad::Estimator none(fad::EstimatorConfig{});
+          rows.push_back({p, sim::simulate(units, machine, p, none)});
+        }
+        fad::Estimator cold(fad::EstimatorConfig{});
+        rows.push_back({{sim::PolicyKind::fad, "fad-cold"}, sim::simulate(units, machine, {}, cold)});
+        fad::Estimator warm(fad::EstimatorConfig{});
+        sim::simulate(previous, machine, {}, warm);  // warm: history from the previous version's build
+        rows.push_back({{sim::PolicyKind::fad, "fad-warm"}, sim::simulate(units, machine, {}, warm)});
+
+        const Row* oracle = nullptr;
+        const Row* fastest = nullptr;
+        for (const auto& row : rows) {
+          if (row.policy.name.rfind("j", 0) != 0) continue;
+          if (row.result.finished && (!fastest || row.result.makespan_s < fastest->result.makespan_s)) fastest = &row;
+          if (safe(row) && (!oracle || row.result.makespan_s < oracle->result.makespan_s)) oracle = &row;
+        }
+        json entry = {
+            {"config", config},         {"units", count},
+            {"cores", cores},           {"memory_bytes", machine.memory},
+            {"lower_bound_s", bound},   {"best_safe_fixed", oracle ? json(oracle->policy.name) : json(nullptr)},
+            {"policies", json::array()}};
+        for (const auto& row : rows) entry["policies"].push_back(policy_json(row, machine));
+        out.push_back(std::move(entry));
+        if (!as_json) {
+          const std::string fixed = oracle ? oracle->policy.name + " " + cell(oracle, bound) : std::string("none safe");
+          std::printf("%-12s %6.0fs | %-24s | %-17s %-17s %-17s %-17s %-17s | %-15s %-15s\n", config, bound,
+                      fixed.c_str(), cell(best_of(rows, "fa-setup"), bound).c_str(),
+                      cell(best_of(rows, "pool-"), bound).c_str(), cell(best_of(rows, "memavail-"), bound).c_str(),
+                      cell(best_of(rows, "pause85-"), bound).c_str(), cell(fastest, bound).c_str(),
+                      cell(&rows[rows.size() - 2], bound).c_str(), cell(&rows.back(), bound).c_str());
+          std::fflush(stdout);
         }
       }
     }
   }
+  if (as_json) {
+    std::printf("%s\n", out.dump(1).c_str());
+    return 0;
+  }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("(simulated in %.1f s; lower bound = max(CPU time / cores, memory time / memory, longest unit))\n",
-              elapsed);
+  std::printf(
+      "(simulated in %.1f s; cells: makespan, ratio to the bound; bound = max(CPU time / cores, memory time /\n"
+      " memory, longest unit); baselines show the better of 1 and 2 nvcc threads; fastest fixed may OOM)\n",
+      elapsed);
   return 0;
 }

@@ -1,32 +1,48 @@
 #!/usr/bin/env python3
-"""Real-process benchmark: fadd driving the fake compiler on recorded nvcc traces.
+"""Real-process benchmark: fad against the settings a user could pick instead.
 
-Every policy builds the same workload (N units, each replaying one of the
-recorded memory traces in bench/traces/ with tests/fad-fake-nvcc, sped up by
---time-scale and scaled by --mem-scale) inside one memory cgroup whose
-memory.limit_in_bytes is the budget: an overrun is an OOM kill, as on a WSL VM.
+Every policy builds the same workload inside one memory cgroup whose limit is
+the machine's memory (a small VM stand-in): an overrun is an OOM kill. Each
+unit is tests/fad-fake-nvcc replaying a recorded nvcc trace (bench/traces/):
+it really allocates the trace's memory and, with FAD_FAKE_CPU=1, burns CPU as
+the real compiler would (a unit compiling e archs at once keeps e cores busy
+and advances with the CPU time it gets, so oversubscription slows everyone).
+t1 units compile one arch, t2 units two; with fewer threads than archs the
+fake compiles them in turns (one spike each), slower, as nvcc does.
 
 Policies:
-  j1..j8     fixed job count N (as ninja -j / MAX_JOBS): N compiles at a time; an
-             OOM-killed compile is counted and rerun later, as a user would.
-             j1 is computed from the sum of unit durations unless asked for.
-  fa         FlashAttention's setup.py heuristic:
-             max_jobs = max(1, min(cpus // 2, int(free_GiB / (5 * nvcc_threads))))
-             with free = the budget (unscaled to real-nvcc GiB) and cpus = --cores.
-  fad-cold   fadd with an empty state dir, same budget and cores.
-  fad-warm   a second build of the same sources in the same state dir.
+  jN-tT      N compiles at a time with nvcc --threads T (ninja -j N, MAX_JOBS N,
+             NVCC_THREADS T). An OOM-killed compile is rerun later, at most
+             --max-reruns times per unit; beyond, the run did not finish (DNF).
+  fa         FlashAttention's setup.py rule, untouched: NVCC_THREADS=4 and
+             max(1, min(cpus // 2, int(free_GiB / (5 * 4)))) jobs.
+  pool-tT    a ninja pool sized memory / peak: floor(0.9 * limit / biggest unit's peak at T).
+  memavail-tT  a launcher that starts the next compile (T threads) while the
+             cgroup's free memory exceeds 5 GiB per thread (scaled), checking once a second.
+  fad-cold   fadd (started inside the cgroup, the machine's real core count, the
+             cgroup limit as its budget) with an empty state dir; the workload is
+             a ninja project whose compiles go through `fad run` / `fad launch`.
+  fad-warm   the same with history imported (`fad history import`) from a fad
+             build of the previous version of the sources (other content, same
+             kernels), never from the same build.
 
-Figures per policy: makespan, peak memory / budget (memory.max_usage_in_bytes),
-OOM kills (memory.oom_control oom_kill), limit hits (memory.failcnt), mean memory
-utilisation (memory.usage_in_bytes sampled every 100 ms, over the makespan),
-units finished. Needs root and a cgroup v1 memory controller.
+The best safe fixed setting (the oracle) is the jN-tT with the lowest median
+makespan among those that finished every repetition with no OOM kill.
+
+OOM kills are counted the same way for every policy: kernel log lines whose
+oom_memcg is the benchmark's cgroup or one below it. Repetitions are
+interleaved (every policy once per round, in a rotated order) so that the
+noise of a shared machine hits every policy alike. Needs root and a cgroup v1
+memory controller; the raw results go to --json.
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,7 +58,11 @@ TRACES = {
     "t1": os.path.join(REPO, "bench/traces/fwd128_fp16_sm90_t1.tsv"),
     "t2": os.path.join(REPO, "bench/traces/fwd64_bf16_sm80sm90_t2.tsv"),
 }
-FAMILIES = {"t1": "fwd128", "t2": "fwd64"}
+# Archs each kind compiles, and the archs its trace was recorded with at once.
+ARCHS = {"t1": ["90"], "t2": ["80", "90"]}
+REF_PARALLEL = {"t1": 1, "t2": 2}
+# Unit names whose digit-free form (fad's family for launched compiles) differs by kind.
+STEMS = {"t1": "flash_fwd_hdimA_fp_sm_s", "t2": "flash_fwd_hdimB_bf_sm_s"}
 
 
 def parse_size(text):
@@ -61,6 +81,13 @@ def load_trace(path):
                 s, m = line.split()[:2]
                 samples.append((float(s), float(m)))
     return samples
+
+
+def machine_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 # ---------------------------------------------------------------- cgroup
@@ -88,15 +115,23 @@ class Cgroup:
     def usage(self):
         return int(self.read("memory.usage_in_bytes"))
 
-    def max_usage(self):
-        return int(self.read("memory.max_usage_in_bytes"))
-
-    def oom_kills(self):
-        for line in self.read("memory.oom_control").splitlines():
+    def stat(self, key):
+        for line in self.read("memory.stat").splitlines():
             k, _, v = line.partition(" ")
-            if k == "oom_kill":
+            if k == key:
                 return int(v)
         return 0
+
+    def anon(self):
+        """What processes hold (no page cache): what an overrun is made of."""
+        return self.stat("total_rss") + self.stat("total_shmem")
+
+    def free(self):
+        """The limit less what is held, as a MemAvailable-style launcher would read it."""
+        return self.limit - (self.usage() - self.stat("total_inactive_file"))
+
+    def max_usage(self):
+        return int(self.read("memory.max_usage_in_bytes"))
 
     def failcnt(self):
         return int(self.read("memory.failcnt"))
@@ -133,8 +168,18 @@ class Cgroup:
                 print(f"warning: cannot remove {d}: {e}", file=sys.stderr)
 
 
+def kernel_oom_kills(cg):
+    """OOM kills the kernel logged for this cgroup or one below it: every
+    policy's kills, counted the same way (under cgroup v1 a parent's oom_kill
+    counter does not see kills in the cgroups below it)."""
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    name = "/" + os.path.relpath(cg.path, CG_ROOT)
+    pattern = re.compile(r"oom_memcg=" + re.escape(name) + r"[,/]")
+    return sum(1 for line in out.splitlines() if "oom-kill:" in line and pattern.search(line))
+
+
 class Sampler(threading.Thread):
-    """Samples the cgroup's usage every `period` s between start() and stop()."""
+    """The cgroup's anonymous memory every `period` s between start() and stop()."""
 
     def __init__(self, cg, period=0.1):
         super().__init__(daemon=True)
@@ -144,7 +189,7 @@ class Sampler(threading.Thread):
     def run(self):
         t0 = time.monotonic()
         while not self._halt.is_set():
-            self.samples.append((time.monotonic() - t0, self.cg.usage()))
+            self.samples.append((time.monotonic() - t0, self.cg.anon()))
             self._halt.wait(self.period)
 
     def stop(self):
@@ -152,7 +197,6 @@ class Sampler(threading.Thread):
         self.join()
 
     def series(self, step=0.5):
-        """(seconds, MiB) about every `step` s, for the JSON output."""
         out, last = [], -step
         for t, u in self.samples:
             if t - last >= step:
@@ -163,26 +207,24 @@ class Sampler(threading.Thread):
     def mean(self):
         return sum(u for _, u in self.samples) / max(1, len(self.samples))
 
+    def peak(self):
+        return max((u for _, u in self.samples), default=0)
+
 
 # ---------------------------------------------------------------- workload
 
 
-def make_workload(spec, order):
-    """'16:t1,8:t2' -> ['t1', 't1', 't2', ...] in the given order."""
+def make_workload(spec):
+    """'8:t1,4:t2' -> kinds, interleaved evenly."""
     counts = []
     for part in spec.split(","):
         n, _, kind = part.partition(":")
         if kind not in TRACES:
             sys.exit(f"unknown trace '{kind}' (known: {', '.join(TRACES)})")
         counts.append([kind, int(n)])
-    units = []
-    if order == "grouped":
-        for kind, n in counts:
-            units += [kind] * n
-        return units
-    # interleaved: spread each kind evenly over the sequence
     total = sum(n for _, n in counts)
     placed = {k: 0 for k, _ in counts}
+    units = []
     for i in range(total):
         best = max(counts, key=lambda c: (c[1] * (i + 1) / total - placed[c[0]]) if placed[c[0]] < c[1] else -1e9)
         units.append(best[0])
@@ -190,73 +232,126 @@ def make_workload(spec, order):
     return units
 
 
-def write_kernels(workdir, units):
-    kdir = os.path.join(workdir, "kernels")
-    os.makedirs(os.path.join(kdir, "src"), exist_ok=True)
+def write_sources(workdir, units, version):
+    """One .cu per unit, at the same paths for every version; `version`
+    changes every source's content (another release of the same kernels)
+    without changing how it compiles."""
+    sdir = os.path.join(workdir, "src")
+    os.makedirs(sdir, exist_ok=True)
     entries = []
-    for i, kind in enumerate(units, 1):
-        name = f"u{i:02d}_{FAMILIES[kind]}"
-        src = f"src/{name}.cu"
-        with open(os.path.join(kdir, src), "w") as f:
-            f.write(f"// bench unit {name}: replays {os.path.basename(TRACES[kind])}\n"
-                    f"// fake-nvcc: profile={TRACES[kind]}\n")
-        entries.append({"name": name, "source": src, "family": FAMILIES[kind], "flags": []})
-    manifest = {"version": 1, "library": "bench", "include_dirs": [], "flags": [], "link_flags": [],
-                "units": entries}
-    with open(os.path.join(kdir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-    return kdir, entries
+    for i, kind in enumerate(units):
+        name = f"{STEMS[kind]}{i:02d}"
+        src = os.path.join(sdir, name + ".cu")
+        with open(src, "w") as f:
+            f.write(f"// bench unit {name}, sources version {version}\n// fake-nvcc: profile={TRACES[kind]}\n")
+        entries.append({"name": name, "kind": kind, "src": src})
+    return entries
 
 
-# ---------------------------------------------------------------- policies
+def compile_argv(fake, entry, out, threads):
+    argv = [fake, "-c", entry["src"], "-o", out, "-O3", "--use_fast_math"]
+    for a in ARCHS[entry["kind"]]:
+        argv += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
+    return argv + ["--threads", str(threads)]
 
 
-def run_fixed(args, cg, fake, kdir, entries, jobs, fake_env):
-    """N compiles at a time in the cgroup; OOM-killed ones go to the back of the queue."""
-    objdir = tempfile.mkdtemp(prefix=f"j{jobs}-", dir=args.workdir)
+def model(kind, threads, time_scale, mem_scale):
+    """(peak bytes, CPU-seconds per thread) of a unit at `threads`, as the fake plays it."""
+    trace = load_trace(TRACES[kind])
+    ref = REF_PARALLEL[kind]
+    e = max(1, min(threads, len(ARCHS[kind])))
+    mem = (0.3 + 0.7 * e / ref) * mem_scale
+    dur = trace[-1][0] * (ref / e) ** 0.85 * time_scale
+    return max(m for _, m in trace) * MIB * mem, dur
+
+
+def write_ninja(workdir, entries, fad_bin, fake):
+    pdir = os.path.join(workdir, "project")
+    shutil.rmtree(pdir, ignore_errors=True)
+    os.makedirs(pdir)
+    lines = [f"rule cc\n  command = {fad_bin} launch -- $cmd\n  description = CC $out\n"]
+    for e in entries:
+        out = os.path.join(pdir, e["name"] + ".o")
+        # fad chooses --threads; the 1 here is only what it replaces.
+        cmd = " ".join(compile_argv(fake, e, out, 1))
+        lines.append(f"build {out}: cc {e['src']}\n  cmd = {cmd}\n")
+    with open(os.path.join(pdir, "build.ninja"), "w") as f:
+        f.write("\n".join(lines))
+    return pdir
+
+
+# ---------------------------------------------------------------- launchers
+
+
+def run_launcher(args, cg, entries, threads, may_start, label):
+    """Starts compiles while may_start(running count) holds; OOM-killed ones are rerun."""
+    write_sources(args.workdir, args.kinds, 1)
+    objdir = tempfile.mkdtemp(prefix=label + "-", dir=args.workdir)
     queue = list(range(len(entries)))
     tries = [0] * len(entries)
-    running = {}  # Popen -> (index, start)
-    oom_killed = failed = finished = 0
-    starts = []
-    oom0 = cg.oom_kills()
+    running = {}
+    sigkills = failed = finished = 0
+    oom0 = kernel_oom_kills(cg)
     cg.reset()
     sampler = Sampler(cg)
     t0 = time.monotonic()
     sampler.start()
     gave_up = False
-    while queue or running:
-        while queue and len(running) < jobs:
+    while (queue or running) and not gave_up:
+        while queue and may_start(len(running)):
             i = queue.pop(0)
             tries[i] += 1
             e = entries[i]
-            argv = [fake, "-c", os.path.join(kdir, e["source"]), "-o", os.path.join(objdir, e["name"] + ".o"),
-                    "-gencode", "arch=compute_90,code=sm_90", "--threads", str(args.nvcc_threads)]
-            p = subprocess.Popen(cg.wrap(argv), env=fake_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            running[p] = (i, time.monotonic() - t0)
-            starts.append({"unit": e["name"], "start": round(time.monotonic() - t0, 2), "try": tries[i]})
+            argv = compile_argv(args.fake, e, os.path.join(objdir, e["name"] + ".o"), threads)
+            p = subprocess.Popen(cg.wrap(argv), env=args.fake_env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            running[p] = i
         time.sleep(0.02)
         for p in [p for p in running if p.poll() is not None]:
-            i, _ = running.pop(p)
+            i = running.pop(p)
             if p.returncode == 0:
                 finished += 1
             elif p.returncode == -signal.SIGKILL:
-                oom_killed += 1
+                sigkills += 1
                 if tries[i] <= args.max_reruns:
                     queue.append(i)
                 else:
                     gave_up = True
             else:
                 failed += 1
+    for p in running:
+        p.kill()
+        p.wait()
     makespan = time.monotonic() - t0
     sampler.stop()
     shutil.rmtree(objdir, ignore_errors=True)
     return {
-        "makespan_s": makespan, "peak_bytes": cg.max_usage(), "oom_kills": oom_killed,
-        "oom_kills_cgroup": cg.oom_kills() - oom0, "limit_hits": cg.failcnt(),
-        "mean_usage_bytes": sampler.mean(), "units_finished": finished, "units_failed": failed,
-        "did_not_finish": gave_up or finished < len(entries), "starts": starts, "usage_mib": sampler.series(),
+        "makespan_s": makespan, "peak_anon_bytes": sampler.peak(), "peak_usage_bytes": cg.max_usage(),
+        "oom_kills": kernel_oom_kills(cg) - oom0, "sigkills": sigkills, "limit_hits": cg.failcnt(),
+        "mean_anon_bytes": sampler.mean(), "units_finished": finished, "units_failed": failed,
+        "did_not_finish": gave_up or finished < len(entries), "anon_mib": sampler.series(),
     }
+
+
+def fixed(args, cg, entries, jobs, threads, label):
+    return run_launcher(args, cg, entries, threads, lambda n: n < jobs, label)
+
+
+def memavail(args, cg, entries, threads, label):
+    threshold = 5 * GIB * threads * args.mem_scale
+    state = {"next": 0.0}
+
+    def may_start(n):
+        now = time.monotonic()
+        if now < state["next"]:
+            return False
+        state["next"] = now + 1.0  # a launcher script that checks once a second
+        return cg.free() > threshold
+
+    return run_launcher(args, cg, entries, threads, may_start, label)
+
+
+# ---------------------------------------------------------------- fad
 
 
 def wait_socket(path, proc, timeout=20):
@@ -286,226 +381,217 @@ def stop_daemon(proc, timeout=15):
         proc.wait()
 
 
-def run_fad_build(args, cg, client, sock, nunits, label):
-    oom0 = cg.oom_kills()
-    cg.reset()
-    sampler = Sampler(cg)
-    sampler.start()
-    t0 = time.monotonic()
-    # submit, then poll status ourselves: `fad submit --wait` gives up when one status
-    # call goes unanswered for 60 s, which fadd's event loop can exceed (see README).
-    out = subprocess.run([client, "submit", "--socket", sock, "--arch", "9.0", "--json"],
-                         capture_output=True, text=True)
-    build, units, stalls = {}, [], 0
-    try:
-        bid = json.loads(out.stdout)["id"]
-    except (ValueError, KeyError):
-        bid = None
-        print(f"{label}: submit failed (rc {out.returncode}): {out.stdout[-300:]} {out.stderr[-300:]}", file=sys.stderr)
-    while bid is not None:
-        c0 = time.monotonic()
-        st = subprocess.run([client, "status", "--socket", sock, str(bid), "--json"], capture_output=True, text=True)
-        if time.monotonic() - c0 > 2:
-            stalls += 1
-        try:
-            build = json.loads(st.stdout)["builds"][0]
-        except (ValueError, KeyError, IndexError):
-            time.sleep(0.2)
-            continue
-        if build.get("state") in ("succeeded", "failed", "cancelled", "canceled"):
-            break
-        if time.monotonic() - t0 > args.fad_timeout_s:
-            print(f"{label}: gave up after {args.fad_timeout_s:.0f} s", file=sys.stderr)
-            break
-        time.sleep(0.2)
-    makespan = time.monotonic() - t0
-    sampler.stop()
-    units = build.get("unit_list", [])
-    compiles = [u for u in units if u.get("kind", "compile") == "compile" and u.get("name") != "link"]
-    finished = sum(1 for u in compiles if u.get("state") in ("done", "succeeded", "success", "finished"))
-    attempts = sum(max(0, int(u.get("attempts", 1) or 1) - 1) for u in compiles)
-    return {
-        "makespan_s": makespan, "peak_bytes": cg.max_usage(), "oom_kills": cg.oom_kills() - oom0,
-        "oom_kills_cgroup": cg.oom_kills() - oom0, "limit_hits": cg.failcnt(),
-        "mean_usage_bytes": sampler.mean(), "units_finished": finished, "reruns": attempts,
-        "build_state": build.get("state"), "status_stalls_over_2s": stalls,
-        "did_not_finish": build.get("state") != "succeeded" or finished < nunits,
-        "build": {k: v for k, v in build.items() if k != "unit_list"}, "units": units,
-        "usage_mib": sampler.series(),
-    }
-
-
-def run_fad(args, cg, kdir, entries, fake, fake_env, which):
+def run_fad(args, cg, entries, version, label, history_in=None, history_out=None):
+    """One fad build of the workload's `version` with a fresh fadd; with
+    history_in, that history is imported first; with history_out, the
+    history is exported after the build."""
     client = os.path.join(args.build_dir, "fad")
-    daemon = os.path.join(args.build_dir, "fadd")
-    state = os.path.join(args.workdir, "fad-state")
+    state = os.path.join(args.workdir, f"state-{label}")
     shutil.rmtree(state, ignore_errors=True)
     os.makedirs(state)
     sock = os.path.join(state, "fadd.sock")
-    # fad's default prior for a never-seen unit (5 GiB per nvcc thread) is scaled like the traces' memory.
-    config = {"poll_interval_ms": args.poll_ms, "log_level": "debug", "nvcc_threads": args.nvcc_threads,
+    config = {"poll_interval_ms": args.poll_ms, "log_level": "info",
               "unit_memory_prior": int(5 * GIB * args.mem_scale)}
-    if args.reserve is not None:
-        config["reserve"] = args.reserve
-    cfg_path = os.path.join(args.workdir, "fadd.json")
-    with open(cfg_path, "w") as f:
+    cfg = os.path.join(state, "fadd.json")
+    with open(cfg, "w") as f:
         json.dump(config, f)
-    argv = [daemon, "--config", cfg_path, "--socket", sock, "--state-dir", state, "--kernels-dir", kdir,
-            "--nvcc", fake, "--memory-budget", str(args.budget_bytes), "--cores", str(args.cores)]
-    log = open(os.path.join(args.workdir, "fadd.stderr"), "w")
-    proc = subprocess.Popen(cg.wrap(argv), env=fake_env, stdout=log, stderr=subprocess.STDOUT)
-    results = {}
+    daemon = [os.path.join(args.build_dir, "fadd"), "--config", cfg, "--socket", sock, "--state-dir", state,
+              "--cores", str(args.cores)]
+    log = open(os.path.join(state, "fadd.stderr"), "w")
+    proc = subprocess.Popen(cg.wrap(daemon), env=args.fake_env, stdout=log, stderr=subprocess.STDOUT)
+    result = {}
     try:
         wait_socket(sock, proc)
-        time.sleep(1.0)  # let fadd take its first memory samples
-        cold = run_fad_build(args, cg, client, sock, len(entries), "fad-cold")
-        if "fad-cold" in which:
-            results["fad-cold"] = cold
-        if "fad-warm" in which:
-            time.sleep(1.0)
-            results["fad-warm"] = run_fad_build(args, cg, client, sock, len(entries), "fad-warm")
+        if history_in:
+            subprocess.run([client, "history", "import", history_in, "--socket", sock], check=True,
+                           capture_output=True)
+        write_sources(args.workdir, args.kinds, version)
+        project = write_ninja(args.workdir, entries, client, args.fake)
+        oom0 = kernel_oom_kills(cg)
+        cg.reset()
+        sampler = Sampler(cg)
+        sampler.start()
+        t0 = time.monotonic()
+        env = dict(args.fake_env, FAD_SOCKET=sock)
+        run = subprocess.run(cg.wrap([client, "run", "--socket", sock, "--name", label, "--",
+                                      "ninja", "-C", project, "-j", str(args.ninja_jobs)]),
+                             env=env, capture_output=True, text=True)
+        makespan = time.monotonic() - t0
+        sampler.stop()
+        st = subprocess.run([client, "status", "--socket", sock, "--json"], capture_output=True, text=True)
+        builds = json.loads(st.stdout).get("builds", []) if st.returncode == 0 else []
+        build = next((b for b in builds if b.get("name") == label), {})
+        units = []
+        if build:
+            one = subprocess.run([client, "status", "--socket", sock, str(build["id"]), "--json"],
+                                 capture_output=True, text=True)
+            if one.returncode == 0:
+                units = json.loads(one.stdout)["builds"][0].get("unit_list", [])
+        done = sum(1 for u in units if u.get("state") == "succeeded")
+        result = {
+            "makespan_s": makespan, "peak_anon_bytes": sampler.peak(), "peak_usage_bytes": cg.max_usage(),
+            "oom_kills": kernel_oom_kills(cg) - oom0, "limit_hits": cg.failcnt(),
+            "mean_anon_bytes": sampler.mean(), "units_finished": done,
+            "reruns": sum(max(0, int(u.get("attempts", 1)) - 1) for u in units),
+            "did_not_finish": run.returncode != 0 or done < len(entries), "exit_code": run.returncode,
+            "estimate_sources": sorted({u.get("estimate_source") or "-" for u in units}),
+            "units": units, "anon_mib": sampler.series(),
+        }
+        if run.returncode != 0:
+            result["output_tail"] = (run.stdout + run.stderr)[-2000:]
+        if history_out:
+            subprocess.run([client, "history", "export", history_out, "--socket", sock], check=True,
+                           capture_output=True)
     finally:
         stop_daemon(proc)
         log.close()
-        for name in ("fadd.log",):
-            if os.path.exists(os.path.join(state, name)):
-                shutil.copy(os.path.join(state, name), os.path.join(args.workdir, name))
-    return results
-
-
-def fa_jobs(args):
-    free_gib = args.budget_bytes / args.mem_scale / GIB  # what a real build would see as free
-    return max(1, min(args.cores // 2, int(free_gib / (5 * args.fa_nvcc_threads)))), free_gib
+    return result
 
 
 # ---------------------------------------------------------------- main
 
 
+def summarize(name, runs):
+    ok = [r for r in runs if not r.get("did_not_finish")]
+    times = [r["makespan_s"] for r in ok]
+    return {
+        "policy": name, "runs": len(runs), "finished": len(ok),
+        "median_s": statistics.median(times) if times else None,
+        "min_s": min(times) if times else None, "max_s": max(times) if times else None,
+        "oom_kills": sum(r["oom_kills"] for r in runs),
+        "peak_anon_fraction": statistics.median(r["peak_anon_bytes"] for r in runs),
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build-dir", default=os.path.join(REPO, "build-bench"),
-                    help="CMake build dir holding fadd, fad, tests/fad-fake-nvcc (default: build-bench)")
-    ap.add_argument("--time-scale", type=float, default=0.05, help="FAD_FAKE_TIME_SCALE (default 0.05)")
+    ap.add_argument("--build-dir", default=os.path.join(REPO, "build"),
+                    help="CMake build dir holding fadd, fad, tests/fad-fake-nvcc (default: build)")
+    ap.add_argument("--time-scale", type=float, default=0.03, help="FAD_FAKE_TIME_SCALE (default 0.03)")
     ap.add_argument("--mem-scale", type=float, default=0.5, help="FAD_FAKE_MEM_SCALE (default 0.5)")
-    ap.add_argument("--budget", default="6G", help="cgroup limit and fad --memory-budget (default 6G)")
-    ap.add_argument("--reserve", default=None, help="fad reserve (config key; default: fad's own default)")
-    ap.add_argument("--units", default="16:t1,8:t2", help="workload, COUNT:TRACE,... (traces: t1, t2)")
-    ap.add_argument("--order", choices=["interleaved", "grouped"], default="interleaved")
-    ap.add_argument("--policies", default="j2,j3,j4,j5,j6,j7,j8,fa,fad-cold,fad-warm",
-                    help="comma list of j1..jN, fa, fad-cold, fad-warm (j1 is computed when not listed)")
-    ap.add_argument("--cores", type=int, default=16, help="cores given to fad --cores and to the FA heuristic")
-    ap.add_argument("--nvcc-threads", type=int, default=1,
-                    help="--threads for every compile (the traces already hold their threads x archs)")
-    ap.add_argument("--fa-nvcc-threads", type=int, default=2, help="NVCC_THREADS in the FA heuristic (default 2)")
+    ap.add_argument("--limit", default="4G", help="the cgroup's memory limit: the machine (default 4G)")
+    ap.add_argument("--units", default="8:t1,4:t2", help="workload, COUNT:TRACE,... (traces: t1, t2)")
+    ap.add_argument("--jobs", default="1,2,3,4", help="fixed job counts swept (default 1,2,3,4)")
+    ap.add_argument("--threads", default="1,2", help="nvcc threads swept (default 1,2)")
+    ap.add_argument("--policies", default=None,
+                    help="comma list (default: every jN-tT swept, fa, pool-t1, pool-t2, memavail-t1, "
+                         "memavail-t2, fad-cold, fad-warm)")
+    ap.add_argument("--repetitions", type=int, default=5, help="rounds, every policy once per round (default 5)")
+    ap.add_argument("--cores", type=int, default=machine_cores(),
+                    help="cores for fad and the FA rule (default: this machine's)")
     ap.add_argument("--poll-ms", type=int, default=100, help="fad poll_interval_ms (default 100)")
-    ap.add_argument("--max-reruns", type=int, default=3, help="reruns per OOM-killed unit before giving up")
+    ap.add_argument("--ninja-jobs", type=int, default=16, help="ninja -j under fad run (default 16)")
+    ap.add_argument("--max-reruns", type=int, default=3, help="reruns per OOM-killed unit before DNF")
     ap.add_argument("--workdir", default=None, help="scratch dir (default: a new temp dir)")
-    ap.add_argument("--json", dest="out", default=None, help="write all results (with per-unit data) here")
+    ap.add_argument("--json", dest="out", default=None, help="write every run's figures here")
     args = ap.parse_args()
 
     if os.geteuid() != 0 or not os.path.isdir(CG_ROOT):
         sys.exit(f"needs root and a cgroup v1 memory controller at {CG_ROOT}")
-    args.budget_bytes = parse_size(args.budget)
+    args.limit_bytes = parse_size(args.limit)
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="fad-trace-bench-"))
     os.makedirs(args.workdir, exist_ok=True)
-    fake = os.path.join(args.build_dir, "tests", "fad-fake-nvcc")
-    for exe in (fake, os.path.join(args.build_dir, "fadd"), os.path.join(args.build_dir, "fad")):
+    args.fake = os.path.join(args.build_dir, "tests", "fad-fake-nvcc")
+    for exe in (args.fake, os.path.join(args.build_dir, "fadd"), os.path.join(args.build_dir, "fad")):
         if not os.access(exe, os.X_OK):
             sys.exit(f"missing {exe}: build the targets fadd fad fad-fake-nvcc first")
+    if not shutil.which("ninja"):
+        sys.exit("needs ninja on PATH")
+    args.fake_env = dict(os.environ, FAD_FAKE_TIME_SCALE=str(args.time_scale),
+                         FAD_FAKE_MEM_SCALE=str(args.mem_scale), FAD_FAKE_CPU="1",
+                         FAD_REAL_NVCC=args.fake)
+    for k in ("FAD_FAKE_PROFILE", "FAD_FAKE_PEAK_MB", "FAD_FAKE_DURATION_S", "FAD_FAKE_EXIT",
+              "FAD_FAKE_FAIL_MATCH", "FAD_SOCKET", "MAX_JOBS", "NVCC_THREADS"):
+        args.fake_env.pop(k, None)
 
-    units = make_workload(args.units, args.order)
-    kdir, entries = write_kernels(args.workdir, units)
-    durations = {k: load_trace(p)[-1][0] * args.time_scale for k, p in TRACES.items()}
-    peaks = {k: max(m for _, m in load_trace(p)) * MIB * args.mem_scale for k, p in TRACES.items()}
-    serial = sum(durations[k] for k in units)
-    args.fad_timeout_s = 2 * serial + 120
-    fake_env = dict(os.environ, FAD_FAKE_TIME_SCALE=str(args.time_scale), FAD_FAKE_MEM_SCALE=str(args.mem_scale))
-    for k in ("FAD_FAKE_PROFILE", "FAD_FAKE_PEAK_MB", "FAD_FAKE_DURATION_S", "FAD_FAKE_EXIT", "FAD_FAKE_FAIL_MATCH"):
-        fake_env.pop(k, None)
-
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    nfa, free_gib = fa_jobs(args)
-    print(f"workload: {len(units)} units ({args.units}, {args.order}); time x{args.time_scale}, memory x{args.mem_scale};"
-          f" budget {args.budget_bytes / GIB:.2f} GiB (= {args.budget_bytes / args.mem_scale / GIB:.1f} GiB unscaled)")
-    print("  " + "; ".join(f"{k}: {durations[k]:.1f} s, peak {peaks[k] / GIB:.2f} GiB" for k in TRACES)
-          + f"; serial sum {serial:.1f} s")
-    print(f"  FA heuristic: max(1, min({args.cores}//2, int({free_gib:.1f} GiB / (5*{args.fa_nvcc_threads})))) = {nfa}")
+    kinds = make_workload(args.units)
+    args.kinds = kinds
+    jobs = [int(x) for x in args.jobs.split(",")]
+    threads = [int(x) for x in args.threads.split(",")]
+    fixed_names = [f"j{j}-t{t}" for t in threads for j in jobs]
+    peaks = {t: max(model(k, t, args.time_scale, args.mem_scale)[0] for k in set(kinds)) for t in (1, 2, 4)}
+    fa_jobs = max(1, min(args.cores // 2, int(args.limit_bytes / args.mem_scale / GIB / (5 * 4))))
+    pools = {t: max(1, int(0.9 * args.limit_bytes / peaks[t])) for t in threads}
+    policies = ([p.strip() for p in args.policies.split(",")] if args.policies else
+                fixed_names + ["fa"] + [f"pool-t{t}" for t in threads] + [f"memavail-t{t}" for t in threads] +
+                ["fad-cold", "fad-warm"])
+    cpu = sum(model(k, 1, args.time_scale, 1)[1] for k in kinds)
+    print(f"workload: {len(kinds)} units ({args.units}); time x{args.time_scale}, memory x{args.mem_scale}; "
+          f"limit {args.limit_bytes / GIB:.2f} GiB; {args.cores} cores; CPU work at 1 thread {cpu:.0f} s "
+          f"(lower bound {cpu / args.cores:.0f} s)")
+    print("  peaks (GiB) by threads: " + ", ".join(f"t{t} {p / GIB:.2f}" for t, p in peaks.items()) +
+          f"; FA rule: {fa_jobs} job(s) x 4 threads; pools: " +
+          ", ".join(f"t{t} {n} jobs" for t, n in pools.items()))
     print(f"  workdir {args.workdir}", flush=True)
 
-    cg = Cgroup(f"fad-bench-{os.getpid()}", args.budget_bytes)
-    results = {}
+    # Workload versions: fixed policies and fad-cold build v1; fad-warm builds v2
+    # with the history of a fad build of v1 (the previous version).
+    v1 = write_sources(args.workdir, kinds, 1)
+    v2 = write_sources(args.workdir, kinds, 2)
+    cg = Cgroup(f"fad-bench-{os.getpid()}", args.limit_bytes)
+    history = os.path.join(args.workdir, "history-v1.json")
+    runs = {p: [] for p in policies}
     try:
-        if "j1" not in policies:
-            results["j1"] = {"makespan_s": serial, "peak_bytes": int(max(peaks[k] for k in units)), "oom_kills": 0,
-                             "limit_hits": 0, "mean_usage_bytes": 0.0, "units_finished": len(units), "computed": True, "did_not_finish": False}
-            # mean utilisation of j1: the traces' time-average memory, one at a time
-            area = 0.0
-            for k in units:
-                tr = load_trace(TRACES[k])
-                area += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(tr, tr[1:])) * MIB * args.mem_scale \
-                    * args.time_scale
-            results["j1"]["mean_usage_bytes"] = area / serial
-        for p in policies:
-            if p.startswith("j"):
-                n = int(p[1:])
-                print(f"running {p} ...", flush=True)
-                results[p] = run_fixed(args, cg, fake, kdir, entries, n, fake_env)
-            elif p == "fa":
-                key = f"j{nfa}"
-                if key in results:
-                    results["fa"] = dict(results[key], same_as=key)
+        for rnd in range(args.repetitions):
+            k = (rnd * 3) % len(policies)
+            order = policies[k:] + policies[:k]
+            if "fad-warm" in order and not os.path.exists(history):
+                # The first warm run needs a cold run's history first.
+                if "fad-cold" in order:
+                    order.remove("fad-cold")
+                order.insert(order.index("fad-warm"), "fad-cold")
+            for p in order:
+                label = f"{p}-r{rnd + 1}"
+                print(f"round {rnd + 1}: {p} ...", end=" ", flush=True)
+                if re.fullmatch(r"j\d+-t\d+", p):
+                    j, t = (int(x) for x in p[1:].split("-t"))
+                    r = fixed(args, cg, v1, j, t, label)
+                elif p == "fa":
+                    r = fixed(args, cg, v1, fa_jobs, 4, label)
+                elif p.startswith("pool-t"):
+                    t = int(p[6:])
+                    r = fixed(args, cg, v1, pools[t], t, label)
+                elif p.startswith("memavail-t"):
+                    r = memavail(args, cg, v1, int(p[10:]), label)
+                elif p == "fad-cold":
+                    r = run_fad(args, cg, v1, 1, label, history_out=history)
+                elif p == "fad-warm":
+                    r = run_fad(args, cg, v2, 2, label, history_in=history)
                 else:
-                    print(f"running fa (j{nfa}) ...", flush=True)
-                    results["fa"] = run_fixed(args, cg, fake, kdir, entries, nfa, fake_env)
-                results["fa"]["jobs"] = nfa
-        which = [p for p in policies if p.startswith("fad-")]
-        if which:
-            print(f"running {', '.join(which)} ...", flush=True)
-            results.update(run_fad(args, cg, kdir, entries, fake, fake_env, which))
+                    sys.exit(f"unknown policy '{p}'")
+                r["round"] = rnd + 1
+                runs.setdefault(p, []).append(r)
+                print(f"{r['makespan_s']:.1f} s, {r['oom_kills']} OOM kills"
+                      + (" DNF" if r.get("did_not_finish") else ""), flush=True)
     finally:
         cg.remove()
 
     # ------------------------------------------------------------ table
-    budget = args.budget_bytes
-    order = ["j1"] + [p for p in policies if p != "j1"]
-    print()
-    print(f"{'policy':<10} {'makespan s':>10} {'peak/budget':>11} {'OOM kills':>9} {'limit hits':>10}"
-          f" {'mean util':>9} {'finished':>9}")
-    for p in order:
-        r = results.get(p)
-        if not r:
-            continue
-        name = p + ("*" if r.get("computed") else "") + (f"(j{r['jobs']})" if p == "fa" else "")
-        fin = f"{r['units_finished']}/{len(units)}" + (" DNF" if r.get("did_not_finish") else "")
-        print(f"{name:<10} {r['makespan_s']:>10.1f} {r['peak_bytes'] / budget:>11.2f} {r['oom_kills']:>9}"
-              f" {r.get('limit_hits', 0):>10} {r['mean_usage_bytes'] / budget:>9.2f} {fin:>9}")
-    if "j1" not in policies:
-        print("* j1 computed: sum of the units' trace durations, one at a time (not run)")
-    fixed = {p: r for p, r in results.items() if p.startswith("j") and not r.get("did_not_finish")}
-    surviving = {p: r for p, r in fixed.items() if r["oom_kills"] == 0}
+    table = [summarize(p, runs[p]) for p in policies if runs.get(p)]
+    print(f"\n{'policy':<12} {'median s':>9} {'min-max s':>15} {'finished':>8} {'OOM kills':>9} {'peak anon':>9}")
+    for s in table:
+        med = f"{s['median_s']:.1f}" if s["median_s"] is not None else "DNF"
+        spread = f"{s['min_s']:.1f}-{s['max_s']:.1f}" if s["median_s"] is not None else "-"
+        print(f"{s['policy']:<12} {med:>9} {spread:>15} {s['finished']:>4}/{s['runs']:<3} {s['oom_kills']:>9}"
+              f" {s['peak_anon_fraction'] / args.limit_bytes:>9.2f}")
+    safe = [s for s in table if s["policy"] in fixed_names and s["finished"] == s["runs"] and s["oom_kills"] == 0]
     summary = {}
-    if surviving:
-        oracle = min(surviving, key=lambda p: surviving[p]["makespan_s"])
-        om = surviving[oracle]["makespan_s"]
-        summary["oracle"] = oracle
-        print(f"oracle: {oracle} ({om:.1f} s), the fastest fixed job count with no OOM kill")
-        if fixed:
-            fastest = min(fixed, key=lambda p: fixed[p]["makespan_s"])
-            if fastest != oracle:
-                print(f"  (fastest fixed job count counting OOM reruns: {fastest}, "
-                      f"{fixed[fastest]['makespan_s']:.1f} s, {fixed[fastest]['oom_kills']} OOM kills)")
-        for p in ("fad-cold", "fad-warm"):
-            if p in results and not results[p].get("did_not_finish"):
-                r = results[p]
-                summary[p + "_speedup"] = om / r["makespan_s"]
-                print(f"{p}: {om / r['makespan_s']:.2f}x the oracle's speed"
-                      f" ({r['makespan_s']:.1f} s vs {om:.1f} s), {r['oom_kills']} OOM kills,"
-                      f" peak {r['peak_bytes'] / budget:.2f} of budget")
+    if safe:
+        oracle = min(safe, key=lambda s: s["median_s"])
+        summary["oracle"] = oracle["policy"]
+        print(f"oracle (best safe fixed setting): {oracle['policy']}, median {oracle['median_s']:.1f} s")
+        for s in table:
+            if s["policy"].startswith("fad-") and s["median_s"]:
+                summary[s["policy"] + "_speedup"] = oracle["median_s"] / s["median_s"]
+                print(f"{s['policy']}: {oracle['median_s'] / s['median_s']:.2f}x the oracle "
+                      f"(median {s['median_s']:.1f} s), {s['oom_kills']} OOM kills over {s['runs']} runs")
+    else:
+        print("no fixed setting was safe in every round")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"config": {k: v for k, v in vars(args).items()}, "units": units, "fa_jobs": nfa,
-                       "durations_s": durations, "peaks_bytes": peaks, "results": results, "summary": summary},
-                      f, indent=1, default=str)
+            json.dump({"config": {k: v for k, v in vars(args).items() if k != "fake_env"}, "units": kinds,
+                       "fa_jobs": fa_jobs, "pools": pools, "peaks_bytes": peaks, "table": table,
+                       "summary": summary, "runs": runs}, f, indent=1, default=str)
         print(f"results: {args.out}")
 
 

@@ -17,7 +17,7 @@ namespace {
 
 /// The flag values CLI11 writes into, before they are checked and turned into a Command.
 struct RawArgs {
-  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit, older_than;
+  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit, older_than, file;
   std::vector<std::string> archs;
   bool json = false, wait = false, watch = false, follow = false, dry_run = false;
   int limit = 20;
@@ -94,13 +94,23 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   Command cmd;
   const CLI::App* sub = app.get_subcommands().front();
   cmd.path = command_path(app);
-  static const std::pair<const char*, CommandKind> kKinds[] = {
-      {"submit", CommandKind::submit},    {"status", CommandKind::status},   {"logs", CommandKind::logs},
-      {"cancel", CommandKind::cancel},    {"pause", CommandKind::pause},     {"resume", CommandKind::resume},
-      {"retry", CommandKind::retry},      {"history", CommandKind::history}, {"start", CommandKind::daemon_start},
-      {"stop", CommandKind::daemon_stop}, {"doctor", CommandKind::doctor},   {"restart", CommandKind::daemon_restart},
-      {"prune", CommandKind::prune}};
-  if (sub->get_name() == "daemon") sub = sub->get_subcommands().front();
+  static const std::pair<const char*, CommandKind> kKinds[] = {{"submit", CommandKind::submit},
+                                                               {"status", CommandKind::status},
+                                                               {"logs", CommandKind::logs},
+                                                               {"cancel", CommandKind::cancel},
+                                                               {"pause", CommandKind::pause},
+                                                               {"resume", CommandKind::resume},
+                                                               {"retry", CommandKind::retry},
+                                                               {"history", CommandKind::history},
+                                                               {"start", CommandKind::daemon_start},
+                                                               {"stop", CommandKind::daemon_stop},
+                                                               {"doctor", CommandKind::doctor},
+                                                               {"restart", CommandKind::daemon_restart},
+                                                               {"prune", CommandKind::prune},
+                                                               {"export", CommandKind::history_export},
+                                                               {"import", CommandKind::history_import}};
+  if (sub->get_name() == "daemon" || (sub->get_name() == "history" && !sub->get_subcommands().empty()))
+    sub = sub->get_subcommands().front();
   for (const auto& [name, kind] : kKinds)
     if (sub->get_name() == name) cmd.kind = kind;
 
@@ -118,6 +128,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   cmd.kernels = raw.kernels;
   if (!raw.nvcc.empty()) cmd.nvcc = raw.nvcc;
   cmd.name = raw.name;
+  cmd.file = raw.file;
   if (!raw.unit.empty()) cmd.unit = raw.unit;
   cmd.dry_run = raw.dry_run;
   if (!raw.older_than.empty()) {
@@ -204,6 +215,13 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   history->add_option("--limit", raw.limit, "how many builds (default 20)");
   history->add_flag("--json", raw.json, "print JSON");
   add_locations(history, raw);
+  auto* history_export = history->add_subcommand("export", "write the learnt unit profiles to FILE (versioned JSON)");
+  history_export->add_option("FILE", raw.file, "file to write")->required();
+  add_locations(history_export, raw);
+  auto* history_import =
+      history->add_subcommand("import", "add unit profiles from FILE (written by 'fad history export')");
+  history_import->add_option("FILE", raw.file, "file to read")->required();
+  add_locations(history_import, raw);
 
   auto* daemon = app.add_subcommand("daemon", "start or stop fadd without systemd");
   daemon->require_subcommand(1);

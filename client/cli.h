@@ -22,6 +22,8 @@ enum class CommandKind {
   resume,
   retry,
   history,
+  history_export,
+  history_import,
   daemon_start,
   daemon_stop,
   daemon_restart,
@@ -53,6 +55,7 @@ struct Command {
   std::optional<std::int64_t> id;   ///< status (optional), logs and build control (required)
   std::optional<std::string> unit;  ///< logs
   int limit = 20;                   ///< history
+  std::string file;                 ///< history export / import
 
   std::optional<std::int64_t> older_than_s;  ///< prune --older-than (nullopt: the daemon's retention)
   bool dry_run = false;                      ///< prune

@@ -164,6 +164,8 @@ int run_command(const Command& cmd, const Locations& locations, Context& ctx) {
     case CommandKind::resume:
     case CommandKind::retry: return run_control(cmd, ctx);
     case CommandKind::history: return run_history(cmd, ctx);
+    case CommandKind::history_export: return run_history_export(cmd, ctx);
+    case CommandKind::history_import: return run_history_import(cmd, ctx);
     case CommandKind::daemon_start: return run_daemon_start(cmd, locations, ctx);
     case CommandKind::daemon_stop: return run_daemon_stop(locations, ctx);
     case CommandKind::daemon_restart: return run_daemon_restart(cmd, locations, ctx);

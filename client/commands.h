@@ -47,6 +47,10 @@ int run_logs(const Command& cmd, Context& ctx);     ///< logs ID [UNIT] [--follo
 int run_control(const Command& cmd, Context& ctx);  ///< cancel, pause, resume, retry
 int run_history(const Command& cmd, Context& ctx);  ///< history [--limit N] [--json]
 int run_prune(const Command& cmd, Context& ctx);    ///< prune [--older-than AGE] [--dry-run] [--json]
+/// history export FILE: every learnt unit profile, as a versioned JSON file.
+int run_history_export(const Command& cmd, Context& ctx);
+/// history import FILE: profiles from such a file; a bad file is a usage error (2).
+int run_history_import(const Command& cmd, Context& ctx);
 
 /// Runs whichever subcommand `cmd` names (daemon start/stop/restart included).
 int run_command(const Command& cmd, const Locations& locations, Context& ctx);

@@ -151,6 +151,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   // runs the compiler a client names.
   req.content_hash = source_content_hash(req.source);
   req.compiler_version = compiler_version_line(compiler, private_runtime_dir());
+  if (auto size = fs::file_size(req.source, ec); !ec) req.source_bytes = size;
   std::string why;
   auto launched = ask(socket, "launch", req.to_json(), &why);
   if (!launched) {

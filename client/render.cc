@@ -159,8 +159,10 @@ std::string render_build_status(const json& status) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& unit : *list)
     rows.push_back({text(unit, "name"), text(unit, "state"), text(unit, "threads"), size_cell(unit, "estimate_bytes"),
-                    size_cell(unit, "peak_bytes"), text(unit, "attempts"), text(unit, "wait_reason")});
-  return out + "\n" + format_table({"UNIT", "STATE", "THREADS", "ESTIMATE", "PEAK", "ATTEMPTS", "WAITING FOR"}, rows);
+                    text(unit, "estimate_source"), size_cell(unit, "peak_bytes"), text(unit, "attempts"),
+                    text(unit, "wait_reason")});
+  return out + "\n" +
+         format_table({"UNIT", "STATE", "THREADS", "ESTIMATE", "SOURCE", "PEAK", "ATTEMPTS", "WAITING FOR"}, rows);
 }
 
 std::string render_history(const json& history) {

@@ -130,6 +130,11 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
       bounded_field(body, "compiler_version", kMaxCompilerVersionBytes, printable_char, "one printable line");
   if (!version) return make_error(version.error());
   r.compiler_version = *version;
+  if (body.contains("source_bytes") && !body["source_bytes"].is_null()) {
+    auto bytes = int_field(body, "source_bytes", 0, kMaxId, "a size in bytes (integer >= 0)");
+    if (!bytes) return make_error(bytes.error());
+    r.source_bytes = static_cast<std::uint64_t>(*bytes);
+  }
   return r;
 }
 
@@ -138,6 +143,7 @@ json LaunchRequest::to_json() const {
   if (build_id) j["build_id"] = *build_id;
   if (content_hash) j["content_hash"] = *content_hash;
   if (compiler_version) j["compiler_version"] = *compiler_version;
+  if (source_bytes) j["source_bytes"] = *source_bytes;
   return j;
 }
 

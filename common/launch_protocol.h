@@ -7,7 +7,7 @@
 //   open_build {name, command, budget_bytes?}         -> {id}
 //   close_build {id, exit_code}                       -> {id, state}
 //   launch {build_id?, session, cwd, argv, source, output, archs,
-//           content_hash?, compiler_version?}         -> {unit_id, build_id}
+//           content_hash?, compiler_version?, source_bytes?} -> {unit_id, build_id}
 //   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, wait_reason}
 //   launch_started {unit_id, pid}                     -> {}
 //   launch_finished {unit_id, exit_code, signaled}    -> {requeue: bool}
@@ -58,6 +58,8 @@ struct LaunchRequest {
   /// printable). Optional: an older launcher sends neither.
   std::optional<std::string> content_hash;
   std::optional<std::string> compiler_version;
+  /// The source's size, a feature for ordering the queue (longest first).
+  std::optional<std::uint64_t> source_bytes;
   static Result<LaunchRequest> from_json(const json& body);
   json to_json() const;
 };

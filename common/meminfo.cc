@@ -153,6 +153,17 @@ std::optional<std::uint64_t> parse_oom_kills(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> parse_stat_field(std::string_view text, std::string_view key) {
+  while (!text.empty()) {
+    const auto eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ' ')
+      return to_u64(trim(line.substr(key.size() + 1)));
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_proc_cgroup_memory_path(std::string_view text, bool* is_v2) {
   std::optional<std::string> v2_path;
   for (std::string_view line : split_lines(text)) {

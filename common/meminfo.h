@@ -49,6 +49,10 @@ Result<std::uint64_t> parse_cgroup_value(std::string_view text);
 /// (kernels before 4.13).
 std::optional<std::uint64_t> parse_oom_kills(std::string_view text);
 
+/// The value of `key` in a file of "key value" lines (a cgroup's memory.stat,
+/// memory.events); nullopt when the key is absent or its value is no number.
+std::optional<std::uint64_t> parse_stat_field(std::string_view text, std::string_view key);
+
 /// Finds this process's memory cgroup path in /proc/self/cgroup text: the v1
 /// line whose controllers include "memory", else the v2 line "0::/path".
 /// nullopt when neither is present.

@@ -137,9 +137,17 @@ int run_daemon(const DaemonOptions& o) {
   ProcMemoryProbe probe;
   std::string no_cgroups;
   auto cgroups = CgroupManager::detect(&no_cgroups);
-  if (cgroups)
+  if (cgroups) {
     spdlog::info("measuring units with per-unit memory cgroups under {}", cgroups->base());
-  else
+    // The hard floor under the budget: a wrong estimate can only get a fad
+    // unit OOM-killed (it is rerun), never the host or other users' processes.
+    const auto limit = units_memory_limit(engine_options(o).scheduler, probe.sample());
+    if (auto st = cgroups->set_limit(limit.high, limit.max); !st)
+      spdlog::warn("fad's units have no hard memory limit: {}", st.error());
+    else
+      spdlog::info("fad's units together are limited to {} (budget {})", format_size(limit.max),
+                   format_size(limit.high));
+  } else
     spdlog::info("measuring units by polling /proc ({})", no_cgroups);
   BoostLauncher launcher(io, cgroups.get());
   ToolchainProber toolchains(io);

@@ -15,7 +15,9 @@
 #include "common/text.h"
 #include "daemon/build_files.h"
 #include "daemon/planner.h"
+#include "policy/exit_outcome.h"
 #include "policy/fair_share.h"
+#include "policy/spikes.h"
 
 namespace fad {
 
@@ -25,10 +27,6 @@ namespace {
 // A running unit's measured profile is thinned once it grows past this, so a
 // unit compiling for hours costs bounded memory.
 constexpr std::size_t kMaxProfilePoints = 2000;
-// A unit the OOM killer ends is rerun this many times in all before it counts
-// as failed: by then it was killed with its own peak as the estimate, so it
-// does not fit even alone.
-constexpr int kMaxOomAttempts = 3;
 // The link step is small next to compiles; this is its prior.
 constexpr ManifestPrior kLinkPrior{512ull << 20, 30};
 // How much of a unit's compiler output is copied into the build log; the
@@ -74,6 +72,7 @@ void Engine::recover() {
     obs.key = UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count};
     obs.threads = h.threads;
     obs.profile = std::move(*profile);
+    obs.imported = h.origin == "imported";
     estimator_.learn(obs);
     ++learned;
   }
@@ -219,11 +218,30 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
         q.manifest_prior = ManifestPrior{u.prior_peak, u.prior_duration_s};
       }
       q.requeued_peak = u.requeued_peak;
+      q.alone = alone_.count(u.id) > 0;
+      q.source_bytes = u.source_bytes;
       queue.push_back(std::move(q));
       by_id.emplace(u.id, u);
     }
   }
   return queue;
+}
+
+void Engine::observe_running(double now) {
+  // What running units have shown so far teaches the estimator about their
+  // queued siblings before any of them finishes (policy/sibling_evidence.h).
+  std::vector<RunningObservation> evidence;
+  for (const auto& [id, r] : running_) {
+    if (r.pgid <= 0 || r.unit.kind == UnitKind::link || r.measured.points.empty()) continue;
+    RunningObservation o;
+    o.key = unit_key(r.unit);
+    o.threads = r.threads;
+    o.so_far = r.measured;
+    o.so_far.duration_s = std::max(now - r.started_at, r.measured.duration_s);
+    o.predicted_peak = r.predicted.peak();
+    evidence.push_back(std::move(o));
+  }
+  estimator_.observe_running(evidence);
 }
 
 void Engine::schedule(double now, const MemorySnapshot& snap) {
@@ -239,6 +257,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     if (r.stop != StopReason::none) continue;
     RunningUnit ru;
     ru.id = id;
+    ru.build_id = r.unit.build_id;
     // Admitted but not started yet (a launcher's compiler): all of its
     // profile still lies ahead.
     ru.started_at = r.external && r.pgid == 0 ? now : r.started_at;
@@ -246,24 +265,28 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     ru.predicted = r.predicted;
     ru.current_bytes = r.current;
     ru.peak_bytes = r.peak;
-    // A unit the user paused holds its memory by the user's choice: to the
-    // scheduler it is always freshly suspended, so it is never stopped for it.
-    ru.suspended = r.suspended || r.paused;
-    ru.suspended_at = r.paused ? now : r.suspended_at;
+    // A unit the user paused holds its memory by the user's choice, but no
+    // core, and it never holds other builds back (the scheduler's `paused`).
+    ru.suspended = r.suspended;
+    ru.suspended_at = r.suspended_at;
+    ru.paused = r.paused;
     ru.guess = r.guess;
+    ru.arch_count = unit_key(r.unit).arch_count;
+    const SpikeSummary spikes = summarize_spikes(r.measured, r.predicted.peak() / 4);
+    ru.spikes_seen = spikes.spikes;
+    ru.since_spike_bytes = spikes.since_drop;
     running.push_back(std::move(ru));
   }
   if (queue.empty() && running.empty()) {
     last_committed_ = 0;
+    forecasts_.clear();
     return;
   }
-  auto plan = scheduler_.decide(now, snap, queue, running);
+  observe_running(now);
+  auto plan = scheduler_.decide(now, snap, queue, running, budgets);
   last_capacity_ = plan.capacity;
   last_committed_ = plan.committed;
-  // A build's own budget (fad run --budget) caps what its units hold together;
-  // its first unit always runs (never starve).
-  std::map<std::int64_t, std::uint64_t> build_committed;
-  for (const auto& [id, r] : running_) build_committed[r.unit.build_id] += r.predicted.peak();
+  forecasts_ = std::move(plan.forecasts);
   for (const auto& d : plan.decisions) {
     if (d.kind == Decision::Kind::start) {
       auto it = by_id.find(d.unit);
@@ -274,15 +297,8 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         continue;
       }
       const UnitRecord& unit = it->second;
-      if (auto budget = budgets.find(unit.build_id); budget != budgets.end()) {
-        auto& used = build_committed[unit.build_id];
-        if (used > 0 && used + d.estimate_bytes > budget->second) {
-          plan.wait_reasons[unit.id] = "build budget " + format_size(budget->second) + " reached (" +
-                                       format_size(used) + " in use, needs " + format_size(d.estimate_bytes) + ")";
-          continue;
-        }
-        used += d.estimate_bytes;
-      }
+      alone_.erase(unit.id);
+      forecasts_.erase(unit.id);
       if (unit.kind == UnitKind::external)
         admit_external(unit, d, now);
       else
@@ -310,7 +326,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         break;
       case Decision::Kind::requeue:
         spdlog::warn("memory pressure: stopping {} to run it later ({})", r.unit.name, d.reason);
-        stop_unit(r, StopReason::requeue, now);
+        stop_unit(r, d.alone ? StopReason::requeue_alone : StopReason::requeue, now);
         break;
       case Decision::Kind::start: break;
     }
@@ -318,6 +334,13 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
   best_effort([&] {
     for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
   });
+}
+
+std::map<std::int64_t, UnitOutlook> Engine::outlook() const {
+  std::map<std::int64_t, UnitOutlook> out;
+  for (const auto& [id, f] : forecasts_) out[id] = UnitOutlook{f.duration_s, estimate_source_id(f.source, f.imported)};
+  for (const auto& [id, r] : running_) out[id] = UnitOutlook{r.predicted.duration_s, r.unit.estimate_source};
+  return out;
 }
 
 void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
@@ -331,7 +354,8 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   const auto owner = file_owner(creds);
   make_owned_dir(fs::path(unit.output_path).parent_path().string(), owner);
   make_daemon_dir(fs::path(unit.log_path).parent_path().string(), owner);
-  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
+  const std::string source = estimate_source_id(d.source, d.imported);
+  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
   if (build && build->state == BuildState::queued)
     store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
@@ -349,6 +373,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   store_.set_unit_pgid(id, *pgid);
   Running r;
   r.unit = unit;
+  r.unit.estimate_source = source;
   r.pgid = *pgid;
   r.started_at = now;
   r.threads = d.threads;
@@ -394,17 +419,39 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
 }
 
 void Engine::prepare_end(Ended& e) {
-  // Everything here happens once, whatever the database says: the link's
-  // output is published and the observation taken now.
+  // Everything here happens once, whatever the database says: the outcome is
+  // decided, the link's output published and the observation taken now.
   const auto& u = e.run.unit;
-  if (e.run.stop != StopReason::none || e.info.oom_killed) return;
-  e.ok = e.info.exit_code == 0 && !e.info.signaled;
+  UnitExit facts;
+  switch (e.run.stop) {
+    case StopReason::none: facts.stop = StopCause::none; break;
+    case StopReason::requeue: facts.stop = StopCause::requeue; break;
+    case StopReason::requeue_alone: facts.stop = StopCause::requeue_alone; break;
+    case StopReason::cancel: facts.stop = StopCause::cancel; break;
+    case StopReason::shutdown: facts.stop = StopCause::shutdown; break;
+  }
+  facts.exit_code = e.info.exit_code;
+  facts.signaled = e.info.signaled;
+  facts.oom_killed = e.info.oom_killed;
+  facts.peak = e.run.peak;
+  facts.external = u.kind == UnitKind::external;
+  if (e.info.oom_killed) {
+    // Attempts include this run; unreadable (a broken database) counts as the last.
+    facts.attempts = kMaxOomAttempts;
+    best_effort([&] {
+      if (const auto record = store_.unit(u.id)) facts.attempts = record->attempts;
+    });
+  }
+  e.outcome = decide_exit(facts);
+  using Action = ExitOutcome::Action;
+  e.ok = e.outcome.action == Action::succeed;
   if (e.ok && u.kind == UnitKind::link) {
     std::error_code ec;
     fs::rename(u.output_path + ".tmp", u.output_path, ec);
     if (ec) {
       write_owned_file(u.log_path, "fad: cannot publish " + u.output_path + ": " + ec.message() + "\n", std::nullopt);
       e.ok = false;
+      e.outcome.action = Action::fail_build;
     }
   }
   if (!e.ok || u.kind == UnitKind::link) return;
@@ -423,9 +470,18 @@ void Engine::prepare_end(Ended& e) {
     else
       obs.profile.points.emplace_back(0.0, e.run.peak);
   }
-  e.history =
-      HistoryRecord{obs.key.exact(),  obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
-                    obs.key.compiler, obs.key.family, obs.key.arch_count,   e.run.threads, obs.profile.serialize()};
+  HistoryRecord h;
+  h.key = obs.key.exact();
+  h.source = obs.key.source;
+  h.content_hash = obs.key.content_hash;
+  h.flags = obs.key.flags;
+  h.archs = obs.key.archs;
+  h.compiler = obs.key.compiler;
+  h.family = obs.key.family;
+  h.arch_count = obs.key.arch_count;
+  h.threads = e.run.threads;
+  h.profile = obs.profile.serialize();
+  e.history = std::move(h);
   e.learned = std::move(obs);
 }
 
@@ -455,41 +511,38 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
   const auto& r = e.run;
   const auto& u = r.unit;
   if (!e.recorded) {
-    switch (r.stop) {
-      case StopReason::requeue:
-      case StopReason::shutdown:
-        // Stopped by fad, not failed: run it again later. A requeue keeps the
-        // observed peak so the next estimate is at least that.
-        store_.requeue_unit(unit_id, r.stop == StopReason::requeue ? r.peak : 0);
+    using Action = ExitOutcome::Action;
+    switch (e.outcome.action) {
+      case Action::requeue:
+        // Stopped by fad or starved by the OOM killer, not failed: run it
+        // again later, its estimate at least the floor.
+        store_.requeue_unit(unit_id, e.outcome.floor);
         e.recorded = true;
-        append_build_log(u.build_id, "stopped " + u.name + " (requeued)\n");
+        if (e.outcome.alone) alone_.insert(unit_id);
+        if (e.outcome.oom_rerun) {
+          spdlog::warn(
+              "unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
+              "least {}",
+              u.name, u.build_id, format_size(r.peak), format_size(e.outcome.floor));
+          append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
+        } else {
+          append_build_log(u.build_id, "stopped " + u.name + " (requeued)\n");
+        }
         break;
-      case StopReason::cancel:
+      case Action::cancelled:
         store_.finish_unit(unit_id, UnitState::cancelled, e.info.exit_code, r.peak, e.duration, e.finished_at,
                            std::nullopt);
         e.recorded = true;
         break;
-      case StopReason::none: {
-        const auto now_record = e.info.oom_killed ? store_.unit(unit_id) : std::nullopt;  // attempts incl. this run
-        if (e.info.signaled && now_record && now_record->attempts < kMaxOomAttempts) {
-          // Memory ran out under it (estimates too low, or something outside fad
-          // grew): not the unit's fault. Requeue it with its peak raised by a
-          // margin, since the kill cut it short of its true peak.
-          const std::uint64_t floor = r.peak + r.peak / 4;
-          store_.requeue_unit(unit_id, floor);
-          e.recorded = true;
-          spdlog::warn(
-              "unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
-              "least {}",
-              u.name, u.build_id, format_size(r.peak), format_size(floor));
-          append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
-          break;
-        }
+      case Action::succeed:
+      case Action::fail:
+      case Action::fail_build: {
         // The idempotent writes first: if the history row below fails, a retry repeats only these.
         if (e.ok && u.kind == UnitKind::link) store_.set_build_artifact(u.build_id, u.output_path);
         // Like make without -k: nothing new starts once a unit failed; `fad retry`
         // requeues. External builds are the build tool's to stop (ninja -k).
-        if (!e.ok && u.kind != UnitKind::external) store_.set_pending_units(u.build_id, UnitState::cancelled, false);
+        if (!e.ok && e.outcome.action == Action::fail_build)
+          store_.set_pending_units(u.build_id, UnitState::cancelled, false);
         store_.finish_unit(unit_id, e.ok ? UnitState::succeeded : UnitState::failed, e.info.exit_code, r.peak,
                            e.duration, e.finished_at, e.history);
         e.recorded = true;

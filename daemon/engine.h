@@ -8,18 +8,22 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/history_format.h"
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
 #include "daemon/caller.h"
+#include "policy/exit_outcome.h"
 #include "daemon/clock.h"
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
 #include "daemon/model.h"
 #include "daemon/process_launcher.h"
 #include "policy/scheduler.h"
+#include "daemon/status_view.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
 
@@ -96,6 +100,10 @@ class Engine {
   /// Why fadd is not admitting units although it could (the database cannot
   /// be written: a full disk); empty when all is well. Shown by `fad status`.
   const std::string& storage_problem() const { return storage_problem_; }
+  // Learnt profiles that travel (engine_history.cc). Anyone may export; only
+  // root or fadd's own user may import (it steers every user's estimates).
+  Response history_export(const Caller& caller, const HistoryExportRequest& req);
+  Response history_import(const Caller& caller, const HistoryImportRequest& req);
 
   /// Stops admitting and stops every running unit; they are requeued as they exit.
   void begin_shutdown();
@@ -110,7 +118,7 @@ class Engine {
   void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
 
  private:
-  enum class StopReason { none, requeue, cancel, shutdown };
+  enum class StopReason { none, requeue, requeue_alone, cancel, shutdown };
   struct Running {
     UnitRecord unit;
     int pgid = 0;
@@ -136,6 +144,7 @@ class Engine {
     ExitInfo info;
     double duration = 0;
     std::string finished_at;
+    ExitOutcome outcome;                   ///< what becomes of the unit (policy/exit_outcome.h)
     bool ok = false;                       ///< a clean success (a link also published its output)
     std::optional<Observation> learned;    ///< what the estimator learns once recorded
     std::optional<HistoryRecord> history;  ///< the same, as stored
@@ -147,6 +156,7 @@ class Engine {
   void start_unit(const UnitRecord& unit, const Decision& d, double now);
   void admit_external(const UnitRecord& unit, const Decision& d, double now);
   void check_external(double now);
+  void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
   void on_exit(std::int64_t unit_id, ExitInfo info);
@@ -184,6 +194,7 @@ class Engine {
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
   std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
   json daemon_json();
+  std::map<std::int64_t, UnitOutlook> outlook() const;
 
   EngineOptions options_;
   Store& store_;
@@ -213,6 +224,10 @@ class Engine {
   std::map<std::int64_t, double> last_activity_;
   /// When the retention last ran (monotonic seconds).
   std::optional<double> last_retention_;
+  /// Queued units' estimates as of the last decision (fad status, progress ETAs).
+  std::map<std::int64_t, Forecast> forecasts_;
+  /// Units stopped as the last one running while the machine was short: they rerun alone.
+  std::set<std::int64_t> alone_;
 };
 
 }  // namespace fad

@@ -144,6 +144,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   // with the user's own rights, sends the content hash and the version line.
   // An older launcher sends neither: the unit is then known by its arguments.
   u.content_hash = req.content_hash.value_or("");
+  u.source_bytes = req.source_bytes.value_or(0);
   u.flags = key_flags(req.argv, req.source);
   u.compiler = req.compiler_version.value_or(req.argv.front());
   u.key = unit_key(u).exact();
@@ -167,9 +168,11 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
 }
 
 void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
-  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
+  const std::string source = estimate_source_id(d.source, d.imported);
+  store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
   Running r;
   r.unit = unit;
+  r.unit.estimate_source = source;
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;

@@ -114,7 +114,7 @@ Response Engine::shutdown(const Caller& caller) {
 }
 
 json Engine::owned_build_json(const BuildRecord& b, bool with_units) {
-  json j = build_json(b, store_.units(b.id), with_units);
+  json j = with_units ? build_json(b, store_.units(b.id), true, outlook()) : build_json(b, store_.units(b.id), false);
   const uid_t owner = owner_of(b);
   j["uid"] = owner;
   j["user"] = user_name(owner);

@@ -1,6 +1,10 @@
 // The real memory probe; see memory_probe.h.
 #include "daemon/memory_probe.h"
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
 #include "common/meminfo.h"
 
 namespace fad {
@@ -30,7 +34,14 @@ MemorySnapshot ProcMemoryProbe::sample() {
       snap.cgroup_limit = **limit;
       auto usage = parse_cgroup_value(
           read_small_file(cgroup_dir_ + (cgroup_v2_ ? "/memory.current" : "/memory.usage_in_bytes")));
-      if (usage) snap.cgroup_usage = *usage;
+      if (usage) {
+        // Usage counts page cache too, which fills any limit in a long build
+        // and which the kernel drops before it kills anything: the inactive
+        // file pages are not held by anyone.
+        const auto inactive = parse_stat_field(read_small_file(cgroup_dir_ + "/memory.stat"),
+                                               cgroup_v2_ ? "inactive_file" : "total_inactive_file");
+        snap.cgroup_usage = *usage - std::min<std::uint64_t>(*usage, inactive.value_or(0));
+      }
     }
   }
   return snap;

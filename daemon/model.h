@@ -78,6 +78,9 @@ struct UnitRecord {
   double duration_s = 0;
   std::string wait_reason;
   std::optional<std::int64_t> pgid;  ///< process group while running (for crash cleanup)
+  std::uint64_t source_bytes = 0;    ///< size of the source file (a cheap feature for ordering)
+  /// Where the estimate it last started with came from (estimate_source_id); empty before.
+  std::string estimate_source;
 };
 
 /// A finished unit's measurements, feeding the estimator.
@@ -91,7 +94,10 @@ struct HistoryRecord {
   std::string family;
   int arch_count = 1;
   int threads = 1;
-  std::string profile;  ///< Profile::serialize()
+  std::string profile;           ///< Profile::serialize()
+  std::string recorded_at{};     ///< RFC 3339 (set when read; the store sets it on insert)
+  std::string origin = "local";  ///< "local" (measured here) or "imported" (fad history import)
+  std::int64_t id = 0;           ///< row id (set when read)
 };
 
 }  // namespace fad

@@ -96,6 +96,7 @@ Result<std::vector<UnitRecord>> plan_build(const Manifest& manifest, const PlanR
     u.argv.insert(u.argv.end(), flags.begin(), flags.end());
     u.argv.insert(u.argv.end(), arch_args.begin(), arch_args.end());
     u.content_hash = content_hash(*text + '\0' + headers);
+    u.source_bytes = text->size();
     // Include paths differ between installs; they are not part of what is compiled.
     u.flags = join(std::vector<std::string>(manifest.flags.begin(), manifest.flags.end()), " ") +
               (mu.flags.empty() ? "" : " " + join(mu.flags, " "));

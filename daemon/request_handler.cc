@@ -59,6 +59,10 @@ void RequestHandler::dispatch(const Request& req, const Caller& c, Reply done) {
     r = with_body<LaunchStartedRequest>(req, [&](const auto& b) { return engine_.launch_started(c, b); });
   else if (t == "launch_finished")
     r = with_body<LaunchFinishedRequest>(req, [&](const auto& b) { return engine_.launch_finished(c, b); });
+  else if (t == "history_export")
+    r = with_body<HistoryExportRequest>(req, [&](const auto& b) { return engine_.history_export(c, b); });
+  else if (t == "history_import")
+    r = with_body<HistoryImportRequest>(req, [&](const auto& b) { return engine_.history_import(c, b); });
   else if (t == "shutdown")
     r = engine_.shutdown(c);
   else

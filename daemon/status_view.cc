@@ -10,7 +10,8 @@ namespace {
 json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 }  // namespace
 
-json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units) {
+json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units,
+                const std::map<std::int64_t, UnitOutlook>& outlook) {
   json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
   for (const auto& u : units) {
     counts["total"] = counts["total"].get<int>() + 1;
@@ -36,6 +37,10 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
   if (with_units) {
     json list = json::array();
     for (const auto& u : units) {
+      auto seen = outlook.find(u.id);
+      const bool live = u.state == UnitState::queued || u.state == UnitState::running;
+      std::string source = u.estimate_source;
+      if (u.state == UnitState::queued) source = seen != outlook.end() ? seen->second.estimate_source : "";
       list.push_back({{"name", u.name},
                       {"kind", to_string(u.kind)},
                       {"state", to_string(u.state)},
@@ -49,7 +54,11 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
                       {"duration_s", u.duration_s},
                       {"exit_code", u.exit_code ? json(*u.exit_code) : json(nullptr)},
                       {"wait_reason", u.state == UnitState::queued ? json(u.wait_reason) : json(nullptr)},
-                      {"log", u.log_path}});
+                      {"log", u.log_path},
+                      {"estimate_source", source.empty() ? json(nullptr) : json(source)},
+                      {"predicted_duration_s", live && seen != outlook.end() && seen->second.predicted_duration_s > 0
+                                                   ? json(seen->second.predicted_duration_s)
+                                                   : json(nullptr)}});
     }
     j["unit_list"] = std::move(list);
   }

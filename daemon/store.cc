@@ -102,6 +102,13 @@ ALTER TABLE builds ADD COLUMN gid INTEGER;
     R"sql(
 ALTER TABLE builds ADD COLUMN pruned_at TEXT;
 )sql",
+    // 5: where estimates come from (fad status), a size feature for ordering,
+    // and history imported from elsewhere (fad history import).
+    R"sql(
+ALTER TABLE units ADD COLUMN source_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE units ADD COLUMN estimate_source TEXT NOT NULL DEFAULT '';
+ALTER TABLE unit_history ADD COLUMN origin TEXT NOT NULL DEFAULT 'local';
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -144,7 +151,7 @@ BuildRecord read_build(const Statement& s) {
 constexpr std::string_view kUnitColumns =
     "id, build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, content_hash, flags, "
     "compiler, prior_peak, prior_duration_s, state, attempts, threads, estimate_bytes, peak_bytes, requeued_peak, "
-    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid";
+    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, source_bytes, estimate_source";
 
 UnitRecord read_unit(const Statement& s) {
   UnitRecord u;
@@ -177,6 +184,8 @@ UnitRecord read_unit(const Statement& s) {
   u.duration_s = s.real(26);
   u.wait_reason = s.text(27);
   u.pgid = s.opt_int64(28);
+  u.source_bytes = static_cast<std::uint64_t>(s.int64(29));
+  u.estimate_source = s.text(30);
   return u;
 }
 
@@ -191,7 +200,8 @@ void insert_unit(Database& db, std::int64_t build_id, UnitRecord& u) {
   for (auto& a : u.argv) a = replace_build_id(a, build_id);
   db.prepare(
         "INSERT INTO units(build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, "
-        "content_hash, flags, compiler, prior_peak, prior_duration_s, state) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        "content_hash, flags, compiler, prior_peak, prior_duration_s, state, source_bytes) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, build_id)
       .bind(2, u.seq)
       .bind(3, u.name)
@@ -209,6 +219,7 @@ void insert_unit(Database& db, std::int64_t build_id, UnitRecord& u) {
       .bind(15, u.prior_peak)
       .bind(16, u.prior_duration_s)
       .bind(17, to_string(UnitState::queued))
+      .bind(18, u.source_bytes)
       .run();
 }
 
@@ -401,14 +412,17 @@ void Store::raise_build_peak(std::int64_t id, std::uint64_t peak) {
   db_.prepare("UPDATE builds SET peak_bytes = max(peak_bytes, ?) WHERE id = ?").bind(1, peak).bind(2, id).run();
 }
 
-void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at) {
+void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at,
+                       const std::string& estimate_source) {
   db_.prepare(
          "UPDATE units SET state = 'running', attempts = attempts + 1, threads = ?, estimate_bytes = ?, "
-         "started_at = ?, finished_at = NULL, exit_code = NULL, wait_reason = '', pgid = NULL WHERE id = ?")
+         "started_at = ?, finished_at = NULL, exit_code = NULL, wait_reason = '', pgid = NULL, estimate_source = ? "
+         "WHERE id = ?")
       .bind(1, threads)
       .bind(2, estimate)
       .bind(3, started_at)
-      .bind(4, unit_id)
+      .bind(4, estimate_source)
+      .bind(5, unit_id)
       .run();
 }
 
@@ -514,26 +528,67 @@ void Store::trim_samples(int keep) {
   db_.prepare("DELETE FROM samples WHERE id <= (SELECT max(id) FROM samples) - ?").bind(1, keep).run();
 }
 
+namespace {
+constexpr std::string_view kHistoryColumns =
+    "id, key, source, content_hash, flags, archs, compiler, family, arch_count, threads, profile, recorded_at, origin";
+
+HistoryRecord read_history(const Statement& st) {
+  HistoryRecord h;
+  h.id = st.int64(0);
+  h.key = st.text(1);
+  h.source = st.text(2);
+  h.content_hash = st.text(3);
+  h.flags = st.text(4);
+  h.archs = st.text(5);
+  h.compiler = st.text(6);
+  h.family = st.text(7);
+  h.arch_count = static_cast<int>(st.int64(8));
+  h.threads = static_cast<int>(st.int64(9));
+  h.profile = st.text(10);
+  h.recorded_at = st.text(11);
+  h.origin = st.text(12);
+  return h;
+}
+}  // namespace
+
 std::vector<HistoryRecord> Store::history() {
-  auto st = db_.prepare(
-      "SELECT key, source, content_hash, flags, archs, compiler, family, arch_count, threads, profile "
-      "FROM unit_history ORDER BY id");
+  auto st = db_.prepare("SELECT " + std::string(kHistoryColumns) + " FROM unit_history ORDER BY id");
   std::vector<HistoryRecord> out;
-  while (st.step()) {
-    HistoryRecord h;
-    h.key = st.text(0);
-    h.source = st.text(1);
-    h.content_hash = st.text(2);
-    h.flags = st.text(3);
-    h.archs = st.text(4);
-    h.compiler = st.text(5);
-    h.family = st.text(6);
-    h.arch_count = static_cast<int>(st.int64(7));
-    h.threads = static_cast<int>(st.int64(8));
-    h.profile = st.text(9);
-    out.push_back(std::move(h));
-  }
+  while (st.step()) out.push_back(read_history(st));
   return out;
+}
+
+std::vector<HistoryRecord> Store::history_page(std::int64_t after_id, int limit) {
+  auto st =
+      db_.prepare("SELECT " + std::string(kHistoryColumns) + " FROM unit_history WHERE id > ? ORDER BY id LIMIT ?");
+  st.bind(1, after_id).bind(2, limit);
+  std::vector<HistoryRecord> out;
+  while (st.step()) out.push_back(read_history(st));
+  return out;
+}
+
+bool Store::import_history(const HistoryRecord& h) {
+  Transaction tx(db_);
+  auto same = db_.prepare("SELECT 1 FROM unit_history WHERE key = ? AND threads = ? AND profile = ? LIMIT 1");
+  same.bind(1, h.key).bind(2, h.threads).bind(3, h.profile);
+  if (same.step()) return false;
+  db_.prepare(
+         "INSERT INTO unit_history(key, source, content_hash, flags, archs, compiler, family, arch_count, threads, "
+         "profile, recorded_at, origin) VALUES(?,?,?,?,?,?,?,?,?,?,?,'imported')")
+      .bind(1, h.key)
+      .bind(2, h.source)
+      .bind(3, h.content_hash)
+      .bind(4, h.flags)
+      .bind(5, h.archs)
+      .bind(6, h.compiler)
+      .bind(7, h.family)
+      .bind(8, h.arch_count)
+      .bind(9, h.threads)
+      .bind(10, h.profile)
+      .bind(11, h.recorded_at)
+      .run();
+  tx.commit();
+  return true;
 }
 
 std::optional<std::string> Store::meta(const std::string& key) {

@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -73,8 +73,10 @@ class Store {
   void set_build_artifact(std::int64_t id, const std::string& artifact);
   void raise_build_peak(std::int64_t id, std::uint64_t peak);
 
-  /// queued -> running: records threads, estimate, start time and process group; attempts + 1.
-  void start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at);
+  /// queued -> running: records threads, estimate (and where it came from, an
+  /// estimate_source_id), start time; attempts + 1.
+  void start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at,
+                  const std::string& estimate_source = "");
   void set_unit_pgid(std::int64_t unit_id, std::int64_t pgid);
   /// running -> succeeded/failed, with exit code, peak and duration; when `history`
   /// is given (a clean success), it is recorded in the same transaction.
@@ -97,6 +99,11 @@ class Store {
   /// Keeps at most `keep` daemon samples (oldest dropped).
   void trim_samples(int keep);
   std::vector<HistoryRecord> history();
+  /// History records with an id above `after_id`, oldest first, at most `limit`.
+  std::vector<HistoryRecord> history_page(std::int64_t after_id, int limit);
+  /// Records an imported profile (origin "imported") unless the same key,
+  /// threads and profile are already there; returns whether it was added.
+  bool import_history(const HistoryRecord& record);
 
   /// A value from the meta table (e.g. the boot id the pgids belong to).
   std::optional<std::string> meta(const std::string& key);

@@ -170,6 +170,17 @@ CgroupManager::~CgroupManager() {
   if (!v2_) ::rmdir(base_.c_str());
 }
 
+Status CgroupManager::set_limit(std::uint64_t high, std::uint64_t max) {
+  auto set = [&](const std::string& file, std::uint64_t value) -> Status {
+    if (!write_file(base_ + "/" + file, std::to_string(value)))
+      return make_error("cannot write " + std::to_string(value) + " to " + base_ + "/" + file);
+    return ok_status();
+  };
+  if (!v2_) return set("memory.limit_in_bytes", max);
+  if (Status s = set("memory.max", max); !s) return s;
+  return set("memory.high", high);
+}
+
 Result<std::unique_ptr<UnitCgroup>> CgroupManager::create(const std::string& name) {
   const std::string dir = base_ + "/" + name;
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)

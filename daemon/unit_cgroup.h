@@ -53,6 +53,11 @@ class CgroupManager {
   /// Removes the (then empty) base cgroup.
   ~CgroupManager();
 
+  /// Caps what all units together may hold (see units_memory_limit): v1
+  /// memory.limit_in_bytes of the base cgroup, v2 memory.high and memory.max
+  /// of the units subtree. The error says what the kernel refused.
+  Status set_limit(std::uint64_t high, std::uint64_t max);
+
   /// Creates the cgroup for one unit attempt.
   Result<std::unique_ptr<UnitCgroup>> create(const std::string& name);
   const std::string& base() const { return base_; }

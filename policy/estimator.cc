@@ -1,5 +1,6 @@
 // Estimator: predicts a unit's memory profile from finished units, falling back
-// from the exact key to the same source, the family, the manifest and a prior.
+// from the exact key to the same source, the family, running siblings, the
+// manifest and a prior.
 //
 // Choices, and why:
 // - Combining observations: pointwise max of the newest kCombine (3) profiles of a
@@ -7,14 +8,13 @@
 //   a unit's memory barely varies between runs, so the max is close to the truth,
 //   and only the newest count so an edited header or new compiler is learnt after
 //   three builds. An EWMA would average a rare high run away.
+// - Imported observations stand in until this machine has measured the key (or
+//   family) itself: another machine's timing is only a likeness of this one's.
 // - Never-seen units (manifest and configured prior) get a *flat* profile: we
 //   know nothing of when their spike comes, and a profile shaped like the traces
 //   with its spike placed too early would let another unit's spike overlap it.
-// - Thread scaling: memory grows with the archs compiled concurrently
-//   (effective = min(threads, arch_count)). Scaling *up* linearly is safe (the
-//   traces: 4.1 GiB at 1 thread, 7.05 GiB at 2, ratio 1.7 < 2); scaling *down*
-//   linearly would under-estimate (7.05 / 2 < 4.1), so down we scale by
-//   (e + 1) / (e_obs + 1) instead (7.05 * 2/3 = 4.7 GiB >= 4.1).
+//   Running siblings past their spike do say when it comes (sibling_evidence.h).
+// - Thread scaling: see rescale() in unit_key.h.
 #include "policy/estimator.h"
 
 #include <algorithm>
@@ -27,65 +27,63 @@ constexpr std::size_t kCombine = 3;      // newest observations combined for exa
 constexpr double kFallbackMargin = 1.1;  // another unit's profile is only a likeness
 constexpr std::size_t kMaxPoints = 64;   // estimates are thinned so the scheduler stays fast
 
-int effective(int threads, int arch_count) { return std::max(1, std::min(threads, std::max(arch_count, 1))); }
-
-/// Memory factor from `from` to `to` concurrently compiled archs (see file top).
-double memory_factor(int from, int to) {
-  if (to >= from) return static_cast<double>(to) / from;
-  return static_cast<double>(to + 1) / (from + 1);
-}
-
-/// `obs` as if it had run as `key` with `threads`: memory by effective
-/// parallelism, time inversely, stretched by the ratio of archs to compile.
-/// Never shorter than the observation's time per arch: one arch cannot be split.
 Profile normalize(const Observation& obs, const UnitKey& key, int threads) {
-  int arch_obs = std::max(obs.key.arch_count, 1);
-  int arch = std::max(key.arch_count, 1);
-  int e_obs = effective(obs.threads, arch_obs);
-  int e = effective(threads, arch);
-  double time = static_cast<double>(e_obs) / e * arch / arch_obs;
-  double per_arch = static_cast<double>(e_obs) / arch_obs;  // one arch's share of the observed time
-  time = std::max(time, per_arch);
-  return obs.profile.scaled(memory_factor(e_obs, e), time);
+  return rescale(obs.profile, obs.key, obs.threads, key, threads);
 }
 
-/// Pointwise max of the newest `n` observations, normalized to key/threads.
-Profile newest_max(const std::vector<Observation>& list, std::size_t n, const UnitKey& key, int threads) {
+bool any_local(const std::vector<Observation>& list) {
+  return std::any_of(list.begin(), list.end(), [](const Observation& o) { return !o.imported; });
+}
+
+/// Pointwise max of the newest `n` observations, normalized to key/threads;
+/// local ones only when there are any (imported ones stand in until then).
+Profile newest_max(const std::vector<Observation>& list, std::size_t n, const UnitKey& key, int threads,
+                   bool* imported) {
   Profile out;
-  std::size_t from = list.size() > n ? list.size() - n : 0;
-  for (std::size_t i = from; i < list.size(); ++i) out = Profile::max_of(out, normalize(list[i], key, threads));
+  const bool local = any_local(list);
+  *imported = !local;
+  std::size_t taken = 0;
+  for (auto it = list.rbegin(); it != list.rend() && taken < n; ++it) {
+    if (local && it->imported) continue;
+    out = Profile::max_of(out, normalize(*it, key, threads));
+    ++taken;
+  }
   return out;
 }
 
+/// Keeps the newest kKeep, imported ones before (older than) local ones.
 void remember(std::vector<Observation>& list, const Observation& obs) {
-  list.push_back(obs);
+  if (obs.imported) {
+    auto first_local = std::find_if(list.begin(), list.end(), [](const Observation& o) { return !o.imported; });
+    list.insert(first_local, obs);
+  } else {
+    list.push_back(obs);
+  }
   if (list.size() > kKeep) list.erase(list.begin());
 }
 
 }  // namespace
-
-std::string UnitKey::exact() const {
-  // \x1f (unit separator) cannot appear in paths, flags or version strings.
-  std::string out;
-  for (const std::string* part : {&source, &content_hash, &flags, &archs, &compiler}) {
-    out += *part;
-    out += '\x1f';
-  }
-  return out;
-}
 
 std::string_view to_string(EstimateSource s) {
   switch (s) {
     case EstimateSource::exact: return "exact";
     case EstimateSource::same_source: return "same source";
     case EstimateSource::family: return "family";
+    case EstimateSource::running_sibling: return "running sibling";
     case EstimateSource::manifest: return "manifest";
     case EstimateSource::prior: return "prior";
   }
   return "?";
 }
 
-Estimator::Estimator(EstimatorConfig config) : config_(config) {}
+std::string estimate_source_id(EstimateSource s, bool imported) {
+  std::string id(to_string(s));
+  std::replace(id.begin(), id.end(), ' ', '_');
+  return imported ? "imported_" + id : id;
+}
+
+Estimator::Estimator(EstimatorConfig config)
+    : config_(config), siblings_(SiblingEvidenceConfig{config.prior_duration_s}) {}
 
 void Estimator::learn(const Observation& obs) {
   if (obs.profile.points.empty() || obs.profile.duration_s <= 0) return;  // nothing to learn from
@@ -98,43 +96,71 @@ void Estimator::learn(const Observation& obs) {
   cache_.clear();
 }
 
+void Estimator::observe_running(const std::vector<RunningObservation>& running) { siblings_.replace(running); }
+
 Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const {
   Estimate est;
-  int e = effective(threads, key.arch_count);
+  const int arch = std::max(key.arch_count, 1);
+  const int e = effective_parallelism(threads, arch);
   std::pair<std::string, int> cache_key{key.exact(), threads};
   if (auto hit = cache_.find(cache_key); hit != cache_.end()) return hit->second;
   if (auto it = by_exact_.find(cache_key.first); it != by_exact_.end()) {
-    est.profile = newest_max(it->second, kCombine, key, threads);
+    est.profile = newest_max(it->second, kCombine, key, threads, &est.imported);
     est.source = EstimateSource::exact;
   } else if (auto src = by_source_.find(key.source); !key.source.empty() && src != by_source_.end()) {
-    est.profile = newest_max(src->second, kCombine, key, threads).scaled(kFallbackMargin, 1.0);
+    est.profile = newest_max(src->second, kCombine, key, threads, &est.imported).scaled(kFallbackMargin, 1.0);
     est.source = EstimateSource::same_source;
-  } else if (auto fam = by_family_.find(key.family); !key.family.empty() && fam != by_family_.end()) {
+  }
+  if (!est.profile.points.empty()) {
+    est.profile = est.profile.thinned(kMaxPoints);
+    cache_.emplace(cache_key, est);
+    return est;
+  }
+  // From here on the estimate depends on the running units: never cached.
+  const std::optional<Profile> running = siblings_.predict(key, threads);
+  if (auto fam = by_family_.find(key.family); !key.family.empty() && fam != by_family_.end()) {
     // The family member with the highest peak: in a cold build the first
     // finished unit of a family stands for all its siblings.
     const Observation* top = nullptr;
     std::uint64_t top_peak = 0;
+    const bool local = any_local(fam->second);
     for (const auto& obs : fam->second) {
+      if (local && obs.imported) continue;
       auto peak = normalize(obs, key, threads).peak();
       if (!top || peak >= top_peak) top = &obs, top_peak = peak;
     }
     est.profile = normalize(*top, key, threads).scaled(kFallbackMargin, 1.0);
     est.source = EstimateSource::family;
+    est.imported = top->imported;
+    // A running sibling that went higher than every finished one raises it.
+    if (running && running->peak() > est.peak()) est.profile = Profile::max_of(est.profile, *running);
+  } else if (running) {
+    est.profile = *running;
+    est.source = EstimateSource::running_sibling;
   } else if (manifest && manifest->peak_bytes > 0) {
     // The manifest was measured with one nvcc thread: linear scaling up is safe.
     double duration = manifest->duration_s > 0 ? manifest->duration_s / e : config_.prior_duration_s;
     est.profile = Profile::flat(manifest->peak_bytes * static_cast<std::uint64_t>(e), duration);
     est.source = EstimateSource::manifest;
   } else {
-    est.profile = Profile::flat(config_.prior_per_thread * static_cast<std::uint64_t>(e), config_.prior_duration_s);
+    // Each arch takes the prior's time; e of them compile at once.
+    est.profile =
+        Profile::flat(config_.prior_per_thread * static_cast<std::uint64_t>(e), config_.prior_duration_s * arch / e);
     est.source = EstimateSource::prior;
   }
+  if (est.source == EstimateSource::manifest || est.source == EstimateSource::prior) {
+    // A sibling already above the guess says the guess is too low.
+    const std::uint64_t floor = siblings_.lower_bound(key, threads);
+    if (floor > est.peak()) est.profile = Profile::flat(floor, est.profile.duration_s);
+  }
   est.profile = est.profile.thinned(kMaxPoints);
-  // Priors depend on the manifest argument, so only learnt estimates are kept.
-  if (est.source != EstimateSource::manifest && est.source != EstimateSource::prior) cache_.emplace(cache_key, est);
   return est;
 }
 
 std::size_t Estimator::observation_count() const { return learned_; }
+
+bool Estimator::knows_family(const std::string& family) const {
+  return !family.empty() && (by_family_.count(family) > 0 || siblings_.running(family) > 0);
+}
 
 }  // namespace fad

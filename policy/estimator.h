@@ -1,52 +1,51 @@
 // Predicts a compile unit's memory profile and duration before it runs, from
-// what finished units taught it. Pure code: the daemon loads history from the
-// store at startup and feeds each finished unit to learn(); no I/O here.
+// what finished units taught it and what running siblings show. Pure code: the
+// daemon loads history from the store at startup, feeds each finished unit to
+// learn() and the running units to observe_running(); no I/O here.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/profile.h"
+#include "policy/sibling_evidence.h"
+#include "policy/unit_key.h"
 
 namespace fad {
-
-/// What identifies a compile unit for learning. `exact()` is the primary key:
-/// source content hash + flags + arch set + compiler version.
-struct UnitKey {
-  std::string source;        ///< source path relative to the kernels dir
-  std::string content_hash;  ///< hash of the source file's content (and its includes where known)
-  std::string flags;         ///< the unit's compiler flags, joined
-  std::string archs;         ///< e.g. "90,120a"
-  std::string compiler;      ///< compiler version string
-  std::string family;        ///< unit family from the manifest (e.g. "fwd_hdim128")
-  int arch_count = 1;        ///< number of gencode targets (upper bound for --threads)
-
-  std::string exact() const;
-};
 
 /// One finished unit, as recorded.
 struct Observation {
   UnitKey key;
   int threads = 1;
   Profile profile;  ///< measured; profile.duration_s is the wall time
+  /// Measured elsewhere and imported (fad history import): used like any
+  /// other until this machine has observations of the same key (or family)
+  /// of its own, which then replace it.
+  bool imported = false;
 };
 
 /// Where an estimate came from, most to least specific.
-enum class EstimateSource { exact, same_source, family, manifest, prior };
+enum class EstimateSource { exact, same_source, family, running_sibling, manifest, prior };
+/// Human form, for logs and wait reasons ("same source").
 std::string_view to_string(EstimateSource s);
+/// The stable identifier in JSON and the database ("same_source"), with an
+/// "imported_" prefix for estimates resting on imported history only.
+std::string estimate_source_id(EstimateSource s, bool imported);
 
 struct Estimate {
   Profile profile;
   EstimateSource source = EstimateSource::prior;
+  bool imported = false;  ///< rests on imported observations only
   std::uint64_t peak() const { return profile.peak(); }
 };
 
 struct EstimatorConfig {
   std::uint64_t prior_per_thread = 5ull << 30;  ///< unit_memory_prior
-  double prior_duration_s = 120;                ///< assumed duration for a never-seen unit
+  double prior_duration_s = 120;                ///< assumed duration of one arch of a never-seen unit
 };
 
 /// A manifest's measured prior for a unit (peak and duration on a reference machine).
@@ -60,17 +59,27 @@ class Estimator {
   explicit Estimator(EstimatorConfig config);
 
   /// Records a finished unit. Later estimates for the same exact key, same
-  /// source or same family use it (newest observations weigh most).
+  /// source or same family use it (newest observations weigh most; local ones
+  /// over imported ones).
   void learn(const Observation& obs);
 
+  /// Replaces what is known of the units running now (see sibling_evidence.h).
+  void observe_running(const std::vector<RunningObservation>& running);
+
   /// The predicted profile for running `key` with `threads` nvcc threads.
-  /// Fallback order: exact key, same source (other flags/archs), same family,
-  /// the manifest's prior, the configured prior (prior_per_thread * threads).
+  /// Fallback order: exact key, same source (other flags/archs), same family
+  /// (finished units; raised to what running siblings show), a running
+  /// sibling past its spike, the manifest's prior, the configured prior
+  /// (prior_per_thread per arch compiled at once, prior_duration_s per arch
+  /// compiled in turn). A prior is never below a running sibling's peak so far.
   /// Memory scales with the number of concurrently compiled archs
   /// (min(threads, arch_count)), duration shrinks accordingly.
   Estimate estimate(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const;
 
   std::size_t observation_count() const;
+  /// Whether anything was measured of `family`: a finished unit, or a unit
+  /// running now.
+  bool knows_family(const std::string& family) const;
 
  private:
   EstimatorConfig config_;
@@ -79,8 +88,10 @@ class Estimator {
   std::map<std::string, std::vector<Observation>> by_source_;
   std::map<std::string, std::vector<Observation>> by_family_;
   std::size_t learned_ = 0;  ///< every observation ever learned (lists above are capped)
-  /// Learnt estimates by (exact key, threads), cleared by learn(): the scheduler
-  /// asks for the same queued units on every decision. Not thread-safe.
+  SiblingEvidence siblings_;
+  /// Exact and same-source estimates by (exact key, threads), cleared by
+  /// learn(): the scheduler asks for the same queued units on every decision.
+  /// Not thread-safe.
   mutable std::map<std::pair<std::string, int>, Estimate> cache_;
 };
 

@@ -3,6 +3,13 @@
 // decisions. No clock, no /proc, no processes: the daemon's event loop feeds it
 // and carries its decisions out; tests and the simulator (bench/) drive the very
 // same code with fake time and memory.
+//
+// One decision is four named steps, each in its own file:
+//   capacity.cc   what fad may hold now, and whether memory is under pressure
+//   pressure.cc   under pressure: suspend, stop and requeue (with the progress rule)
+//   resume.cc     suspended units resume first, when they fit again
+//   admission.cc  start queued units (longest first within a build, EASY backfill,
+//                 per-build budgets, nvcc threads)
 #pragma once
 
 #include <cstdint>
@@ -23,6 +30,8 @@ struct MemorySnapshot {
   std::uint64_t swap_total = 0;
   std::uint64_t swap_free = 0;
   std::optional<std::uint64_t> cgroup_limit;  ///< limit of the cgroup fadd runs in
+  /// What that cgroup holds now, fad's units included, without the page cache
+  /// the kernel can drop (usage minus inactive file pages).
   std::uint64_t cgroup_usage = 0;
   std::optional<double> psi_some_avg10;  ///< nullopt where the kernel has no PSI (WSL)
 };
@@ -40,7 +49,10 @@ struct SchedulerConfig {
   double psi_threshold = 10;
 };
 
-/// A unit waiting to run, in queue order (the daemon passes oldest build first).
+/// A unit waiting to run. The queue comes in priority order between builds
+/// (the daemon passes oldest build first; a fair-share ordering may interleave
+/// builds): the scheduler keeps each build's places in that order and only
+/// reorders units within a build (longest predicted first).
 struct QueuedUnit {
   std::int64_t id = 0;
   std::int64_t build_id = 0;
@@ -49,9 +61,15 @@ struct QueuedUnit {
   /// Observed peak from an attempt that was stopped under pressure: the
   /// estimate is never below it.
   std::uint64_t requeued_peak = 0;
+  /// Stopped as the last running unit while the machine was short: it runs
+  /// before anything else, alone, once the machine has its requeued_peak free.
+  bool alone = false;
+  /// Bytes of the unit's source file: a cheap tie-break for never-seen units
+  /// (a bigger source is taken to compile longer).
+  std::uint64_t source_bytes = 0;
 };
 
-/// A unit that the daemon is running (or has suspended).
+/// A unit that the daemon is running (or has suspended, or the user paused).
 struct RunningUnit {
   std::int64_t id = 0;
   double started_at = 0;  ///< seconds, same clock as `now`
@@ -59,9 +77,19 @@ struct RunningUnit {
   Profile predicted;                ///< the estimate it was started with
   std::uint64_t current_bytes = 0;  ///< measured now over its process tree
   std::uint64_t peak_bytes = 0;     ///< measured peak so far
-  bool suspended = false;
+  bool suspended = false;           ///< by the scheduler, under memory pressure
   double suspended_at = 0;
   bool guess = false;  ///< admitted on the flat prior: nothing known about it
+  std::int64_t build_id = 0;
+  int arch_count = 1;  ///< archs it compiles: with fewer threads, one spike per turn
+  /// Spikes it has come down from (summarize_spikes over its measured memory,
+  /// spikes of at least a quarter of its predicted peak); once every turn's
+  /// spike is behind it, the rest of it is predicted at its plateau.
+  int spikes_seen = 0;
+  std::uint64_t since_spike_bytes = 0;  ///< highest measured since its last spike
+  /// Frozen by the user (fad pause): holds its memory until resumed, but no
+  /// core, never blocks admission and is never stopped for pressure.
+  bool paused = false;
 };
 
 struct Decision {
@@ -73,12 +101,28 @@ struct Decision {
   std::uint64_t estimate_bytes = 0;  ///< start: predicted peak
   std::string reason;                ///< human-readable, logged by the daemon
   bool guess = false;                ///< start: estimated from the flat prior (carry into RunningUnit)
+  /// start: where the estimate came from.
+  EstimateSource source = EstimateSource::prior;
+  bool imported = false;  ///< start: the estimate rests on imported history only
+  /// requeue: the unit was the last one running; it must rerun alone (QueuedUnit::alone).
+  bool alone = false;
+};
+
+/// What the scheduler expects of a queued unit if it started now (at the
+/// fewest threads it may get): for progress displays and `fad status`.
+struct Forecast {
+  std::uint64_t peak_bytes = 0;
+  double duration_s = 0;
+  EstimateSource source = EstimateSource::prior;
+  bool imported = false;
 };
 
 struct SchedulePlan {
   std::vector<Decision> decisions;
   /// For every queued unit not started: why ("needs 4.0 GiB, 2.1 GiB free").
   std::map<std::int64_t, std::string> wait_reasons;
+  /// For every queued unit: its current estimate.
+  std::map<std::int64_t, Forecast> forecasts;
   /// Bytes fad may use in total now (budget after reserve and other processes).
   std::uint64_t capacity = 0;
   /// Bytes the running units are predicted to need (max over their remaining profiles).
@@ -86,18 +130,38 @@ struct SchedulePlan {
   std::uint64_t committed = 0;
 };
 
+/// The hard cap under all of fad's units together, for their parent cgroup
+/// where fadd can make one: a wrong estimate can then only get a fad unit
+/// OOM-killed (and rerun), never the host or other users' processes.
+struct UnitsLimit {
+  std::uint64_t high = 0;  ///< the budget: above it the kernel throttles and reclaims (cgroup v2 memory.high)
+  std::uint64_t max = 0;   ///< above it the OOM killer ends a fad unit (v2 memory.max, v1 limit_in_bytes)
+};
+
+/// The budget (configured, else the memory less the reserve) as `high`, plus
+/// half the reserve as `max`: the scheduler's own response to growth (suspend,
+/// stop) gets that room to act before the kernel does, and half the reserve
+/// stays untouched by fad's units. Neither exceeds the memory (or fadd's
+/// cgroup limit) less half the reserve.
+UnitsLimit units_memory_limit(const SchedulerConfig& config, const MemorySnapshot& memory);
+
 class Scheduler {
  public:
   Scheduler(SchedulerConfig config, const Estimator& estimator);
 
   /// Decides what to start, suspend, resume or stop-and-requeue now.
-  /// Progress rule: when nothing runs, the first queued unit starts even if its
-  /// estimate exceeds the capacity (it runs alone; the reason says so).
-  /// Under pressure it never starts units, suspends the newest running unit
-  /// first, requeues a unit suspended longer than suspend_grace_s if pressure
-  /// persists, and never suspends or stops the oldest running unit.
+  /// `build_budgets` caps what each listed build's units may hold together
+  /// (fad run --budget); a build's first unit always may start.
+  /// Progress rules: when nothing runs, the first queued unit starts even if
+  /// its estimate exceeds the capacity (it runs alone; the reason says so).
+  /// Under pressure nothing starts; the newest running unit is suspended first,
+  /// and a unit suspended longer than suspend_grace_s is requeued. The oldest
+  /// is touched only when it is the last one running and the machine itself
+  /// (not fad's budget) is short of what it holds: it is then suspended, and
+  /// after the grace requeued to rerun alone (QueuedUnit::alone).
   SchedulePlan decide(double now, const MemorySnapshot& memory, const std::vector<QueuedUnit>& queue,
-                      const std::vector<RunningUnit>& running);
+                      const std::vector<RunningUnit>& running,
+                      const std::map<std::int64_t, std::uint64_t>& build_budgets = {});
 
   const SchedulerConfig& config() const { return config_; }
 

@@ -24,7 +24,9 @@ TEST_CASE("over budget: newest units are suspended, then requeued with their pea
     for (auto& u : manifest["units"]) u["prior"] = {{"peak_bytes", 100u << 20}, {"duration_s", 20}};
     std::ofstream(fs::path(d.kernels_dir()) / "manifest.json") << manifest.dump(2);
   }
-  d.start({"--memory-budget", "512M", "--reserve", "0", "--cores", "16"});
+  // A reserve leaves the cgroup hard limit (budget + half the reserve) room above
+  // the budget: fad, not the kernel, must be the one to react here.
+  d.start({"--memory-budget", "512M", "--reserve", "2G", "--cores", "16"});
   const auto id = d.submit({"--arch", "9.0"});
   const auto b = d.wait_final(id, 300);
   const auto log = d.daemon_log();

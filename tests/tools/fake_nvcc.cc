@@ -22,6 +22,15 @@
 //   FAD_FAKE_MEM_SCALE=f       multiply all memory; default 1.
 //                              Memory is also multiplied by min(threads, number of -gencode),
 //                              as real nvcc compiles archs in parallel (--threads 0 = all).
+//                              A trace whose header names how it was recorded ("# targets:
+//                              sm_80, sm_90, nvcc --threads 2") is instead scaled from that
+//                              recording (e archs at once against its e_ref): memory by
+//                              0.3 + 0.7 * e / e_ref, time by (e_ref / e)^0.85, and with e <
+//                              e_ref the archs compile in turns, the scaled trace once per turn.
+//   FAD_FAKE_CPU=1             burn CPU as the real compiler would: e threads spin while it
+//                              runs, and the profile advances with the CPU time they get (per
+//                              thread), not the wall clock: an oversubscribed machine slows
+//                              every unit alike, and SIGSTOP stops it.
 //   FAD_FAKE_EXIT=code         exit with this code once the profile has run.
 //   FAD_FAKE_FAIL_MATCH=s      if the SRC path contains s: print "SRC(1): error: fake failure"
 //                              on stderr and exit 1 once the profile has run.
@@ -43,6 +52,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <ctime>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -280,18 +292,52 @@ std::vector<Sample> synthetic_profile(double peak_mb, double duration_s) {
   return {{0, 0}, {0.2 * duration_s, peak_mb}, {0.2 * duration_s, 0.4 * peak_mb}, {duration_s, 0.4 * peak_mb}};
 }
 
-std::vector<Sample> load_trace(const std::string& path) {
+/// A trace and, when its header says so, the archs it compiled at once.
+struct Trace {
+  std::vector<Sample> samples;
+  int reference_parallel = 0;  ///< 0: not recorded
+};
+
+/// "# targets: sm_80, sm_90, nvcc --threads 2" -> min(2 threads, 2 targets).
+int reference_parallel(const std::string& line) {
+  if (line.find("targets:") == std::string::npos) return 0;
+  int targets = 0;
+  for (std::size_t at = line.find("sm_"); at != std::string::npos; at = line.find("sm_", at + 3)) ++targets;
+  std::size_t t = line.find("--threads");
+  if (targets == 0 || t == std::string::npos) return 0;
+  int threads = std::atoi(line.c_str() + t + 9);
+  return std::max(1, std::min(threads <= 0 ? targets : threads, targets));
+}
+
+Trace load_trace(const std::string& path) {
   std::optional<std::string> text = read_file(path);
   if (!text) die("cannot read FAD_FAKE_PROFILE " + path);
-  std::vector<Sample> samples{{0, 0}};
+  Trace trace;
+  std::vector<Sample>& samples = trace.samples;
+  samples.push_back({0, 0});
   std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '#' && trace.reference_parallel == 0)
+      trace.reference_parallel = reference_parallel(line);
     if (line.empty() || line[0] == '#') continue;
     Sample s{};
     if (std::sscanf(line.c_str(), "%lf %lf", &s.seconds, &s.mib) != 2) die("bad profile line '" + line + "'");
     samples.push_back(s);
   }
-  return samples;
+  return trace;
+}
+
+/// `trace` as compiled with `e` archs at once instead of its reference's.
+std::vector<Sample> rescale_trace(const Trace& trace, int e) {
+  const int ref = trace.reference_parallel;
+  const double memory = 0.3 + 0.7 * e / ref;
+  const double time = std::pow(static_cast<double>(ref) / e, 0.85);
+  const int turns = e >= ref ? 1 : (ref + e - 1) / e;
+  const double span = trace.samples.back().seconds * time / turns;
+  std::vector<Sample> out;
+  for (int k = 0; k < turns; ++k)
+    for (const Sample& s : trace.samples) out.push_back({k * span + s.seconds * time / turns, s.mib * memory});
+  return out;
 }
 
 /// The profile's memory at time t, linearly interpolated.
@@ -330,15 +376,48 @@ class Ballast {
   std::vector<void*> chunks_;
 };
 
-/// Follows `profile` (times already scaled) with real memory until its end.
-void replay(const std::vector<Sample>& profile, double mem_factor) {
+/// Seconds of CPU time this process has had.
+double process_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// `n` threads that spin until destroyed: the compiler's CPU use.
+class Burners {
+ public:
+  explicit Burners(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        volatile std::uint64_t x = 0;
+        while (!stop_.load(std::memory_order_relaxed))
+          for (int k = 0; k < 10000; ++k) x = x + 1;
+      });
+  }
+  ~Burners() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+/// Follows `profile` (times already scaled) with real memory until its end;
+/// with `cpu_threads` > 0, time is CPU time per burning thread.
+void replay(const std::vector<Sample>& profile, double mem_factor, int cpu_threads) {
   using Clock = std::chrono::steady_clock;
   const double end = profile.empty() ? 0 : profile.back().seconds;
   Ballast ballast;
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_s();
+  std::optional<Burners> burners;
+  if (cpu_threads > 0) burners.emplace(cpu_threads);
   double last_t = -1;
   while (true) {
-    double t = std::chrono::duration<double>(Clock::now() - start).count();
+    double t = cpu_threads > 0 ? (process_cpu_s() - cpu_start) / cpu_threads
+                               : std::chrono::duration<double>(Clock::now() - start).count();
     if (t >= end) break;
     // A sample passed between two ticks still counts: sped-up replays must reach the trace's peaks.
     double mib = mib_at(profile, t);
@@ -406,18 +485,27 @@ int run_compile(Args args) {
   const double time_scale = env_double("FAD_FAKE_TIME_SCALE", 1.0);
   const int gencodes = std::max<int>(1, static_cast<int>(args.archs.size()));
   const int parallel = args.threads == 0 ? gencodes : std::max(1, std::min(args.threads, gencodes));
-  const double mem_factor = env_double("FAD_FAKE_MEM_SCALE", 1.0) * parallel;
 
   std::vector<Sample> profile;
+  double mem_factor = env_double("FAD_FAKE_MEM_SCALE", 1.0) * parallel;
+  auto use_trace = [&](const std::string& path) {
+    Trace trace = load_trace(path);
+    if (trace.reference_parallel > 0) {
+      profile = rescale_trace(trace, parallel);
+      mem_factor = env_double("FAD_FAKE_MEM_SCALE", 1.0);
+    } else {
+      profile = std::move(trace.samples);
+    }
+  };
   std::optional<std::string> peak_env = env("FAD_FAKE_PEAK_MB");
   if (over.profile && !over.peak_mb && !over.duration_s) {
-    profile = load_trace(*over.profile);
+    use_trace(*over.profile);
   } else if (over.peak_mb || over.duration_s || peak_env) {
     double peak = over.peak_mb ? *over.peak_mb : env_double("FAD_FAKE_PEAK_MB", 0);
     double duration = over.duration_s ? *over.duration_s : env_double("FAD_FAKE_DURATION_S", 1.0);
     profile = synthetic_profile(peak, duration);
   } else if (std::optional<std::string> trace = env("FAD_FAKE_PROFILE")) {
-    profile = load_trace(*trace);
+    use_trace(*trace);
   }
   for (Sample& s : profile) s.seconds *= time_scale;
 
@@ -435,12 +523,12 @@ int run_compile(Args args) {
   for (int i = 0; i < children; ++i) {
     const pid_t kid = ::fork();
     if (kid == 0) {
-      replay(profile, mem_factor);
+      replay(profile, mem_factor, 0);
       ::_exit(0);
     }
     if (kid > 0) kids.push_back(kid);
   }
-  replay(profile, mem_factor);
+  replay(profile, mem_factor, env("FAD_FAKE_CPU") == std::optional<std::string>("1") ? parallel : 0);
   for (pid_t kid : kids) ::waitpid(kid, nullptr, 0);
 
   if (std::optional<std::string> match = env("FAD_FAKE_FAIL_MATCH");

@@ -176,3 +176,12 @@ TEST_CASE("parse_stat_ppid: comm may hold spaces and parentheses", "[meminfo][pr
   CHECK_FALSE(fad::parse_stat_ppid("1234 (cc1plus) S").has_value());
   CHECK_FALSE(fad::parse_stat_ppid("1234 (cc1plus) S x").has_value());
 }
+
+TEST_CASE("parse_stat_field reads one key of memory.stat, not a key it is a prefix of", "[meminfo][cgroup]") {
+  const std::string stat = "inactive_file 5\ntotal_inactive_file 6000\ntotal_rss x\n";
+  CHECK(fad::parse_stat_field(stat, "inactive_file") == std::optional<std::uint64_t>(5));
+  CHECK(fad::parse_stat_field(stat, "total_inactive_file") == std::optional<std::uint64_t>(6000));
+  CHECK_FALSE(fad::parse_stat_field(stat, "total_rss"));
+  CHECK_FALSE(fad::parse_stat_field(stat, "total"));
+  CHECK_FALSE(fad::parse_stat_field("", "inactive_file"));
+}

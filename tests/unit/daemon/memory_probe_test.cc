@@ -131,4 +131,27 @@ TEST_CASE("memory probe: read_small_file", "[memory_probe]") {
   CHECK(read_small_file(root / "missing").empty());
 }
 
+TEST_CASE("memory probe: a cgroup's usage leaves out the page cache no one holds", "[memory_probe]") {
+  // Usage counts inactive file pages that the kernel drops before it kills
+  // anything; counting them as others' memory would shrink fad's capacity to
+  // nothing once a long build has filled the cache.
+  TempDir root("fad-probe");
+  write_meminfo(root);
+  write_file(root.path() / "proc/self/cgroup", "9:memory:/vm\n");
+  const auto v1 = root.path() / "sys/fs/cgroup/memory/vm";
+  write_file(v1 / "memory.limit_in_bytes", "10737418240\n");
+  write_file(v1 / "memory.usage_in_bytes", "9000\n");
+  write_file(v1 / "memory.stat", "cache 100\ninactive_file 50\ntotal_cache 7000\ntotal_inactive_file 6000\n");
+  CHECK(ProcMemoryProbe(root.str()).sample().cgroup_usage == 3000);
+
+  TempDir root2("fad-probe");
+  write_meminfo(root2);
+  write_file(root2.path() / "proc/self/cgroup", "0::/vm\n");
+  const auto v2 = root2.path() / "sys/fs/cgroup/vm";
+  write_file(v2 / "memory.max", "10737418240\n");
+  write_file(v2 / "memory.current", "9000\n");
+  write_file(v2 / "memory.stat", "anon 2000\nfile 7000\nactive_file 1000\ninactive_file 6000\n");
+  CHECK(ProcMemoryProbe(root2.str()).sample().cgroup_usage == 3000);
+}
+
 }  // namespace fad

@@ -134,5 +134,40 @@ TEST_CASE("Estimator: ignores empty observations") {
   CHECK(est.estimate(key("a.cu", "fam"), 1, std::nullopt).source == EstimateSource::prior);
 }
 
+TEST_CASE("Estimator: imported profiles stand in until the machine measured the key itself") {
+  Estimator est({5 * kGiB, 120});
+  auto k = key("a.cu", "fam");
+  Observation imported{k, 1, spiky(8 * kGiB, 300), true};
+  est.learn(imported);
+  auto e = est.estimate(k, 1, std::nullopt);
+  CHECK(e.source == EstimateSource::exact);
+  CHECK(e.imported);
+  CHECK(e.peak() == 8 * kGiB);
+  CHECK(estimate_source_id(e.source, e.imported) == "imported_exact");
+  // The first local measurement replaces it, even though the import is newer below.
+  est.learn(obs(k, 1, spiky(4 * kGiB, 200)));
+  est.learn(imported);
+  e = est.estimate(k, 1, std::nullopt);
+  CHECK_FALSE(e.imported);
+  CHECK(e.peak() == 4 * kGiB);
+  CHECK(estimate_source_id(e.source, e.imported) == "exact");
+  // A sibling known only from imports gets a family estimate marked imported.
+  auto sib = est.estimate(key("b.cu", "fam"), 1, std::nullopt);
+  CHECK(sib.source == EstimateSource::family);
+  CHECK_FALSE(sib.imported);
+  CHECK(estimate_source_id(EstimateSource::same_source, false) == "same_source");
+  CHECK(estimate_source_id(EstimateSource::running_sibling, false) == "running_sibling");
+}
+
+TEST_CASE("Estimator: a never-seen unit's prior takes the prior's time per arch compiled in turn") {
+  Estimator est({5 * kGiB, 120});
+  auto two = key("two.cu", "fam", "-O3", 2);
+  CHECK(est.estimate(two, 1, std::nullopt).profile.duration_s == 240);
+  CHECK(est.estimate(two, 2, std::nullopt).profile.duration_s == 120);
+  CHECK_FALSE(est.knows_family("fam"));
+  est.learn(obs(key("one.cu", "fam"), 1, spiky(kGiB, 50)));
+  CHECK(est.knows_family("fam"));
+}
+
 }  // namespace
 }  // namespace fad

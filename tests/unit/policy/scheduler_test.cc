@@ -5,100 +5,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "scheduler_harness.h"
+
 namespace fad {
 namespace {
 
-constexpr std::uint64_t kGiB = 1ull << 30;
-
-UnitKey key(const std::string& source, int arch_count = 1) {
-  UnitKey k;
-  k.source = source;
-  k.content_hash = "h";
-  k.archs = arch_count == 1 ? "90" : "80,90";
-  k.family = "fam-" + source;
-  k.arch_count = arch_count;
-  return k;
-}
-
-/// A unit shaped like the traces: 4 GiB for a minute, then a 0.5 GiB plateau.
-Profile spike_then_plateau() {
-  Profile p;
-  p.points = {{0, 4 * kGiB}, {60, kGiB / 2}};
-  p.duration_s = 300;
-  return p;
-}
-
-/// Carries decisions out like the daemon: starts move queue -> running, and the
-/// true memory of a running unit is its predicted profile at its age.
-struct Harness {
-  Estimator estimator{EstimatorConfig{5 * kGiB, 120}};
-  SchedulerConfig config;
-  MemorySnapshot memory;
-  std::vector<QueuedUnit> queue;
-  std::vector<RunningUnit> running;
-  std::map<std::int64_t, double> started_at;
-
-  Harness() {
-    config.reserve = Reserve{0, 0};
-    config.cores = 16;
-    memory.total = 64 * kGiB;
-  }
-
-  void enqueue(std::int64_t id, const UnitKey& k, std::optional<ManifestPrior> prior = std::nullopt) {
-    QueuedUnit u;
-    u.id = id;
-    u.key = k;
-    u.manifest_prior = prior;
-    queue.push_back(u);
-  }
-
-  std::uint64_t usage() const {
-    std::uint64_t sum = 0;
-    for (const auto& r : running) sum += r.current_bytes;
-    return sum;
-  }
-
-  /// Advances true memory to `now`, drops finished units, decides and applies.
-  SchedulePlan step(double now) {
-    std::erase_if(running, [&](const RunningUnit& r) { return now - r.started_at >= r.predicted.duration_s; });
-    for (auto& r : running) r.current_bytes = r.predicted.at(now - r.started_at);
-    memory.available = memory.total - usage();
-    Scheduler scheduler(config, estimator);
-    SchedulePlan plan = scheduler.decide(now, memory, queue, running);
-    for (const auto& d : plan.decisions) {
-      if (d.kind != Decision::Kind::start) continue;
-      auto it = std::find_if(queue.begin(), queue.end(), [&](const QueuedUnit& q) { return q.id == d.unit; });
-      REQUIRE(it != queue.end());
-      RunningUnit r;
-      r.id = d.unit;
-      r.started_at = now;
-      r.threads = d.threads;
-      r.predicted = d.predicted;
-      r.guess = d.guess;
-      r.current_bytes = d.predicted.at(0);
-      running.push_back(r);
-      started_at[d.unit] = now;
-      queue.erase(it);
-    }
-    return plan;
-  }
-};
-
-RunningUnit running_unit(std::int64_t id, double started_at, std::uint64_t current, double duration = 300) {
-  RunningUnit r;
-  r.id = id;
-  r.started_at = started_at;
-  r.predicted = Profile::flat(current, duration);
-  r.current_bytes = current;
-  r.peak_bytes = current;
-  return r;
-}
-
-const Decision* find(const SchedulePlan& plan, Decision::Kind kind) {
-  for (const auto& d : plan.decisions)
-    if (d.kind == kind) return &d;
-  return nullptr;
-}
+using namespace fad::test;
 
 TEST_CASE("Scheduler staggers spikes and packs plateaus") {
   Harness h;
@@ -156,8 +68,8 @@ TEST_CASE("Scheduler: a unit known only by the flat prior gets a 25% margin besi
   // Beside measured units only, a guess needs no margin.
   Harness measured;
   measured.config.budget = 10 * kGiB;
-  measured.enqueue(1, key("measured"), ManifestPrior{5 * kGiB, 300});
-  measured.enqueue(2, key("guess"));
+  measured.enqueue(1, key("measured"), ManifestPrior{5 * kGiB, 300}, 1);  // an older build: it goes first
+  measured.enqueue(2, key("guess"), std::nullopt, 2);
   plan = measured.step(0);
   REQUIRE(plan.decisions.size() == 2);
   CHECK_FALSE(plan.decisions[0].guess);
@@ -238,7 +150,7 @@ TEST_CASE("Scheduler: units outgrowing their estimates are pressure, and the rea
         "newest running unit, suspended under memory pressure (fad's units use 12.0 GiB of 10.0 GiB)");
 }
 
-TEST_CASE("Scheduler: the only running unit is never suspended") {
+TEST_CASE("Scheduler: the only running unit is never suspended for stalls or fad's budget") {
   Harness h;
   h.running = {running_unit(1, 0, 8 * kGiB)};
   h.memory.available = 0;
@@ -375,9 +287,10 @@ TEST_CASE("Scheduler backfills without delaying the head of the queue") {
   Harness h;
   h.config.budget = 6 * kGiB;
   h.running = {running_unit(1, 0, 4 * kGiB, 50)};
-  h.enqueue(2, key("head"), ManifestPrior{5 * kGiB + kGiB / 2, 100});
-  h.enqueue(3, key("long"), ManifestPrior{kGiB, 200});
-  h.enqueue(4, key("short"), ManifestPrior{kGiB, 30});
+  // Three builds, oldest first: between builds the queue order stands.
+  h.enqueue(2, key("head"), ManifestPrior{5 * kGiB + kGiB / 2, 100}, 1);
+  h.enqueue(3, key("long"), ManifestPrior{kGiB, 200}, 2);
+  h.enqueue(4, key("short"), ManifestPrior{kGiB, 30}, 3);
   h.memory.available = 60 * kGiB;
   auto plan = Scheduler(h.config, h.estimator).decide(0, h.memory, h.queue, h.running);
   REQUIRE(plan.decisions.size() == 1);

@@ -1,0 +1,120 @@
+// `fad history export FILE` and `fad history import FILE`: learnt unit
+// profiles to and from a versioned JSON file (common/history_format.h), so a
+// team or a CI job seeds a fresh machine. The client reads and writes the file
+// as the user who runs it; fadd only sends and receives profiles, in pages
+// that stay under the protocol's line limit.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "client/commands.h"
+#include "client/exit_codes.h"
+#include "common/history_format.h"
+
+namespace fad::client {
+namespace {
+
+/// Imports go out in batches of about this many bytes of JSON.
+constexpr std::size_t kBatchBytes = 512 * 1024;
+/// A history file larger than this is refused rather than read (fadd keeps
+/// at most five profiles of 200 points per unit key: this is many thousands).
+constexpr std::uintmax_t kMaxFileBytes = 256ull << 20;
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int usage_error(Context& ctx, const std::string& message) {
+  ctx.err << "fad: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int run_history_export(const Command& cmd, Context& ctx) {
+  json profiles = json::array();
+  HistoryExportRequest req;
+  while (true) {
+    int rc = kExitOk;
+    auto page = request(ctx, "history_export", req.to_json(), rc);
+    if (!page) return rc;
+    const json* list = page->contains("profiles") ? &(*page)["profiles"] : nullptr;
+    if (list && list->is_array())
+      for (const auto& p : *list) profiles.push_back(p);
+    const json next = page->value("next_after", json());
+    if (!next.is_number_integer() || next.get<std::int64_t>() <= req.after) break;
+    req.after = next.get<std::int64_t>();
+  }
+  const std::size_t count = profiles.size();
+  const std::string tmp = cmd.file + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << history_document(std::move(profiles), utc_now()).dump(1) << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return usage_error(ctx, "cannot write " + cmd.file + ": " + std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), cmd.file.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return usage_error(ctx, "cannot write " + cmd.file + ": " + why);
+  }
+  ctx.out << "exported " << count << " unit profile(s) to " << cmd.file << "\n";
+  return kExitOk;
+}
+
+int run_history_import(const Command& cmd, Context& ctx) {
+  struct stat st {};
+  if (::stat(cmd.file.c_str(), &st) != 0)
+    return usage_error(ctx, "cannot read " + cmd.file + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return usage_error(ctx, cmd.file + " is not a regular file");
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxFileBytes)
+    return usage_error(ctx, cmd.file + " is larger than 256 MiB; not a fad history file");
+  std::ifstream in(cmd.file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return usage_error(ctx, "cannot read " + cmd.file);
+  json doc = json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded()) return usage_error(ctx, cmd.file + ": not valid JSON");
+  auto profiles = parse_history_document(doc);
+  if (!profiles) return usage_error(ctx, cmd.file + ": " + profiles.error());
+
+  std::int64_t imported = 0, skipped = 0;
+  std::size_t sent = 0;
+  while (sent < profiles->size()) {
+    json batch = json::array();
+    std::size_t bytes = 0;
+    for (; sent < profiles->size() && (batch.empty() || bytes < kBatchBytes); ++sent) {
+      json p = history_profile_to_json((*profiles)[sent]);
+      bytes += p.dump().size();
+      batch.push_back(std::move(p));
+    }
+    int rc = kExitOk;
+    auto result = request(ctx, "history_import", json{{"profiles", std::move(batch)}}, rc);
+    if (!result) {
+      if (imported > 0) ctx.err << "fad: " << imported << " profile(s) were imported before the error\n";
+      return rc;
+    }
+    imported += result->value("imported", 0);
+    skipped += result->value("skipped", 0);
+  }
+  ctx.out << "imported " << imported << " unit profile(s) from " << cmd.file;
+  if (skipped > 0) ctx.out << " (" << skipped << " already known)";
+  ctx.out << "\n";
+  return kExitOk;
+}
+
+}  // namespace fad::client

@@ -1,0 +1,352 @@
+// Step 4 of a decision: admission. A queued unit starts when its predicted
+// profile, laid over the predicted remaining profiles of the running units,
+// stays under the capacity at every future moment. That staggers spikes (a
+// unit waits until the running units' spikes are past) and packs plateaus,
+// instead of reserving each unit's peak for its whole life.
+//
+// Order: units that must run alone first; then the queue as given between
+// builds, longest predicted first within a build (queue_order.h). EASY
+// backfill (as in Slurm): the first unit that cannot start gets a reservation
+// at its earliest predicted start, and later units may jump it only if, as
+// predicted, they do not delay it. A build's own budget (fad run --budget)
+// caps what its units hold together, laid over time like the capacity; a unit
+// held back only by its build's budget reserves nothing, so other builds use
+// the memory meanwhile.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include "common/size.h"
+#include "policy/queue_order.h"
+#include "policy/schedule_steps.h"
+
+namespace fad::steps {
+namespace {
+
+/// Backfill looks at most this deep into the queue (Slurm's bf_max_job_test):
+/// bounds the cost of one decision with hundreds of queued units.
+constexpr std::size_t kBackfillDepth = 64;
+/// The head's earliest start is searched on a load of at most this many points.
+constexpr std::size_t kSearchPoints = 128;
+/// A unit fad knows nothing about (no history for it or its family, no running
+/// sibling, no manifest prior) is estimated from the flat configured prior, a
+/// guess that real units overshoot (FlashAttention's backward units reach
+/// 6.2 GiB on one thread against 5 GiB). Beside another running guess, it is
+/// admitted only with this margin, so two guesses that are both too low do not
+/// meet at their peaks; beside measured units only (whose estimates hold) it
+/// needs none.
+constexpr double kGuessMargin = 1.25;
+
+/// Raises an estimate to a requeued unit's observed peak: it got that far before.
+Profile at_least(const Profile& p, std::uint64_t peak) {
+  std::uint64_t predicted = p.peak();
+  if (peak <= predicted) return p;
+  if (predicted == 0) return Profile::flat(peak, p.duration_s);
+  return p.scaled(static_cast<double>(peak) / static_cast<double>(predicted), 1.0);
+}
+
+/// The first queued unit that could not start: where, as predicted, it starts.
+struct Reservation {
+  double start = 0;
+  bool alone = false;  ///< it needs more than the capacity: nothing may run past start
+  Profile memory;      ///< running load plus the head at `start`
+  Profile cpu;         ///< running threads plus the head's at `start`
+};
+
+std::string threads_text(int t) { return std::to_string(t) + (t == 1 ? " thread" : " threads"); }
+
+/// The first moment before `before`, where the running load drops, from which
+/// `est` at `threads` fits beside it (searched on a coarser load, which only
+/// over-estimates); nullopt when there is none.
+std::optional<double> earliest_start(const Load& load, const Profile& est, int threads, std::uint64_t capacity,
+                                     int cores, double before) {
+  Profile cpu_need = flat_threads(threads, est.duration_s);
+  const Profile coarse = load.memory.thinned(kSearchPoints);
+  std::vector<double> starts;
+  for (const Profile* p : {&coarse, &load.cpu})
+    for (std::size_t k = 1; k < p->points.size(); ++k)
+      if (p->points[k].second < p->points[k - 1].second) starts.push_back(p->points[k].first);
+  starts.push_back(coarse.duration_s);
+  starts.push_back(load.cpu.duration_s);
+  std::sort(starts.begin(), starts.end());
+  for (std::size_t k = 0; k < starts.size() && k < kSearchPoints; ++k) {
+    const double s = starts[k];
+    if (s <= 0) continue;
+    if (s >= before) break;
+    if (coarse.peak_with(est, s) <= capacity && static_cast<int>(load.cpu.peak_with(cpu_need, s)) <= cores) return s;
+  }
+  return std::nullopt;
+}
+
+int max_threads_of(const SchedulerConfig& config, const QueuedUnit& unit) {
+  int arch = std::max(unit.key.arch_count, 1);
+  return config.nvcc_threads > 0 ? std::min(config.nvcc_threads, arch) : std::max(1, std::min(arch, config.cores));
+}
+
+int lowest_threads_of(const SchedulerConfig& config, const QueuedUnit& unit) {
+  return config.nvcc_threads > 0 ? max_threads_of(config, unit) : 1;
+}
+
+/// The estimate admission uses: the estimator's, with the guess margin and
+/// never below a requeued unit's observed peak.
+Estimate estimate_unit(const Estimator& estimator, const QueuedUnit& unit, int threads, int guesses_running) {
+  Estimate est = estimator.estimate(unit.key, threads, unit.manifest_prior);
+  if (est.source == EstimateSource::prior && guesses_running > 0) est.profile = est.profile.scaled(kGuessMargin, 1.0);
+  est.profile = at_least(est.profile, unit.requeued_peak);
+  return est;
+}
+
+int count_guesses(const std::vector<RunningUnit>& running) {
+  int n = 0;
+  for (const auto& unit : running) n += unit.guess && !unit.paused;
+  return n;
+}
+
+}  // namespace
+
+void forecast(const SchedulerConfig& config, const Estimator& estimator, const std::vector<QueuedUnit>& queue,
+              const std::vector<RunningUnit>& running, SchedulePlan& plan) {
+  const int guesses = count_guesses(running);
+  for (const auto& unit : queue) {
+    Estimate est = estimate_unit(estimator, unit, lowest_threads_of(config, unit), guesses);
+    plan.forecasts[unit.id] = Forecast{est.peak(), est.profile.duration_s, est.source, est.imported};
+  }
+}
+
+void admit(const SchedulerConfig& config, const Estimator& estimator, const AdmissionInput& in, Load& load,
+           SchedulePlan& plan) {
+  const auto& queue = *in.queue;
+  const Capacity& cap = *in.capacity;
+  const std::uint64_t capacity = in.admit_capacity;
+  int guesses_running = count_guesses(*in.running);
+  std::map<std::int64_t, std::uint64_t> paused_by_build;
+  std::map<std::int64_t, int> units_by_build;  // running, suspended or paused: a build's first unit is free
+  for (const auto& unit : *in.running) {
+    if (unit.paused) paused_by_build[unit.build_id] += unit.current_bytes;
+    ++units_by_build[unit.build_id];
+  }
+  auto lowest_of = [&](const QueuedUnit& unit) { return lowest_threads_of(config, unit); };
+  auto estimate = [&](const QueuedUnit& unit, int t) { return estimate_unit(estimator, unit, t, guesses_running); };
+
+  // Every queued unit's estimate at its fewest threads: its forecast and its rank.
+  std::vector<Estimate> base;
+  std::vector<QueueRank> ranks;
+  base.reserve(queue.size());
+  std::set<std::pair<std::int64_t, std::string>> probed;  // (build, family) with a probe already
+  for (const auto& unit : queue) {
+    base.push_back(estimate(unit, lowest_of(unit)));
+    const Estimate& est = base.back();
+    plan.forecasts[unit.id] = Forecast{est.peak(), est.profile.duration_s, est.source, est.imported};
+    const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() &&
+                       !estimator.knows_family(unit.key.family) &&
+                       probed.emplace(unit.build_id, unit.key.family).second;
+    ranks.push_back({unit.build_id, probe, est.profile.duration_s,
+                     unit.source_bytes * static_cast<std::uint64_t>(std::max(unit.key.arch_count, 1))});
+  }
+
+  auto start = [&](const QueuedUnit& unit, int t, Estimate est, std::string reason) {
+    load.memory = load.memory.plus(est.profile, 0);
+    load.cpu = load.cpu.plus(flat_threads(t, est.profile.duration_s), 0);
+    load.by_build[unit.build_id] = load.by_build[unit.build_id].plus(est.profile, 0);
+    ++load.count;
+    ++units_by_build[unit.build_id];
+    const bool guess = est.source == EstimateSource::prior;
+    guesses_running += guess;
+    Decision d;
+    d.kind = Decision::Kind::start;
+    d.unit = unit.id;
+    d.threads = t;
+    d.estimate_bytes = est.peak();
+    d.reason = std::move(reason);
+    d.guess = guess;
+    d.source = est.source;
+    d.imported = est.imported;
+    d.predicted = std::move(est.profile);
+    plan.decisions.push_back(std::move(d));
+  };
+
+  // A unit stopped as the last one running while the machine was short runs
+  // first and alone, once the machine (not the budget) leaves fad its peak.
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const QueuedUnit& unit = queue[i];
+    if (!unit.alone) continue;
+    const std::uint64_t room = sub_sat(cap.machine, cap.paused);
+    if (load.count > 0) {
+      plan.wait_reasons[unit.id] = "must run alone: waits for the running units to finish";
+    } else if (room < unit.requeued_peak) {
+      plan.wait_reasons[unit.id] =
+          "must run alone: needs " + format_size(unit.requeued_peak) + ", the machine leaves fad " + format_size(room);
+    } else {
+      int t = lowest_of(unit);
+      start(unit, t, base[i],
+            "runs alone after it was stopped while the machine was short: needs " + format_size(unit.requeued_peak) +
+                ", the machine leaves fad " + format_size(room));
+    }
+    for (const auto& other : queue)
+      if (other.id != unit.id && !plan.wait_reasons.count(other.id))
+        plan.wait_reasons[other.id] = "waiting for a unit that must run alone";
+    return;
+  }
+
+  // Which resource the queue needs most of, in seconds of the whole machine:
+  // its core-seconds over the cores, its memory-seconds over the capacity.
+  // Thread counts are chosen to spend less of the scarcer one.
+  double cpu_work = 0, memory_work = 0;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    cpu_work += base[i].profile.duration_s * lowest_of(queue[i]) / config.cores;
+    memory_work += base[i].profile.mean() * base[i].profile.duration_s / std::max<double>(capacity, 1);
+  }
+  const double cpu_weight = cpu_work + memory_work > 0 ? cpu_work / (cpu_work + memory_work) : 0.5;
+  auto cost = [&](const Estimate& est, int t) {
+    const double cpu = t * est.profile.duration_s / config.cores;
+    const double memory = est.profile.mean() * est.profile.duration_s / std::max<double>(capacity, 1);
+    return cpu_weight * cpu + (1 - cpu_weight) * memory;
+  };
+
+  const std::vector<std::size_t> order = longest_first_within_builds(ranks);
+  std::optional<Reservation> head;
+  auto used_threads = [&] { return static_cast<int>(load.cpu.at(0)); };
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    const std::size_t i = order[rank];
+    const QueuedUnit& unit = queue[i];
+    if (config.max_parallel_units > 0 && load.count >= config.max_parallel_units) {
+      plan.wait_reasons[unit.id] = "max_parallel_units reached (" + std::to_string(config.max_parallel_units) + ")";
+      continue;
+    }
+    if (head && rank >= kBackfillDepth) {
+      plan.wait_reasons[unit.id] = "waiting for earlier units (queue order)";
+      continue;
+    }
+    const int max_threads = max_threads_of(config, unit);
+    const int free_cores = config.cores - used_threads();
+    const bool nothing_runs = load.count == 0 && cap.paused == 0;
+    // The build's own budget, over the build's running units (its first unit is free).
+    auto budget = in.build_budgets->find(unit.build_id);
+    const bool budgeted = budget != in.build_budgets->end() && units_by_build[unit.build_id] > 0;
+    const Profile& build_load = load.by_build[unit.build_id];
+    const std::uint64_t build_paused = paused_by_build[unit.build_id];
+
+    // Of the thread counts that fit now (auto; or the fixed one), the one that
+    // spends least of the scarcer resource.
+    const int lowest = lowest_of(unit);
+    const int highest = std::min(max_threads, free_cores);
+    std::optional<std::pair<int, Estimate>> chosen;
+    double chosen_cost = 0;
+    // Not base[i]: a guess started in this very decision adds the guess margin.
+    const Estimate smallest = estimate(unit, lowest);
+    bool blocked_by_head = false, blocked_by_budget = false;
+    for (int t = highest; t >= lowest; --t) {
+      Estimate est = t == lowest ? smallest : estimate(unit, t);
+      if (load.memory.peak_with(est.profile, 0) > capacity) continue;
+      if (budgeted && build_load.peak_with(est.profile, 0) + build_paused > budget->second) {
+        blocked_by_budget = true;
+        continue;
+      }
+      if (head) {
+        bool ok = head->alone ? est.profile.duration_s <= head->start
+                              : head->memory.peak_with(est.profile, 0) <= capacity &&
+                                    static_cast<int>(head->cpu.peak_with(flat_threads(t, est.profile.duration_s), 0)) <=
+                                        config.cores;
+        if (!ok) {
+          blocked_by_head = true;
+          continue;
+        }
+      }
+      // On a tie: fewer threads when cores are the scarcer resource (they leave
+      // cores to other units), more when memory is (they finish sooner).
+      const double c = cost(est, t);
+      if (!chosen || c < chosen_cost || (c == chosen_cost && cpu_weight > 0.5)) {
+        chosen_cost = c;
+        chosen.emplace(t, std::move(est));
+      }
+    }
+
+    // Fewer threads than archs compiles them in turns: longer, one spike per
+    // turn. When all archs at once would start soon enough to finish first,
+    // the unit waits for that instead (the earliest completion wins).
+    std::optional<std::pair<double, Estimate>> wait_for_all;
+    if (chosen && chosen->first < max_threads && max_threads <= config.cores && !blocked_by_budget) {
+      Estimate all = estimate(unit, max_threads);
+      const double finish_now = chosen->second.profile.duration_s;
+      const double all_cost = cost(all, max_threads);
+      if (all.profile.duration_s < finish_now &&
+          (all_cost < chosen_cost || (all_cost == chosen_cost && cpu_weight <= 0.5))) {
+        auto s =
+            earliest_start(load, all.profile, max_threads, capacity, config.cores, finish_now - all.profile.duration_s);
+        if (s && (!head || head->memory.peak_with(all.profile, *s) <= capacity)) {
+          wait_for_all.emplace(*s, std::move(all));
+          chosen.reset();
+        }
+      }
+    }
+
+    std::string reason;
+    if (!chosen && nothing_runs && !wait_for_all) {
+      // Progress rule: nothing runs, so this unit runs even if it is too big.
+      reason = "runs alone: needs " + format_size(smallest.peak()) + ", budget " + format_size(capacity);
+      chosen.emplace(lowest, smallest);
+    }
+    if (chosen) {
+      auto& [t, est] = *chosen;
+      if (reason.empty())
+        reason = "predicted peak " + format_size(est.peak()) + " (" + std::string(to_string(est.source)) + ", " +
+                 threads_text(t) + "), predicted total " + format_size(load.memory.peak_with(est.profile, 0)) + " of " +
+                 format_size(capacity);
+      if (head) {
+        head->memory = head->memory.plus(est.profile, 0);
+        head->cpu = head->cpu.plus(flat_threads(t, est.profile.duration_s), 0);
+      }
+      start(unit, t, std::move(est), std::move(reason));
+      continue;
+    }
+
+    // Not started: say why, and reserve the first such unit's earliest start.
+    if (wait_for_all) {
+      const auto& [at, all] = *wait_for_all;
+      reason = "waits ~" + std::to_string(std::lround(at)) + " s to compile its " +
+               std::to_string(std::max(unit.key.arch_count, 1)) + " archs at once (" + threads_text(max_threads) +
+               "): finishes sooner than in turns now";
+      if (!head) {
+        Reservation r;
+        r.start = at;
+        r.memory = load.memory.plus(all.profile, at);
+        r.cpu = load.cpu.plus(flat_threads(max_threads, all.profile.duration_s), at);
+        head = std::move(r);
+      }
+      plan.wait_reasons[unit.id] = std::move(reason);
+      continue;
+    }
+    if (highest < lowest) {
+      reason = "all " + std::to_string(config.cores) + " cores busy";
+    } else if (blocked_by_budget && !blocked_by_head) {
+      plan.wait_reasons[unit.id] = "build budget " + format_size(budget->second) + " reached (" +
+                                   format_size(build_load.at(0) + build_paused) + " in use, needs " +
+                                   format_size(smallest.peak()) + ")";
+      continue;  // its own build holds it back: it reserves nothing of the machine
+    } else if (blocked_by_head) {
+      reason = "waiting for earlier units (queue order)";
+    } else {
+      std::uint64_t free_now = sub_sat(capacity, load.memory.at(0));
+      reason = "needs " + format_size(smallest.peak()) + ", " + format_size(free_now) + " free";
+      if (smallest.peak() <= free_now) reason += " now, but its peak would meet the running units' peaks";
+      if (cap.paused > 0) reason += " (paused builds hold " + format_size(cap.paused) + ")";
+    }
+    if (!head) {
+      // Its earliest start: the first moment, where the load drops, from which it fits.
+      Reservation r;
+      const double all_done = std::max(load.memory.duration_s, load.cpu.duration_s);
+      r.alone = smallest.peak() > capacity || lowest > config.cores;
+      r.start = all_done;
+      if (!r.alone)
+        r.start = earliest_start(load, smallest.profile, lowest, capacity, config.cores, all_done).value_or(all_done);
+      r.memory = load.memory.plus(smallest.profile, r.start);
+      r.cpu = load.cpu.plus(flat_threads(lowest, smallest.profile.duration_s), r.start);
+      if (r.start < kForever / 2) reason += " (expected to start in ~" + std::to_string(std::lround(r.start)) + " s)";
+      head = std::move(r);
+    }
+    plan.wait_reasons[unit.id] = std::move(reason);
+  }
+}
+
+}  // namespace fad::steps

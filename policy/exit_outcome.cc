@@ -1,0 +1,34 @@
+// decide_exit; see exit_outcome.h.
+#include "policy/exit_outcome.h"
+
+namespace fad {
+
+ExitOutcome decide_exit(const UnitExit& e) {
+  using Action = ExitOutcome::Action;
+  ExitOutcome out;
+  switch (e.stop) {
+    case StopCause::requeue:
+      out.action = Action::requeue;
+      out.floor = e.peak;
+      return out;
+    case StopCause::requeue_alone:
+      out.action = Action::requeue;
+      out.floor = e.peak;
+      out.alone = true;
+      return out;
+    case StopCause::shutdown: out.action = Action::requeue; return out;
+    case StopCause::cancel: out.action = Action::cancelled; return out;
+    case StopCause::none: break;
+  }
+  if (e.signaled && e.oom_killed && e.attempts < kMaxOomAttempts) {
+    out.action = Action::requeue;
+    out.floor = e.peak + e.peak / 4;
+    out.oom_rerun = true;
+    return out;
+  }
+  if (e.exit_code == 0 && !e.signaled) return out;
+  out.action = e.external ? Action::fail : Action::fail_build;
+  return out;
+}
+
+}  // namespace fad

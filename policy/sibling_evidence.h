@@ -1,0 +1,71 @@
+// What the units running now say about their queued siblings, before any of
+// them has finished. nvcc units climb to a spike (cicc instantiating the
+// templates) and drop to a plateau (ptxas, the host compiler), see spikes.h:
+// once a unit of a family has come down from its spike, its siblings can be
+// admitted at that observed peak and shape, with a margin that shrinks as more
+// siblings confirm it, instead of the flat prior. A sibling still climbing is
+// a lower bound.
+// Pure code: the daemon (or the simulator) hands in the measured samples.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/profile.h"
+#include "policy/spikes.h"
+#include "policy/unit_key.h"
+
+namespace fad {
+
+/// What a running unit has shown so far.
+struct RunningObservation {
+  UnitKey key;
+  int threads = 1;
+  Profile so_far;                    ///< its measured memory since it started; duration_s = its age
+  std::uint64_t predicted_peak = 0;  ///< what it was admitted with: spikes count from a quarter of it
+};
+
+struct SiblingEvidenceConfig {
+  double prior_duration_s = 120;  ///< per arch, for a sibling's duration while none finished
+};
+
+class SiblingEvidence {
+ public:
+  explicit SiblingEvidence(SiblingEvidenceConfig config);
+
+  /// Replaces the evidence with the units running now.
+  void replace(const std::vector<RunningObservation>& running);
+
+  /// What the family's running units predict for `key` at `threads`: a profile
+  /// when at least one sibling is past its spike (nullopt otherwise), scaled
+  /// like finished observations and with the evidence margin.
+  std::optional<Profile> predict(const UnitKey& key, int threads) const;
+
+  /// The highest peak any running sibling has reached so far, scaled to `key`
+  /// at `threads`: no estimate of a sibling should be below it. 0 when none.
+  std::uint64_t lower_bound(const UnitKey& key, int threads) const;
+
+  /// How many units of the family are past their spike now.
+  std::size_t confirmed(const std::string& family) const;
+  /// How many units of the family run now.
+  std::size_t running(const std::string& family) const;
+
+ private:
+  struct Sibling {
+    UnitKey key;
+    int threads = 1;
+    Profile so_far;  ///< thinned
+    SpikeSummary spikes;
+  };
+  SiblingEvidenceConfig config_;
+  std::map<std::string, std::vector<Sibling>> by_family_;
+};
+
+/// The evidence margin for `n` confirming siblings: 1.25 for one, shrinking
+/// as 1 + 0.25 / sqrt(n).
+double evidence_margin(std::size_t n);
+
+}  // namespace fad

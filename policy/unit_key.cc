@@ -1,0 +1,35 @@
+// UnitKey and profile rescaling; see unit_key.h.
+#include "policy/unit_key.h"
+
+#include <algorithm>
+
+namespace fad {
+
+std::string UnitKey::exact() const {
+  // \x1f (unit separator) cannot appear in paths, flags or version strings.
+  std::string out;
+  for (const std::string* part : {&source, &content_hash, &flags, &archs, &compiler}) {
+    out += *part;
+    out += '\x1f';
+  }
+  return out;
+}
+
+int effective_parallelism(int threads, int arch_count) {
+  return std::max(1, std::min(threads, std::max(arch_count, 1)));
+}
+
+Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, const UnitKey& to, int to_threads) {
+  const int arch_from = std::max(from.arch_count, 1);
+  const int arch_to = std::max(to.arch_count, 1);
+  const int e_from = effective_parallelism(from_threads, arch_from);
+  const int e_to = effective_parallelism(to_threads, arch_to);
+  double time = static_cast<double>(e_from) / e_to * arch_to / arch_from;
+  const double per_arch = static_cast<double>(e_from) / arch_from;  // one arch's share of the measured time
+  time = std::max(time, per_arch);
+  const double memory =
+      e_to >= e_from ? static_cast<double>(e_to) / e_from : static_cast<double>(e_to + 1) / (e_from + 1);
+  return profile.scaled(memory, time);
+}
+
+}  // namespace fad

@@ -1,0 +1,37 @@
+// What identifies a compile unit for learning, and how a profile measured for
+// one unit at some nvcc thread count is scaled to another unit or thread count.
+#pragma once
+
+#include <string>
+
+#include "policy/profile.h"
+
+namespace fad {
+
+/// What identifies a compile unit for learning. `exact()` is the primary key:
+/// source content hash + flags + arch set + compiler version.
+struct UnitKey {
+  std::string source;        ///< source path relative to the kernels dir
+  std::string content_hash;  ///< hash of the source file's content (and its includes where known)
+  std::string flags;         ///< the unit's compiler flags, joined
+  std::string archs;         ///< e.g. "90,120a"
+  std::string compiler;      ///< compiler version string
+  std::string family;        ///< unit family from the manifest (e.g. "fwd_hdim128")
+  int arch_count = 1;        ///< number of gencode targets (upper bound for --threads)
+
+  std::string exact() const;
+};
+
+/// Archs nvcc compiles at once: min(threads, arch_count), at least 1.
+int effective_parallelism(int threads, int arch_count);
+
+/// `profile`, measured for `from` run with `from_threads`, as if it had run as
+/// `to` with `to_threads`. Memory grows with the archs compiled at once:
+/// scaling up linearly is safe (the traces: 4.03 GiB at one thread, 6.89 GiB
+/// at two, ratio 1.7 < 2); scaling down linearly would under-estimate
+/// (6.89 / 2 < 4.03), so down it scales by (e + 1) / (e_from + 1). Time shrinks
+/// with parallelism and grows with the archs to compile, never below one arch's
+/// share of the measured time.
+Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
+
+}  // namespace fad

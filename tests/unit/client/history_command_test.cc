@@ -1,0 +1,148 @@
+// fad history export / import against a scripted fadd: the file format, the
+// paging, and bad files as usage errors.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "client/cli.h"
+#include "client/commands.h"
+#include "client/exit_codes.h"
+
+using namespace fad::client;
+using fad::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scripted {
+  std::deque<json> answers;
+  std::vector<fad::Request> seen;
+  std::ostringstream out, err;
+  Context context() {
+    return Context{[this](const fad::Request& r) -> CallResult {
+                     seen.push_back(r);
+                     if (answers.empty()) return CallFailure{kExitUnreachable, "cannot reach fadd at /s: gone"};
+                     json a = answers.front();
+                     answers.pop_front();
+                     return fad::Response{true, std::move(a), fad::ErrorCode::internal, ""};
+                   },
+                   "/s",
+                   out,
+                   err,
+                   [](std::chrono::milliseconds) {},
+                   []() -> fad::Result<std::vector<fad::Arch>> { return fad::make_error("no GPU"); }};
+  }
+};
+
+json profile(const std::string& source, std::uint64_t bytes) {
+  return {{"source", source},
+          {"content_hash", "h"},
+          {"flags", "-O3"},
+          {"archs", "90"},
+          {"compiler", "13.0"},
+          {"family", "fam"},
+          {"arch_count", 1},
+          {"threads", 1},
+          {"duration_s", 60.0},
+          {"points", json::array({json::array({0.0, bytes / 2}), json::array({10.0, bytes})})},
+          {"recorded_at", "2026-01-01T00:00:00Z"},
+          {"origin", "local"}};
+}
+
+Command file_command(CommandKind kind, const std::string& file) {
+  Command c;
+  c.kind = kind;
+  c.file = file;
+  return c;
+}
+
+struct TempFile {
+  fs::path path = fs::temp_directory_path() / ("fad-history-test-" + std::to_string(::getpid()) + ".json");
+  ~TempFile() { fs::remove(path); }
+};
+
+}  // namespace
+
+TEST_CASE("history export and import parse their FILE") {
+  const char* exp[] = {"fad", "history", "export", "out.json"};
+  auto c = std::get<Command>(parse_command(4, exp));
+  CHECK(c.kind == CommandKind::history_export);
+  CHECK(c.file == "out.json");
+  const char* imp[] = {"fad", "history", "import", "in.json", "--socket", "/s"};
+  c = std::get<Command>(parse_command(6, imp));
+  CHECK(c.kind == CommandKind::history_import);
+  CHECK(c.file == "in.json");
+  CHECK(c.socket == std::optional<std::string>("/s"));
+  const char* plain[] = {"fad", "history", "--limit", "3"};
+  CHECK(std::get<Command>(parse_command(4, plain)).kind == CommandKind::history);
+  const char* missing[] = {"fad", "history", "import"};
+  auto e = std::get<EarlyExit>(parse_command(3, missing));
+  CHECK(e.exit_code == kExitUsage);
+}
+
+TEST_CASE("history export pages through fadd and writes a versioned file that import reads back") {
+  TempFile file;
+  Scripted d;
+  d.answers = {json{{"profiles", {profile("a.cu", 100), profile("b.cu", 200)}}, {"next_after", 2}},
+               json{{"profiles", {profile("c.cu", 300)}}, {"next_after", nullptr}}};
+  auto ctx = d.context();
+  REQUIRE(run_history_export(file_command(CommandKind::history_export, file.path.string()), ctx) == kExitOk);
+  REQUIRE(d.seen.size() == 2);
+  CHECK(d.seen[0].type == "history_export");
+  CHECK(d.seen[1].body["after"] == 2);
+  CHECK(d.out.str() == "exported 3 unit profile(s) to " + file.path.string() + "\n");
+  json doc = json::parse(std::ifstream(file.path));
+  CHECK(doc["format"] == "fad-history");
+  CHECK(doc["version"] == 1);
+  CHECK(doc["profiles"].size() == 3);
+  CHECK_FALSE(fs::exists(file.path.string() + ".tmp"));
+
+  Scripted back;
+  back.answers = {json{{"imported", 2}, {"skipped", 1}}};
+  auto ctx2 = back.context();
+  REQUIRE(run_history_import(file_command(CommandKind::history_import, file.path.string()), ctx2) == kExitOk);
+  REQUIRE(back.seen.size() == 1);
+  CHECK(back.seen[0].type == "history_import");
+  CHECK(back.seen[0].body["profiles"].size() == 3);
+  CHECK(back.out.str() == "imported 2 unit profile(s) from " + file.path.string() + " (1 already known)\n");
+}
+
+TEST_CASE("history import refuses bad files with one line and exit 2, before talking to fadd") {
+  TempFile file;
+  Scripted d;
+  auto ctx = d.context();
+  auto import = [&] {
+    d.err.str("");
+    return run_history_import(file_command(CommandKind::history_import, file.path.string()), ctx);
+  };
+  CHECK(import() == kExitUsage);  // missing
+  CHECK(d.err.str().find("cannot read") != std::string::npos);
+  std::ofstream(file.path) << "{not json";
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("not valid JSON") != std::string::npos);
+  std::ofstream(file.path) << R"({"format": "something-else", "version": 1, "profiles": []})";
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("not a fad history file") != std::string::npos);
+  std::ofstream(file.path) << R"({"format": "fad-history", "version": 99, "profiles": []})";
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("newer than this fad reads") != std::string::npos);
+  json doc = {{"format", "fad-history"}, {"version", 1}, {"profiles", {profile("a.cu", 1), profile("b.cu", 1)}}};
+  doc["profiles"][1]["points"][0][0] = 12.0;  // the first point after the second
+  std::ofstream(file.path) << doc.dump();
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("profiles[1]: field \"points[1]\"") != std::string::npos);
+  const std::string line = d.err.str();
+  CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  fs::remove(file.path);
+  fs::create_directory(file.path);
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("not a regular file") != std::string::npos);
+  fs::remove(file.path);
+  CHECK(d.seen.empty());
+}

@@ -1,0 +1,71 @@
+// What becomes of a unit when its process ends.
+#include "policy/exit_outcome.h"
+
+#include <catch2/catch.hpp>
+
+namespace fad {
+namespace {
+
+using Action = ExitOutcome::Action;
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+UnitExit ended(int code, bool signaled = false) {
+  UnitExit e;
+  e.exit_code = code;
+  e.signaled = signaled;
+  e.peak = 4 * kGiB;
+  return e;
+}
+
+TEST_CASE("exit outcome: success, failure of a bundled and of a launched unit") {
+  CHECK(decide_exit(ended(0)).action == Action::succeed);
+  CHECK(decide_exit(ended(1)).action == Action::fail_build);
+  UnitExit launched = ended(2);
+  launched.external = true;
+  CHECK(decide_exit(launched).action == Action::fail);  // the build tool decides about the rest
+  // Killed by someone's signal (not the OOM killer): a failure.
+  CHECK(decide_exit(ended(137, true)).action == Action::fail_build);
+}
+
+TEST_CASE("exit outcome: an OOM kill reruns the unit with its peak + 25%, up to three runs in all") {
+  UnitExit e = ended(137, true);
+  e.oom_killed = true;
+  for (int attempt = 1; attempt < kMaxOomAttempts; ++attempt) {
+    e.attempts = attempt;
+    auto out = decide_exit(e);
+    CHECK(out.action == Action::requeue);
+    CHECK(out.oom_rerun);
+    CHECK(out.floor == 5 * kGiB);
+    CHECK_FALSE(out.alone);
+  }
+  e.attempts = kMaxOomAttempts;
+  CHECK(decide_exit(e).action == Action::fail_build);
+  e.external = true;
+  CHECK(decide_exit(e).action == Action::fail);
+}
+
+TEST_CASE("exit outcome: fad's own stops are never failures, whatever the exit status") {
+  UnitExit e = ended(143, true);
+  e.stop = StopCause::requeue;
+  auto out = decide_exit(e);
+  CHECK(out.action == Action::requeue);
+  CHECK(out.floor == 4 * kGiB);  // its observed peak: it got that far
+  CHECK_FALSE(out.alone);
+  e.stop = StopCause::requeue_alone;
+  out = decide_exit(e);
+  CHECK(out.action == Action::requeue);
+  CHECK(out.alone);
+  CHECK(out.floor == 4 * kGiB);
+  e.stop = StopCause::shutdown;
+  out = decide_exit(e);
+  CHECK(out.action == Action::requeue);
+  CHECK(out.floor == 0);  // stopped for no fault of its size
+  e.stop = StopCause::cancel;
+  CHECK(decide_exit(e).action == Action::cancelled);
+  e.exit_code = 0;
+  e.signaled = false;
+  CHECK(decide_exit(e).action == Action::cancelled);  // a cancel that raced its success stays a cancel
+}
+
+}  // namespace
+}  // namespace fad

@@ -1,0 +1,123 @@
+// Spikes and running siblings, on the recorded nvcc trace: a cold build learns
+// from a family's first unit as soon as it is past its spike.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "policy/estimator.h"
+#include "policy/sibling_evidence.h"
+#include "policy/spikes.h"
+
+namespace fad {
+namespace {
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+/// The recorded trace of one real nvcc unit (one arch, one thread), up to `until` seconds.
+Profile trace_until(double until) {
+  std::ifstream in(std::string(FAD_TRACES_DIR) + "/fwd128_fp16_sm90_t1.tsv");
+  REQUIRE(in);
+  Profile p;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    double t = 0, mib = 0;
+    f >> t >> mib;
+    if (t > until) break;
+    p.points.emplace_back(t, static_cast<std::uint64_t>(mib * kMiB));
+    p.duration_s = t;
+  }
+  return p;
+}
+
+UnitKey sibling(const std::string& name, int arch_count = 1) {
+  UnitKey k;
+  k.source = name + ".cu";
+  k.content_hash = "h-" + name;
+  k.flags = "-O3";
+  k.archs = arch_count == 1 ? "90" : "80,90";
+  k.compiler = "13.0";
+  k.family = "flash_fwd_hdim_fp_sm";
+  k.arch_count = arch_count;
+  return k;
+}
+
+TEST_CASE("spikes: the trace's cicc spike counts, the preprocessor's bump and the declining plateau do not") {
+  const std::uint64_t quarter = 5 * kGiB / 4;                     // a quarter of the 5 GiB it was admitted with
+  CHECK(summarize_spikes(trace_until(60), quarter).spikes == 0);  // still climbing
+  auto s = summarize_spikes(trace_until(70), quarter);
+  CHECK(s.spikes == 1);
+  CHECK(s.peak == 4131 * kMiB);
+  CHECK(s.last_drop_at == 66);
+  auto all = summarize_spikes(trace_until(400), quarter);
+  CHECK(all.spikes == 1);
+  CHECK(all.since_drop == 1604 * kMiB);  // its plateau
+  // Admitted with an accurate 4 GiB estimate, the 0.65 GiB bump at 6 s is still no spike.
+  CHECK(summarize_spikes(trace_until(20), kGiB).spikes == 0);
+  CHECK(arch_turns(1, 2) == 2);
+  CHECK(arch_turns(2, 2) == 1);
+  CHECK(arch_turns(4, 3) == 1);
+}
+
+TEST_CASE("sibling evidence: a unit past its spike predicts its siblings' peak and shape with a margin") {
+  SiblingEvidence ev({120});
+  ev.replace({{sibling("split0"), 1, trace_until(60), 5 * kGiB}});
+  CHECK_FALSE(ev.predict(sibling("split1"), 1));  // not past its spike yet
+  CHECK(ev.lower_bound(sibling("split1"), 1) == 3840 * kMiB);
+  CHECK(ev.confirmed("flash_fwd_hdim_fp_sm") == 0);
+
+  ev.replace({{sibling("split0"), 1, trace_until(70), 5 * kGiB}});
+  auto p = ev.predict(sibling("split1"), 1);
+  REQUIRE(p);
+  CHECK(ev.confirmed("flash_fwd_hdim_fp_sm") == 1);
+  CHECK(p->peak() == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
+  CHECK(p->at(5) < 2 * kGiB);                                           // climbing, as measured
+  CHECK(p->at(100) == Approx(1.25 * 0.4 * 4131 * kMiB).epsilon(0.01));  // the plateau, not the spike
+  CHECK(p->duration_s == 120);  // no sibling finished: at least the prior's duration
+  // Another family learns nothing from it.
+  UnitKey other = sibling("bwd");
+  other.family = "flash_bwd_hdim_fp_sm";
+  CHECK_FALSE(ev.predict(other, 1));
+
+  SECTION("the margin shrinks as more siblings confirm the peak") {
+    ev.replace({{sibling("split0"), 1, trace_until(70), 5 * kGiB},
+                {sibling("split2"), 1, trace_until(90), 5 * kGiB},
+                {sibling("split3"), 1, trace_until(80), 5 * kGiB},
+                {sibling("split4"), 1, trace_until(75), 5 * kGiB}});
+    auto q = ev.predict(sibling("split1"), 1);
+    REQUIRE(q);
+    CHECK(q->peak() == Approx(1.125 * 4131 * kMiB).epsilon(0.001));  // 1 + 0.25 / sqrt(4)
+  }
+  SECTION("a sibling compiling two archs in turns has a second spike to come: flat at the peak") {
+    ev.replace({{sibling("two0", 2), 1, trace_until(70), 5 * kGiB}});
+    auto q = ev.predict(sibling("two1", 2), 1);
+    REQUIRE(q);
+    CHECK(q->at(100) == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
+  }
+}
+
+TEST_CASE("Estimator: a cold build admits a family's siblings on a running unit's evidence") {
+  Estimator est({5 * kGiB, 120});
+  CHECK(est.estimate(sibling("split1"), 1, std::nullopt).source == EstimateSource::prior);
+  // A sibling climbing past the prior raises the guess to what it reached.
+  Profile high = Profile::flat(6 * kGiB, 30);
+  est.observe_running({{sibling("split0"), 1, high, 5 * kGiB}});
+  auto guess = est.estimate(sibling("split1"), 1, std::nullopt);
+  CHECK(guess.source == EstimateSource::prior);
+  CHECK(guess.peak() == 6 * kGiB);
+  // Past its spike: the siblings' estimate is the measured peak with the margin.
+  est.observe_running({{sibling("split0"), 1, trace_until(70), 5 * kGiB}});
+  auto e = est.estimate(sibling("split1"), 1, std::nullopt);
+  CHECK(e.source == EstimateSource::running_sibling);
+  CHECK(e.peak() == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
+  CHECK(est.knows_family("flash_fwd_hdim_fp_sm"));
+  // Once it is gone and nothing finished, nothing is known again.
+  est.observe_running({});
+  CHECK(est.estimate(sibling("split1"), 1, std::nullopt).source == EstimateSource::prior);
+}
+
+}  // namespace
+}  // namespace fad
