@@ -14,17 +14,6 @@ namespace fad {
 
 namespace fs = std::filesystem;
 
-std::string content_hash(std::string_view data) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 std::string artifact_path(const std::string& build_dir, const Manifest& manifest) {
   return build_dir + "/lib/lib" + manifest.library + ".so";
 }

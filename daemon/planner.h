@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/arch.h"
+#include "common/hash.h"
 #include "common/result.h"
 #include "daemon/manifest.h"
 #include "daemon/model.h"
@@ -27,9 +28,6 @@ struct PlanRequest {
 /// which Store::create_build replaces with the new build id. Fails when the glob
 /// matches no unit (naming a few unit names) or a source cannot be read.
 Result<std::vector<UnitRecord>> plan_build(const Manifest& manifest, const PlanRequest& request);
-
-/// 64-bit FNV-1a of a byte string, as 16 hex digits.
-std::string content_hash(std::string_view data);
 
 /// What the estimator knows a unit by: source, content, flags, archs, compiler, family.
 UnitKey unit_key(const UnitRecord& unit);
