@@ -103,12 +103,25 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   auto archs = strings_field(body, "archs", false);
   if (!archs) return make_error(archs.error());
   r.archs = std::move(*archs);
+  for (auto [field, target] :
+       {std::pair{"content_hash", &r.content_hash}, std::pair{"compiler_version", &r.compiler_version}}) {
+    auto v = string_field(body, field, false);
+    if (!v) return make_error(v.error());
+    *target = *v;
+  }
+  if (auto it = body.find("cached"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return make_error("field \"cached\" must be a boolean");
+    r.cached = it->get<bool>();
+  }
   return r;
 }
 
 json LaunchRequest::to_json() const {
   json j{{"session", session}, {"cwd", cwd}, {"argv", argv}, {"source", source}, {"output", output}, {"archs", archs}};
   if (build_id) j["build_id"] = *build_id;
+  if (!content_hash.empty()) j["content_hash"] = content_hash;
+  if (!compiler_version.empty()) j["compiler_version"] = compiler_version;
+  if (cached) j["cached"] = true;
   return j;
 }
 

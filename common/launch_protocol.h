@@ -6,9 +6,11 @@
 //
 //   open_build {name, command, budget_bytes?}         -> {id}
 //   close_build {id, exit_code}                       -> {id, state}
-//   launch {build_id?, session, cwd, argv, source, output, archs}
-//                                                     -> {unit_id, build_id}
-//   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, wait_reason}
+//   launch {build_id?, session, cwd, argv, source, output, archs,
+//           content_hash?, compiler_version?, cached?}
+//                                                     -> {unit_id, build_id, state?}
+//   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, estimate_bytes,
+//                                                         wait_reason}
 //   launch_started {unit_id, pid}                     -> {}
 //   launch_finished {unit_id, exit_code, signaled}    -> {requeue: bool}
 #pragma once
@@ -48,6 +50,14 @@ struct LaunchRequest {
   std::string source;             ///< absolute path of the compiled file
   std::string output;
   std::vector<std::string> archs;  ///< code targets, e.g. "sm_90"
+  /// The source's content hash and the compiler's version line, computed by
+  /// the launcher (so fadd need not open the file or run the compiler); "" =
+  /// not sent.
+  std::string content_hash;
+  std::string compiler_version;
+  /// The compile cache already held the outputs: fadd records a finished,
+  /// cached unit and schedules nothing (the answer carries state "succeeded").
+  bool cached = false;
   static Result<LaunchRequest> from_json(const json& body);
   json to_json() const;
 };

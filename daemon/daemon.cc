@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/cache_settings.h"
 #include "common/size.h"
 #include "daemon/boost_launcher.h"
 #include "daemon/clock.h"
@@ -44,6 +45,10 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.scheduler.nvcc_threads = c.nvcc_threads;
   e.scheduler.cores = o.cores > 0 ? o.cores : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e.estimator.prior_per_thread = c.unit_memory_prior;
+  if (auto cache = resolve_cache_settings(c, process_env()))
+    e.cache = *cache;
+  else
+    spdlog::warn("compiling without the compile cache: {}", cache.error());
   return e;
 }
 

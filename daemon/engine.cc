@@ -43,7 +43,15 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       toolchains_(std::move(toolchains)),
       estimator_(options_.estimator),
       scheduler_(options_.scheduler, estimator_),
-      started_at_(clock.now()) {}
+      started_at_(clock.now()) {
+  if (options_.cache.max_bytes > 0) {
+    auto cache = CompileCache::open(options_.cache);
+    if (cache)
+      cache_ = std::move(*cache);
+    else
+      spdlog::warn("compiling without the compile cache: {}", cache.error());
+  }
+}
 
 void Engine::recover() {
   // Process groups are only meaningful within the boot that created them.
@@ -245,6 +253,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   if (unit.kind == UnitKind::compile) {
     argv.push_back("--threads");
     argv.push_back(std::to_string(d.threads));
+    for (auto& a : cache_args(unit)) argv.push_back(std::move(a));
   }
   std::error_code ec;
   fs::create_directories(fs::path(unit.output_path).parent_path(), ec);
@@ -370,6 +379,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
           obs.profile.points.emplace_back(0.0, r.peak);
       }
       estimator_.learn(obs);
+      store_cached(u, r.started_at);
       history =
           HistoryRecord{obs.key.exact(),  obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
                         obs.key.compiler, obs.key.family, obs.key.arch_count,   r.threads,     obs.profile.serialize()};

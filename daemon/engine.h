@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/compile_cache.h"
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
 #include "daemon/clock.h"
@@ -35,6 +37,8 @@ struct EngineOptions {
   int samples_kept = 100000;
   /// Seconds between SIGTERM and SIGKILL when stopping a unit.
   double kill_grace_s = 5;
+  /// The compile cache for bundled units; max_bytes 0 = none.
+  CacheSettings cache;
 };
 
 /// Resolves a compiler name to its toolchain (probing it); a function so tests
@@ -106,12 +110,18 @@ class Engine {
   void schedule(double now, const MemorySnapshot& snap);
   void start_unit(const UnitRecord& unit, const Decision& d, double now);
   void admit_external(const UnitRecord& unit, const Decision& d, double now);
+  Response record_cached_launch(const BuildRecord& build, const UnitRecord& unit, std::int64_t unit_id,
+                                const LaunchRequest& req);
   void check_external(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
   void on_exit(std::int64_t unit_id, ExitInfo info);
   void finish_link(Running& r, bool ok);
   void update_build(std::int64_t build_id);
+  // The compile cache (engine_cache.cc).
+  void restore_cached_units(std::int64_t build_id);
+  std::vector<std::string> cache_args(const UnitRecord& unit) const;
+  void store_cached(const UnitRecord& unit, double started_at);
   void append_build_log(std::int64_t build_id, const std::string& text);
   std::string build_dir(std::int64_t id) const;
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
@@ -123,6 +133,7 @@ class Engine {
   MemoryProbe& probe_;
   ProcessLauncher& launcher_;
   ToolchainLookup toolchains_;
+  std::unique_ptr<CompileCache> cache_;  ///< null when off or unusable
   Estimator estimator_;
   Scheduler scheduler_;
   std::map<std::int64_t, Running> running_;  ///< by unit id

@@ -128,12 +128,19 @@ Response Engine::launch(const LaunchRequest& req) {
   u.archs = req.archs;
   u.argv = req.argv;
   u.output_path = req.output;
-  u.content_hash = content_hash(read_small_file(req.source));
+  // What the launcher computed itself, when it sent it: fadd then neither
+  // opens the file nor runs the compiler.
+  u.content_hash = req.content_hash.empty() ? content_hash(read_small_file(req.source)) : req.content_hash;
   u.flags = key_flags(req.argv, req.source);
-  auto tc = toolchains_(req.argv.front());
-  u.compiler = tc ? tc->version : req.argv.front();
+  if (!req.compiler_version.empty() || req.cached) {
+    u.compiler = req.compiler_version.empty() ? req.argv.front() : req.compiler_version;
+  } else {
+    auto tc = toolchains_(req.argv.front());
+    u.compiler = tc ? tc->version : req.argv.front();
+  }
   u.key = unit_key(u).exact();
   const auto unit_id = store_.add_unit(build->id, u, build_dir(build->id) + "/logs");
+  if (req.cached) return record_cached_launch(*build, u, unit_id, req);
   {
     std::error_code ec;
     fs::create_directories(fs::path(u.log_path).parent_path(), ec);
@@ -148,6 +155,24 @@ Response Engine::launch(const LaunchRequest& req) {
   update_build(build->id);
   if (wake_) wake_();
   return ok_response({{"unit_id", unit_id}, {"build_id", build->id}});
+}
+
+Response Engine::record_cached_launch(const BuildRecord& build, const UnitRecord& u, std::int64_t unit_id,
+                                      const LaunchRequest& req) {
+  // A hit: the launcher restored the outputs; nothing to admit or measure.
+  store_.mark_unit_cached(unit_id, clock_.wall());
+  {
+    std::error_code ec;
+    fs::create_directories(fs::path(u.log_path).parent_path(), ec);
+    std::ofstream log(u.log_path);
+    log << "$ (cd " << req.cwd << " &&";
+    for (const auto& a : req.argv) log << " " << a;
+    log << ")\n(restored from the compile cache by the launcher)\n";
+  }
+  last_activity_[build.id] = clock_.now();
+  append_build_log(build.id, "cached " + u.name + " (restored from the compile cache)\n");
+  update_build(build.id);
+  return ok_response({{"unit_id", unit_id}, {"build_id", build.id}, {"state", "succeeded"}});
 }
 
 void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
@@ -170,7 +195,8 @@ Response Engine::launch_poll(const UnitRequest& req) {
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
       return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
-    return ok_response({{"state", "admitted"}, {"threads", it->second.threads}});
+    return ok_response(
+        {{"state", "admitted"}, {"threads", it->second.threads}, {"estimate_bytes", it->second.predicted.peak()}});
   }
   auto unit = store_.unit(req.unit_id);
   if (!unit || unit->kind != UnitKind::external)

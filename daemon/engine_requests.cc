@@ -54,6 +54,7 @@ Response Engine::submit(const SubmitRequest& req) {
     append_build_log(id, "submitted: " + std::to_string(count) + " units for " + std::to_string(archs->size()) +
                              " arch(s) with " + tc->path + "\n");
     spdlog::info("build {} submitted: {} units", id, count);
+    restore_cached_units(id);
     if (wake_) wake_();
     return ok_response({{"id", id}});
   } catch (const StoreError& e) {

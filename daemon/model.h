@@ -73,6 +73,7 @@ struct UnitRecord {
   double duration_s = 0;
   std::string wait_reason;
   std::optional<std::int64_t> pgid;  ///< process group while running (for crash cleanup)
+  bool cached = false;               ///< its outputs came from the compile cache: never scheduled
 };
 
 /// A finished unit's measurements, feeding the estimator.

@@ -12,7 +12,9 @@ json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullp
 
 json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units) {
   json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  int cache_hits = 0;
   for (const auto& u : units) {
+    cache_hits += u.cached;
     counts["total"] = counts["total"].get<int>() + 1;
     const std::string state(to_string(u.state));
     counts[state] = counts[state].get<int>() + 1;
@@ -30,7 +32,8 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
             {"artifact", opt(b.artifact)},
             {"error", b.error.empty() ? json(nullptr) : json(b.error)},
             {"kind", b.kind},
-            {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)}};
+            {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)},
+            {"cache_hits", cache_hits}};
   if (with_units) {
     json list = json::array();
     for (const auto& u : units) {
@@ -47,7 +50,8 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
                       {"duration_s", u.duration_s},
                       {"exit_code", u.exit_code ? json(*u.exit_code) : json(nullptr)},
                       {"wait_reason", u.state == UnitState::queued ? json(u.wait_reason) : json(nullptr)},
-                      {"log", u.log_path}});
+                      {"log", u.log_path},
+                      {"cached", u.cached}});
     }
     j["unit_list"] = std::move(list);
   }

@@ -54,3 +54,31 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   CHECK_FALSE(OpenBuildRequest::from_json({{"budget_bytes", -5}}));
   CHECK_FALSE(LaunchFinishedRequest::from_json({{"unit_id", 1}, {"exit_code", 0}, {"signaled", "yes"}}));
 }
+
+TEST_CASE("launch protocol: the launcher's own figures and a cache hit travel, and are optional",
+          "[protocol][launch]") {
+  LaunchRequest l;
+  l.session = 1;
+  l.cwd = "/w";
+  l.argv = {"nvcc", "-c", "a.cu"};
+  l.source = "/w/a.cu";
+  l.content_hash = "0011223344556677";
+  l.compiler_version = "Build cuda_13.0.r13.0/compiler.1";
+  l.cached = true;
+  auto back = LaunchRequest::from_json(l.to_json());
+  REQUIRE(back);
+  CHECK(back->content_hash == l.content_hash);
+  CHECK(back->compiler_version == l.compiler_version);
+  CHECK(back->cached);
+  // An older launcher sends none of them.
+  auto old = LaunchRequest::from_json({{"session", 1}, {"cwd", "/"}, {"source", "/a.cu"}, {"argv", {"nvcc"}}});
+  REQUIRE(old);
+  CHECK(old->content_hash.empty());
+  CHECK_FALSE(old->cached);
+  CHECK(l.to_json().contains("content_hash"));
+  CHECK_FALSE(LaunchRequest{}.to_json().contains("cached"));
+  auto bad = LaunchRequest::from_json(
+      {{"session", 1}, {"cwd", "/"}, {"source", "/a.cu"}, {"argv", {"nvcc"}}, {"cached", "yes"}});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error() == "field \"cached\" must be a boolean");
+}
