@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -25,8 +26,19 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& out,
+// The compile cache and the memory claims of one test: every test binary
+// process runs one test case, so nothing leaks from one test into another
+// (nor into the user's own cache).
+const fs::path& test_scratch() {
+  static const TempDir dir;
+  return dir.path();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_in, const fs::path& out,
             const fs::path& err) {
+  std::map<std::string, std::string> env = env_in;
+  for (const auto& [name, sub] : {std::pair{"FAD_CACHE_DIR", "cache"}, std::pair{"FAD_CLAIMS_DIR", "claims"}})
+    if (!env.count(name) && !std::getenv(name)) env[name] = (test_scratch() / sub).string();
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string s(*e);
@@ -151,6 +163,59 @@ json find_build(const json& status, const std::string& name) {
   for (const auto& b : status.at("builds"))
     if (b.at("name") == name && (found.is_null() || b.at("id") > found.at("id"))) found = b;
   return found;
+}
+
+MemoryCgroup::MemoryCgroup(const std::string& name, std::uint64_t limit) {
+  const fs::path root = "/sys/fs/cgroup/memory";
+  if (::geteuid() != 0 || !fs::is_directory(root)) return;
+  const auto dir = root / (name + "-" + std::to_string(::getpid()));
+  std::error_code ec;
+  if (!fs::create_directory(dir, ec)) return;
+  dir_ = dir;
+  std::ofstream(dir_ / "memory.limit_in_bytes") << limit;
+  std::ofstream(dir_ / "memory.swappiness") << 0;  // no swap: an overrun is an OOM kill
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  if (dir_.empty()) return;
+  // Children first (fadd's unit cgroups, if a crash left any), deepest first.
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory()) dirs.push_back(it->path());
+  std::sort(dirs.begin(), dirs.end(),
+            [](const fs::path& a, const fs::path& b) { return a.native().size() > b.native().size(); });
+  for (const auto& d : dirs) ::rmdir(d.c_str());
+  ::rmdir(dir_.c_str());
+}
+
+std::vector<std::string> MemoryCgroup::wrap(std::vector<std::string> argv) const {
+  std::vector<std::string> out{"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", dir_.string()};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::uint64_t MemoryCgroup::limit_hits() const {
+  std::uint64_t n = 0;
+  std::ifstream(dir_ / "memory.failcnt") >> n;
+  return n;
+}
+
+std::uint64_t MemoryCgroup::oom_kills() const {
+  std::uint64_t total = 0;
+  auto add = [&](const fs::path& dir) {
+    std::ifstream in(dir / "memory.oom_control");
+    for (std::string key; in >> key;) {
+      std::uint64_t value = 0;
+      in >> value;
+      if (key == "oom_kill") total += value;
+    }
+  };
+  add(dir_);
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory()) add(it->path());
+  return total;
 }
 
 bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {

@@ -68,6 +68,27 @@ class TempDir {
   fs::path path_;
 };
 
+/// A cgroup-v1 memory cgroup standing in for a small VM, removed (after its
+/// processes are gone) at the end of the test. Needs root and the v1 memory
+/// controller: ok() is false elsewhere, and the test skips saying so.
+class MemoryCgroup {
+ public:
+  MemoryCgroup(const std::string& name, std::uint64_t limit);
+  ~MemoryCgroup();
+  bool ok() const { return !dir_.empty(); }
+  /// argv run inside this cgroup: a shell joins it, then execs argv.
+  std::vector<std::string> wrap(std::vector<std::string> argv) const;
+  const fs::path& dir() const { return dir_; }
+  /// How often usage reached the limit. (The OOM kills themselves are counted
+  /// in the victim's own cgroup, which may be fadd's unit cgroup below this one.)
+  std::uint64_t limit_hits() const;
+  /// OOM kills in this cgroup and every cgroup below it that still exists.
+  std::uint64_t oom_kills() const;
+
+ private:
+  fs::path dir_;
+};
+
 /// Polls `done` every 20 ms until it holds or `timeout` passes.
 bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 

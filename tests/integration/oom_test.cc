@@ -4,8 +4,6 @@
 // must be rerun, not fail the build, for bundled builds and for compiles that
 // come through `fad launch`. Needs root and the cgroup v1 memory controller
 // (skips, saying so, elsewhere).
-#include <unistd.h>
-
 #include <algorithm>
 
 #include <catch2/catch.hpp>
@@ -14,58 +12,8 @@
 
 using namespace fad::test;
 
-namespace {
-
-constexpr const char* kMemoryRoot = "/sys/fs/cgroup/memory";
-
-/// A memory cgroup removed (after its processes are gone) at the end of the test.
-class TestCgroup {
- public:
-  explicit TestCgroup(std::uint64_t limit) {
-    if (::geteuid() != 0 || !fs::is_directory(kMemoryRoot)) return;
-    const auto dir = fs::path(kMemoryRoot) / ("fad-oom-test-" + std::to_string(::getpid()));
-    std::error_code ec;
-    if (!fs::create_directory(dir, ec)) return;
-    dir_ = dir;
-    std::ofstream(dir_ / "memory.limit_in_bytes") << limit;
-    std::ofstream(dir_ / "memory.swappiness") << 0;  // no swap: an overrun is an OOM kill
-  }
-  ~TestCgroup() {
-    if (dir_.empty()) return;
-    // Children first (fadd's unit cgroups, if a crash left any), deepest first.
-    std::vector<fs::path> dirs;
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
-      if (it->is_directory()) dirs.push_back(it->path());
-    std::sort(dirs.begin(), dirs.end(),
-              [](const fs::path& a, const fs::path& b) { return a.native().size() > b.native().size(); });
-    for (const auto& d : dirs) ::rmdir(d.c_str());
-    ::rmdir(dir_.c_str());
-  }
-  bool ok() const { return !dir_.empty(); }
-  /// argv run inside this cgroup: a shell joins it, then execs argv.
-  std::vector<std::string> wrap(std::vector<std::string> argv) const {
-    std::vector<std::string> out{"/bin/sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", dir_.string()};
-    out.insert(out.end(), argv.begin(), argv.end());
-    return out;
-  }
-  const fs::path& dir() const { return dir_; }
-  /// How often usage reached the limit. (The OOM kills themselves are counted
-  /// in the victim's own cgroup, fadd's unit cgroup, gone with the unit.)
-  std::uint64_t limit_hits() const {
-    std::uint64_t n = 0;
-    std::ifstream(dir_ / "memory.failcnt") >> n;
-    return n;
-  }
-
- private:
-  fs::path dir_;
-};
-
-}  // namespace
-
 TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds", "[integration][pressure][oom]") {
-  TestCgroup vm(700u << 20);
+  MemoryCgroup vm("fad-oom-test", 700u << 20);
   if (!vm.ok()) {
     WARN("SKIP: needs root and the cgroup v1 memory controller; the OOM-killer test did not run");
     return;
@@ -108,7 +56,7 @@ TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds",
 
 TEST_CASE("a compile through fad launch that the OOM killer ends is rerun, ninja never sees it fail",
           "[integration][launcher][oom]") {
-  TestCgroup vm(700u << 20);
+  MemoryCgroup vm("fad-oom-test", 700u << 20);
   if (!vm.ok()) {
     WARN("SKIP: needs root and the cgroup v1 memory controller; the OOM-killer test did not run");
     return;
