@@ -24,7 +24,9 @@ enum class CommandKind {
   history,
   daemon_start,
   daemon_stop,
-  doctor
+  doctor,
+  cache_stats,
+  cache_clear
 };
 
 /// One parsed invocation. Only the fields of `kind` are meaningful.
@@ -36,6 +38,7 @@ struct Command {
   std::optional<std::string> socket;
   std::optional<std::string> config;
   std::optional<std::string> state_dir;  ///< daemon start and doctor
+  std::optional<std::string> cache_dir;  ///< cache stats/clear
 
   bool json = false;
   bool wait = false;    ///< submit
