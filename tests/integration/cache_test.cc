@@ -109,7 +109,7 @@ bool unit_cached(const json& build) { return build.at("unit_list").at(0).at("cac
 
 }  // namespace
 
-TEST_CASE("identical inputs hit; a header, flag, nvcc version or environment change misses", "[integration][cache]") {
+TEST_CASE("identical inputs hit, and a header, flag, nvcc version or environment change misses", "[integration][cache]") {
   CacheRig rig;
   const auto first = rig.compile("first", rig.nvcc_call());
   CHECK(rig.compiles() == 1);

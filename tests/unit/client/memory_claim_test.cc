@@ -38,7 +38,7 @@ TEST_CASE("fallback_admits: one compile always runs, more only as memory allows"
   CHECK_FALSE(fallback_admits({1 * kGiB, 2 * kGiB, {1}}, 1));  // below the reserve: nothing more
 }
 
-TEST_CASE("live claims count; a dead process's claim does not", "[memory_claim]") {
+TEST_CASE("live claims count, a dead process's claim does not", "[memory_claim]") {
   ClaimsDir dir;
   auto a = MemoryClaim::hold(dir.path.string(), 3 * kGiB);
   REQUIRE(a);

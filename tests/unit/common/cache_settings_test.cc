@@ -29,7 +29,7 @@ TEST_CASE("the cache directory: FAD_CACHE_DIR, cache_dir, XDG_CACHE_HOME, HOME",
   CHECK(resolve_cache_settings(config, env_of({{"FAD_CACHE_DIR", "/env/cache"}}))->dir == "/env/cache");
 }
 
-TEST_CASE("the cache size: FAD_CACHE_SIZE over cache_size; a bad value is an error naming it", "[cache_settings]") {
+TEST_CASE("the cache size: FAD_CACHE_SIZE over cache_size, a bad value is an error naming it", "[cache_settings]") {
   Config config;
   config.cache_size = 5ull << 30;
   CHECK(resolve_cache_settings(config, env_of({}))->max_bytes == (5ull << 30));

@@ -127,7 +127,7 @@ TEST_CASE("identical inputs hit and restore the object, the dependency file and 
   CHECK(stats->stored == 1);
 }
 
-TEST_CASE("a header change misses; the old header content hits again", "[cached_compile]") {
+TEST_CASE("a header change misses and the old header content hits again", "[cached_compile]") {
   Fixture f;
   const auto p = f.root / "p";
   f.write_project(p, "int h = 1;\n");

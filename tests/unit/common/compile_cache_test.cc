@@ -56,7 +56,7 @@ void set_age(const fs::path& p, int seconds_ago) {
 
 }  // namespace
 
-TEST_CASE("results and manifests read back; a missing key is a plain miss", "[compile_cache]") {
+TEST_CASE("results and manifests read back and a missing key is a plain miss", "[compile_cache]") {
   ScratchDir dir;
   auto cache = open_cache(dir.str());
   CompileResult r{"obj", std::string("dep"), "out", "err"};
@@ -197,7 +197,7 @@ TEST_CASE("a group-writable directory is shared: new files and directories stay 
   CHECK_FALSE(private_cache->stats()->shared);
 }
 
-TEST_CASE("notes are checked; clear empties the cache and its counters", "[compile_cache]") {
+TEST_CASE("notes are checked and clear empties the cache and its counters", "[compile_cache]") {
   ScratchDir dir;
   auto cache = open_cache(dir.str());
   REQUIRE(cache->put_note("compiler-x", "nvcc 13.0\n"));
