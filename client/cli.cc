@@ -17,7 +17,7 @@ namespace {
 
 /// The flag values CLI11 writes into, before they are checked and turned into a Command.
 struct RawArgs {
-  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit, older_than, file;
+  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit, older_than, file, cache_dir;
   std::vector<std::string> archs;
   bool json = false, wait = false, watch = false, follow = false, dry_run = false;
   int limit = 20;
@@ -109,6 +109,10 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
                                                                {"prune", CommandKind::prune},
                                                                {"export", CommandKind::history_export},
                                                                {"import", CommandKind::history_import}};
+  if (sub->get_name() == "cache") {
+    sub = sub->get_subcommands().front();
+    cmd.kind = sub->get_name() == "stats" ? CommandKind::cache_stats : CommandKind::cache_clear;
+  }
   if (sub->get_name() == "daemon" || (sub->get_name() == "history" && !sub->get_subcommands().empty()))
     sub = sub->get_subcommands().front();
   for (const auto& [name, kind] : kKinds)
@@ -121,6 +125,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   if (!raw.socket.empty()) cmd.socket = raw.socket;
   if (!raw.config.empty()) cmd.config = raw.config;
   if (!raw.state_dir.empty()) cmd.state_dir = raw.state_dir;
+  if (!raw.cache_dir.empty()) cmd.cache_dir = raw.cache_dir;
   cmd.json = raw.json;
   cmd.wait = raw.wait;
   cmd.watch = raw.watch;
@@ -248,6 +253,17 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   doctor->add_option("--state-dir", raw.state_dir, "state directory whose free space to check");
   doctor->add_flag("--json", raw.json, "print JSON");
   add_locations(doctor, raw);
+
+  auto* cache = app.add_subcommand("cache", "the compile cache: its statistics, or empty it");
+  cache->require_subcommand(1);
+  for (const auto& [name, help] : {std::pair{"stats", "size, entries, hits and misses of the compile cache"},
+                                   std::pair{"clear", "remove every entry of the compile cache"}}) {
+    auto* sub = cache->add_subcommand(name, help);
+    sub->add_flag("--json", raw.json, "print JSON");
+    sub->add_option("--cache-dir", raw.cache_dir,
+                    "the cache directory (default: $FAD_CACHE_DIR, config, ~/.cache/fad)");
+    add_locations(sub, raw);
+  }
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

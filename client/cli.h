@@ -28,7 +28,9 @@ enum class CommandKind {
   daemon_stop,
   daemon_restart,
   doctor,
-  prune
+  prune,
+  cache_stats,
+  cache_clear
 };
 
 /// One parsed invocation. Only the fields of `kind` are meaningful.
@@ -40,6 +42,7 @@ struct Command {
   std::optional<std::string> socket;
   std::optional<std::string> config;
   std::optional<std::string> state_dir;  ///< daemon start and doctor
+  std::optional<std::string> cache_dir;  ///< cache stats/clear
 
   bool json = false;
   bool wait = false;    ///< submit

@@ -5,6 +5,7 @@
 
 #include <ostream>
 
+#include "client/cache_command.h"
 #include "client/daemon_control.h"
 #include "client/doctor.h"
 #include "client/exit_codes.h"
@@ -171,6 +172,8 @@ int run_command(const Command& cmd, const Locations& locations, Context& ctx) {
     case CommandKind::daemon_restart: return run_daemon_restart(cmd, locations, ctx);
     case CommandKind::prune: return run_prune(cmd, ctx);
     case CommandKind::doctor: return run_doctor(cmd, locations, ctx);
+    case CommandKind::cache_stats:
+    case CommandKind::cache_clear: return run_cache(cmd, locations, ctx);
   }
   return kExitUsage;
 }

@@ -7,18 +7,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "client/compiler_identity.h"
+#include "client/compiler_process.h"
 #include "client/connection.h"
+#include "client/launch_cache.h"
+#include "client/launch_settings.h"
+#include "client/memory_claim.h"
 #include "client/nvcc_args.h"
+#include "common/hash.h"
 #include "common/launch_protocol.h"
 
 namespace fad::client {
@@ -58,7 +65,8 @@ void warn_unreachable_once(const std::string& reason) {
   int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) return;
   ::close(fd);
-  std::cerr << "fad: " << reason << "; compiling without fad (this is said once per session)\n";
+  std::cerr << "fad: " << reason
+            << "; compiling without fadd: one compile at a time, more as memory allows (said once per session)\n";
 }
 
 void forget_warning() {
@@ -83,19 +91,6 @@ std::optional<json> ask(const std::string& socket, const std::string& type, cons
     return std::nullopt;
   }
   return r.result;
-}
-
-struct ChildExit {
-  int code = 0;
-  bool signaled = false;
-};
-
-ChildExit wait_child(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  g_child_group = 0;
-  if (WIFSIGNALED(status)) return {128 + WTERMSIG(status), true};
-  return {WEXITSTATUS(status), false};
 }
 
 }  // namespace
@@ -129,6 +124,53 @@ int exec_direct(const std::vector<std::string>& argv) {
   return 127;
 }
 
+namespace {
+
+// ---- The compile cache and compiling without fadd (see launch_cache.h, memory_claim.h). ----
+
+void forward_signals_to(pid_t group) {
+  g_child_group = group;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+/// Memory a compile is expected to need when nothing better is known: the
+/// per-thread prior times the archs nvcc compiles in parallel.
+std::uint64_t prior_need(const NvccCall& call, const std::vector<std::string>& args, std::uint64_t prior) {
+  const int archs = std::max<int>(1, static_cast<int>(call.archs.size()));
+  const int threads = requested_threads(args);
+  return prior * static_cast<std::uint64_t>(threads == 0 ? archs : std::max(1, std::min(threads, archs)));
+}
+
+/// Tells fadd (when it answers) that a compile was a cache hit, so its build records it.
+void report_cached(const std::string& socket, LaunchRequest req) {
+  req.cached = true;
+  call_daemon(socket, Request{"launch", req.to_json()});
+}
+
+/// Without fadd: waits for the machine-wide fallback to admit the compile
+/// (one at a time, more as memory allows), then runs it.
+int compile_without_fadd(const std::vector<std::string>& argv, const std::vector<std::string>& extra,
+                         std::uint64_t need, const LaunchSettings& settings, LaunchCache* cache) {
+  auto claim = MemoryClaim::admit(
+      claims_dir(), need, [&] { return read_fallback_memory(settings.reserve); },
+      [](const std::string& why) { std::cerr << "fad: waiting for memory (fadd is not running): " << why << "\n"; });
+  std::vector<std::string> run_argv = argv;
+  run_argv.insert(run_argv.end(), extra.begin(), extra.end());
+  auto proc = CompilerProcess::start(run_argv, cache != nullptr);
+  if (!proc) return exec_direct(argv);
+  forward_signals_to(proc->pid());
+  const auto started = std::chrono::system_clock::now();
+  proc->go();
+  const CompilerExit exit = proc->wait();
+  g_child_group = 0;
+  if (cache) cache->store(started, exit);
+  return exit.code;
+}
+
+}  // namespace
+
 int run_launch(const std::string& compiler, const std::vector<std::string>& args, const std::string& socket) {
   std::vector<std::string> argv{compiler};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -139,6 +181,8 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
 
   std::error_code ec;
   const auto cwd = fs::current_path(ec).string();
+  const LaunchSettings settings = load_launch_settings(process_env());
+  auto cache = LaunchCache::open(settings.cache, argv, cwd);
   LaunchRequest req;
   if (const char* id = std::getenv("FAD_BUILD_ID"); id && *id) req.build_id = std::atoll(id);
   req.session = ::getsid(0);
@@ -149,14 +193,24 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   req.archs = call.archs;
   // Computed here, with the user's rights: fadd never opens the source nor
   // runs the compiler a client names.
+  if (cache && !cache->compiler_version().empty())
+    req.compiler_version = cache->compiler_version();
+  else
+    req.compiler_version = compiler_version_line(compiler, private_runtime_dir());
   req.content_hash = source_content_hash(req.source);
-  req.compiler_version = compiler_version_line(compiler, private_runtime_dir());
   if (auto size = fs::file_size(req.source, ec); !ec) req.source_bytes = size;
+  // A hit skips admission altogether: its outputs are restored, fadd only records it.
+  if (cache && cache->restore()) {
+    report_cached(socket, req);
+    return 0;
+  }
+  const std::vector<std::string> extra = cache ? cache->extra_args() : std::vector<std::string>{};
+  const std::uint64_t prior = prior_need(call, args, settings.unit_memory_prior);
   std::string why;
   auto launched = ask(socket, "launch", req.to_json(), &why);
   if (!launched) {
     warn_unreachable_once(why);
-    return exec_direct(argv);
+    return compile_without_fadd(argv, extra, prior, settings, cache.get());
   }
   forget_warning();
   const std::int64_t unit = launched->at("unit_id").get<std::int64_t>();
@@ -164,15 +218,17 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   for (;;) {
     // 1. Wait for admission.
     int threads = 1;
+    std::uint64_t estimate = prior;
     for (;;) {
       auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why);
       if (!poll) {
-        std::cerr << "fad: " << why << "; compiling without fad\n";
-        return exec_direct(argv);
+        std::cerr << "fad: " << why << "; compiling without fadd\n";
+        return compile_without_fadd(argv, extra, prior, settings, cache.get());
       }
       const auto state = poll->at("state").get<std::string>();
       if (state == "admitted") {
         threads = poll->value("threads", 1);
+        estimate = poll->value("estimate_bytes", estimate);
         break;
       }
       if (state != "queued") {
@@ -184,45 +240,33 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
 
     // 2. Start the compiler in its own process group, held before exec until
     //    fadd has it under accounting (its cgroup then holds the whole tree).
-    const auto run_argv = with_threads(argv, threads);
-    int go[2];
-    if (::pipe2(go, O_CLOEXEC) != 0) return exec_direct(argv);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      ::close(go[1]);
-      char byte;
-      while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {}
-      ::setenv("FAD_LAUNCH_ACTIVE", "1", 1);
-      ::_exit(exec_direct(run_argv));
-    }
-    ::close(go[0]);
-    if (pid < 0) {
-      ::close(go[1]);
-      return exec_direct(argv);
-    }
-    ::setpgid(pid, pid);
-    g_child_group = pid;
-    struct sigaction sa {};
-    sa.sa_handler = forward_signal;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+    //    Its claim keeps launchers that lose fadd from overrunning it.
+    auto claim = MemoryClaim::hold(claims_dir(), estimate);
+    auto run_argv = with_threads(argv, threads);
+    run_argv.insert(run_argv.end(), extra.begin(), extra.end());
+    auto proc = CompilerProcess::start(run_argv, cache != nullptr);
+    if (!proc) return exec_direct(argv);
+    forward_signals_to(proc->pid());
     bool refused = false;
     const bool accepted =
-        ask(socket, "launch_started", LaunchStartedRequest{unit, pid}.to_json(), &why, &refused).has_value();
+        ask(socket, "launch_started", LaunchStartedRequest{unit, proc->pid()}.to_json(), &why, &refused).has_value();
     if (!accepted && refused) {
       // Requeued between admission and start: drop this child and wait again.
-      ::kill(-pid, SIGKILL);
-      ::close(go[1]);
-      wait_child(pid);
+      proc->abandon();
+      g_child_group = 0;
       continue;
     }
     // Not accepted because fadd vanished: run anyway, a build never fails for fad.
-    [[maybe_unused]] auto w = ::write(go[1], "g", 1);
-    ::close(go[1]);
+    const auto started = std::chrono::system_clock::now();
+    proc->go();
 
     // 3. Report the end; under memory pressure fadd may have stopped it to run it later.
-    const ChildExit exit = wait_child(pid);
-    if (!accepted) return exit.code;
+    const CompilerExit exit = proc->wait();
+    g_child_group = 0;
+    if (!accepted) {
+      if (cache) cache->store(started, exit);
+      return exit.code;
+    }
     auto done = ask(socket, "launch_finished", LaunchFinishedRequest{unit, exit.code, exit.signaled}.to_json(), &why);
     if (done && done->value("requeue", false)) {
       std::cerr << "fad: " << fs::path(req.source).filename().string()
@@ -230,6 +274,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
                    "memory allows\n";
       continue;
     }
+    if (cache) cache->store(started, exit);
     return exit.code;
   }
 }

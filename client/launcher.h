@@ -1,9 +1,11 @@
 // `fad launch [--] COMPILER ARGS...` and the `fad-nvcc` / `nvcc` shim: run one
-// compiler call under fadd's memory scheduling. The call waits for admission,
-// gets the nvcc --threads fadd grants, runs with its output going straight to
-// the caller's terminal, and exits with the compiler's exit code. Without
-// fadd it says so once and runs the compiler directly: a build never fails
-// because fad is absent.
+// compiler call under fadd's memory scheduling. A compile found in the compile
+// cache is restored at once (launch_cache.h); otherwise the call waits for
+// admission, gets the nvcc --threads fadd grants, runs with its output passed
+// through to the caller's terminal, and exits with the compiler's exit code.
+// Without fadd it says so once and waits for memory on its own
+// (memory_claim.h): a build never fails because fad is absent, and never
+// overruns memory because of it.
 #pragma once
 
 #include <string>

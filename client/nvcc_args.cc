@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace fad::client {
@@ -78,6 +80,20 @@ NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(co
   }
   if (call.source.empty()) call.compile = false;  // nothing to schedule (e.g. -c with a .o input)
   return call;
+}
+
+int requested_threads(const std::vector<std::string>& args) {
+  int threads = 1;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (!option_value(args, i, {"--threads", "-t"}, &value)) continue;
+    try {
+      threads = std::max(0, std::stoi(value));
+    } catch (const std::exception&) {
+      // nvcc rejects it; the count only sizes a memory claim
+    }
+  }
+  return threads;
 }
 
 std::vector<std::string> with_threads(const std::vector<std::string>& args, int threads) {

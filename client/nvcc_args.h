@@ -22,6 +22,10 @@ struct NvccCall {
 /// path names a file, so option values are not mistaken for the source.
 NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(const std::string&));
 
+/// The --threads/-t value the call asks for (the last one); 1 when none (nvcc's
+/// default), 0 for "as many as archs".
+int requested_threads(const std::vector<std::string>& args);
+
 /// `args` with every --threads/-t setting replaced by "--threads N".
 std::vector<std::string> with_threads(const std::vector<std::string>& args, int threads);
 

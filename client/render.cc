@@ -32,6 +32,11 @@ std::int64_t count(const json& j, const char* key) {
   return f && f->is_number() ? f->get<std::int64_t>() : 0;
 }
 
+bool is_true(const json& j, const char* key) {
+  const json* f = field(j, key);
+  return f && f->is_boolean() && f->get<bool>();
+}
+
 std::string size_cell(const json& j, const char* key) {
   const json* f = field(j, key);
   if (!f || !f->is_number()) return "-";
@@ -151,16 +156,19 @@ std::string render_build_status(const json& status) {
   const json& u = units_of(b);
   out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + text(b, "state") + ", archs " + archs_cell(b) +
          ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
-  out += "units: " + done_of_total(b) + " succeeded, " + std::to_string(count(u, "running")) + " running, " +
-         std::to_string(count(u, "queued")) + " queued, " + std::to_string(count(u, "failed")) + " failed\n";
+  out +=
+      "units: " + done_of_total(b) + " succeeded" +
+      (count(b, "cache_hits") > 0 ? " (" + std::to_string(count(b, "cache_hits")) + " from the compile cache)" : "") +
+      ", " + std::to_string(count(u, "running")) + " running, " + std::to_string(count(u, "queued")) + " queued, " +
+      std::to_string(count(u, "failed")) + " failed\n";
   if (field(b, "artifact")) out += "artifact: " + text(b, "artifact") + "\n";
   const json* list = field(b, "unit_list");
   if (!list || !list->is_array() || list->empty()) return out;
   std::vector<std::vector<std::string>> rows;
   for (const auto& unit : *list)
-    rows.push_back({text(unit, "name"), text(unit, "state"), text(unit, "threads"), size_cell(unit, "estimate_bytes"),
-                    text(unit, "estimate_source"), size_cell(unit, "peak_bytes"), text(unit, "attempts"),
-                    text(unit, "wait_reason")});
+    rows.push_back({text(unit, "name"), text(unit, "state") + (is_true(unit, "cached") ? " (cached)" : ""),
+                    text(unit, "threads"), size_cell(unit, "estimate_bytes"), text(unit, "estimate_source"),
+                    size_cell(unit, "peak_bytes"), text(unit, "attempts"), text(unit, "wait_reason")});
   return out + "\n" +
          format_table({"UNIT", "STATE", "THREADS", "ESTIMATE", "SOURCE", "PEAK", "ATTEMPTS", "WAITING FOR"}, rows);
 }
@@ -174,10 +182,12 @@ std::string render_history(const json& history) {
     // A pruned build's outputs and logs are gone; its record stays.
     const std::string state = text(b, "state") + (field(b, "pruned_at") ? " (pruned)" : "");
     rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
+                    std::to_string(count(b, "cache_hits")),
                     d && d->is_number() ? format_duration(d->get<double>()) : "-", size_cell(b, "peak_bytes"),
                     text(b, "finished_at")});
   }
-  return format_table({"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "DURATION", "PEAK", "FINISHED"}, rows);
+  return format_table({"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "CACHED", "DURATION", "PEAK", "FINISHED"},
+                      rows);
 }
 
 std::string render_prune(const json& prune) {

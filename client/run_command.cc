@@ -28,7 +28,8 @@ const char* const kRunHelp =
     "  --name NAME     the build's name in 'fad status' (default: the command)\n"
     "  --socket PATH   fadd's socket\n"
     "Sets PYTORCH_NVCC, CMAKE_CUDA_COMPILER_LAUNCHER, CUDACXX (when unset), an nvcc\n"
-    "shim first on PATH, MAX_JOBS (when unset) and unsets NVCC_THREADS.\n";
+    "shim first on PATH, LD_PRELOAD (every exec of an nvcc goes through fad launch),\n"
+    "MAX_JOBS (when unset, and fadd answers) and unsets NVCC_THREADS.\n";
 
 namespace {
 pid_t g_child = 0;
@@ -71,18 +72,31 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
   return {};
 }
 
+std::string intercept_library() {
+  if (const char* lib = std::getenv("FAD_INTERCEPT_LIB"); lib && *lib) return lib;
+  const fs::path bin = fs::path(self_exe()).parent_path();
+  for (const fs::path& candidate :
+       {bin / "libfad-intercept.so", bin / ".." / FAD_INSTALL_LIBDIR / "fad" / "libfad-intercept.so"}) {
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return fs::canonical(candidate, ec).string();
+  }
+  return {};
+}
+
 int run_build_command(const RunOptions& o) {
-  // 1. Open the build; without fadd the command still runs, unchanged.
+  // 1. Open the build. Without fadd the command still runs, its compiles
+  //    routed through launchers that wait for memory on their own.
   OpenBuildRequest open{o.name, join(o.command, " "), std::nullopt};
   if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
   auto opened = call_daemon(o.socket, Request{"open_build", open.to_json()});
   std::optional<std::int64_t> id;
   if (auto* r = std::get_if<Response>(&opened); r && r->ok) id = r->result.at("id").get<std::int64_t>();
-  if (!id) {
-    std::cerr << "fad: fadd is not reachable at " << o.socket << "; running the command without fad\n";
-    return exec_direct(o.command);
-  }
-  std::cerr << "fad run: build " << *id << " (follow it with 'fad status " << *id << "')\n";
+  if (id)
+    std::cerr << "fad run: build " << *id << " (follow it with 'fad status " << *id << "')\n";
+  else
+    std::cerr << "fad: fadd is not reachable at " << o.socket
+              << "; running the command with its compiles admitted one at a time, more as memory allows "
+                 "(MAX_JOBS is left as it is)\n";
 
   // 2. The environment that routes nvcc through fad.
   const std::string fad = self_exe();
@@ -93,7 +107,7 @@ int run_build_command(const RunOptions& o) {
     std::error_code ec;
     fs::create_symlink(fad, fs::path(shim) / "nvcc", ec);
   }
-  ::setenv("FAD_BUILD_ID", std::to_string(*id).c_str(), 1);
+  if (id) ::setenv("FAD_BUILD_ID", std::to_string(*id).c_str(), 1);
   ::setenv("FAD_SOCKET", o.socket.c_str(), 1);
   if (!nvcc.empty()) {
     ::setenv("FAD_REAL_NVCC", nvcc.c_str(), 1);
@@ -105,9 +119,25 @@ int run_build_command(const RunOptions& o) {
     ::setenv("PYTORCH_NVCC", (std::string(shim) + "/nvcc").c_str(), 1);
   }
   ::setenv("CMAKE_CUDA_COMPILER_LAUNCHER", (fad + ";launch").c_str(), 0);
-  // Enough candidates for fad to choose from; fad, not the job count, bounds memory.
+  // Scripts that set PYTORCH_NVCC themselves or call nvcc by path: every exec
+  // of an nvcc in the command's process tree goes through fad launch.
+  if (const std::string lib = intercept_library(); !lib.empty()) {
+    const char* preload = std::getenv("LD_PRELOAD");
+    ::setenv("LD_PRELOAD", (lib + (preload && *preload ? std::string(" ") + preload : "")).c_str(), 1);
+    ::setenv("FAD_INTERCEPT_FAD", fad.c_str(), 1);
+#if defined(__SANITIZE_ADDRESS__)
+    // fad built with ASan (tests) must accept the preloaded library before its runtime.
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    ::setenv("ASAN_OPTIONS", ((asan && *asan ? std::string(asan) + ":" : "") + "verify_asan_link_order=0").c_str(), 1);
+#endif
+  } else {
+    std::cerr << "fad: libfad-intercept.so not found beside " << fad
+              << "; nvcc calls that bypass PATH and PYTORCH_NVCC run unscheduled\n";
+  }
+  // Enough candidates for fad to choose from; fad, not the job count, bounds
+  // memory. Only with fadd: the fallback admits one compile at a time anyway.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  ::setenv("MAX_JOBS", std::to_string(4 * cores).c_str(), 0);
+  if (id) ::setenv("MAX_JOBS", std::to_string(4 * cores).c_str(), 0);
   ::unsetenv("NVCC_THREADS");
 
   // 3. Run the command, passing Ctrl-C on.
@@ -124,7 +154,7 @@ int run_build_command(const RunOptions& o) {
   }
 
   // 4. Close the build with the command's result.
-  call_daemon(o.socket, Request{"close_build", CloseBuildRequest{*id, std::min(code, 255)}.to_json()});
+  if (id) call_daemon(o.socket, Request{"close_build", CloseBuildRequest{*id, std::min(code, 255)}.to_json()});
   if (shim) {
     std::error_code ec;
     fs::remove_all(shim, ec);

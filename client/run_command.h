@@ -21,6 +21,10 @@ struct RunOptions {
 /// "help" for --help, empty on success.
 std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out);
 
+/// libfad-intercept.so: $FAD_INTERCEPT_LIB, else beside this binary, else in
+/// its installed library directory; "" when none is found.
+std::string intercept_library();
+
 /// Runs it; returns the command's exit code (the build's result).
 int run_build_command(const RunOptions& options);
 

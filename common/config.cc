@@ -28,8 +28,8 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, nvcc_threads, nvcc, unit_memory_prior, "
-    "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir, retention, log_max_size, "
-    "log_max_files";
+    "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir, cache_dir, cache_size, "
+    "retention, log_max_size, log_max_files";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -154,11 +154,16 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     auto n = integer_in(v, 1, 100);
     if (!n) return "expected an integer from 1 to 100, got " + v.dump();
     config.log_max_files = static_cast<int>(*n);
-  } else if (key == "socket" || key == "state_dir" || key == "kernels_dir") {
+  } else if (key == "cache_size") {
+    Result<std::uint64_t> size = size_value(v);
+    if (!size) return size.error() + " (0 turns the compile cache off)";
+    config.cache_size = *size;
+  } else if (key == "socket" || key == "state_dir" || key == "kernels_dir" || key == "cache_dir") {
     if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
-    std::optional<std::string>& field = key == "socket"      ? config.socket
-                                        : key == "state_dir" ? config.state_dir
-                                                             : config.kernels_dir;
+    std::optional<std::string>& field = key == "socket"        ? config.socket
+                                        : key == "state_dir"   ? config.state_dir
+                                        : key == "kernels_dir" ? config.kernels_dir
+                                                               : config.cache_dir;
     field = v.get<std::string>();
   } else {
     return "unknown key (known keys: " + std::string(kKnownKeys) + ")";

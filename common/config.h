@@ -45,6 +45,8 @@ struct Config {
   unsigned socket_mode = 0600;
   std::optional<std::string> state_dir;
   std::optional<std::string> kernels_dir;
+  std::optional<std::string> cache_dir;    ///< the compile cache; nullopt = the default (see cache_settings.h)
+  std::uint64_t cache_size = 10ull << 30;  ///< the compile cache's size limit; 0 = no cache
 };
 
 /// Parses config text. Every problem is collected; the error holds one line per

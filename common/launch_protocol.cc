@@ -135,6 +135,10 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
     if (!bytes) return make_error(bytes.error());
     r.source_bytes = static_cast<std::uint64_t>(*bytes);
   }
+  if (auto it = body.find("cached"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return make_error("field \"cached\" must be a boolean");
+    r.cached = it->get<bool>();
+  }
   return r;
 }
 
@@ -144,6 +148,7 @@ json LaunchRequest::to_json() const {
   if (content_hash) j["content_hash"] = *content_hash;
   if (compiler_version) j["compiler_version"] = *compiler_version;
   if (source_bytes) j["source_bytes"] = *source_bytes;
+  if (cached) j["cached"] = true;
   return j;
 }
 

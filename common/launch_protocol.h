@@ -7,8 +7,10 @@
 //   open_build {name, command, budget_bytes?}         -> {id}
 //   close_build {id, exit_code}                       -> {id, state}
 //   launch {build_id?, session, cwd, argv, source, output, archs,
-//           content_hash?, compiler_version?, source_bytes?} -> {unit_id, build_id}
-//   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, wait_reason}
+//           content_hash?, compiler_version?, source_bytes?, cached?}
+//                                                     -> {unit_id, build_id, state?}
+//   launch_poll {unit_id}                             -> {state: "queued"|"admitted", threads, estimate_bytes,
+//                                                         wait_reason}
 //   launch_started {unit_id, pid}                     -> {}
 //   launch_finished {unit_id, exit_code, signaled}    -> {requeue: bool}
 #pragma once
@@ -60,6 +62,9 @@ struct LaunchRequest {
   std::optional<std::string> compiler_version;
   /// The source's size, a feature for ordering the queue (longest first).
   std::optional<std::uint64_t> source_bytes;
+  /// The compile cache already held the outputs: fadd records a finished,
+  /// cached unit and schedules nothing (the answer carries state "succeeded").
+  bool cached = false;
   static Result<LaunchRequest> from_json(const json& body);
   json to_json() const;
 };

@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/cache_settings.h"
 #include "common/size.h"
 #include "daemon/boost_launcher.h"
 #include "daemon/child_setup.h"
@@ -51,6 +52,10 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.estimator.prior_per_thread = c.unit_memory_prior;
   e.daemon_uid = ::geteuid();
   e.retention_s = c.retention_s;
+  if (auto cache = resolve_cache_settings(c, process_env()))
+    e.cache = *cache;
+  else
+    spdlog::warn("compiling without the compile cache: {}", cache.error());
   return e;
 }
 

@@ -51,7 +51,15 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       toolchains_(std::move(toolchains)),
       estimator_(options_.estimator),
       scheduler_(options_.scheduler, estimator_),
-      started_at_(clock.now()) {}
+      started_at_(clock.now()) {
+  if (options_.cache.max_bytes > 0) {
+    auto cache = CompileCache::open(options_.cache);
+    if (cache)
+      cache_ = std::move(*cache);
+    else
+      spdlog::warn("compiling without the compile cache: {}", cache.error());
+  }
+}
 
 void Engine::recover() {
   // Process groups are only meaningful within the boot that created them.
@@ -348,6 +356,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   if (unit.kind == UnitKind::compile) {
     argv.push_back("--threads");
     argv.push_back(std::to_string(d.threads));
+    for (auto& a : cache_args(unit)) argv.push_back(std::move(a));
   }
   auto build = store_.build(unit.build_id);
   const auto creds = build ? run_as(*build) : std::nullopt;
@@ -470,6 +479,7 @@ void Engine::prepare_end(Ended& e) {
     else
       obs.profile.points.emplace_back(0.0, e.run.peak);
   }
+  store_cached(u, e.run.started_at);
   HistoryRecord h;
   h.key = obs.key.exact();
   h.source = obs.key.source;
@@ -587,12 +597,14 @@ void Engine::update_build(std::int64_t build_id) {
   }
   if (succeeded == static_cast<int>(units.size())) {
     store_.set_build_state(build_id, BuildState::succeeded, clock_.wall());
+    cache_identity_.erase(build_id);
     append_build_log(build_id, "build succeeded\n");
     spdlog::info("build {} succeeded", build_id);
   } else if (failed > 0 && !live) {
     const std::string why = std::to_string(failed) + " unit(s) failed, first " + first_failed + "; see 'fad logs " +
                             std::to_string(build_id) + " " + first_failed + "'";
     store_.set_build_state(build_id, BuildState::failed, clock_.wall(), why);
+    cache_identity_.erase(build_id);
     append_build_log(build_id, "build failed: " + why + "\n");
     spdlog::warn("build {} failed: {}", build_id, why);
   } else if (b->state != BuildState::paused) {

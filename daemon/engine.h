@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/history_format.h"
+#include "common/compile_cache.h"
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
 #include "daemon/caller.h"
@@ -48,6 +50,8 @@ struct EngineOptions {
   std::optional<std::int64_t> retention_s;
   /// How often the retention is applied: at the first tick, then this often.
   double retention_every_s = 86400;
+  /// The compile cache for bundled units; max_bytes 0 = none.
+  CacheSettings cache;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)
@@ -57,6 +61,9 @@ using ToolchainLookup = std::function<void(const ToolchainQuery& query, Toolchai
 
 /// How a request answered later (a compiler probe first) delivers its response.
 using Reply = std::function<void(Response)>;
+
+/// The compile cache's identity of a compiler fadd already probed (engine_cache.cc).
+std::string probed_identity(const Toolchain& tc);
 
 class Engine {
  public:
@@ -155,6 +162,11 @@ class Engine {
   void schedule(double now, const MemorySnapshot& snap);
   void start_unit(const UnitRecord& unit, const Decision& d, double now);
   void admit_external(const UnitRecord& unit, const Decision& d, double now);
+  Response record_cached_launch(const BuildRecord& build, const UnitRecord& unit, std::int64_t unit_id,
+                                const LaunchRequest& req);
+  /// Writes the unit's log head: the launcher's call and `note`, owned by the build's owner.
+  void log_launch_call(const BuildRecord& build, const UnitRecord& u, const LaunchRequest& req,
+                       const std::string& note);
   void check_external(double now);
   void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
@@ -188,6 +200,10 @@ class Engine {
                      Result<Toolchain> tc, const Reply& done);
   json owned_build_json(const BuildRecord& b, bool with_units);
   void update_build(std::int64_t build_id);
+  // The compile cache (engine_cache.cc).
+  void restore_cached_units(std::int64_t build_id);
+  std::vector<std::string> cache_args(const UnitRecord& unit) const;
+  void store_cached(const UnitRecord& unit, double started_at);
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
   std::string build_dir(std::int64_t id) const;
@@ -202,6 +218,10 @@ class Engine {
   MemoryProbe& probe_;
   ProcessLauncher& launcher_;
   ToolchainLookup toolchains_;
+  std::unique_ptr<CompileCache> cache_;  ///< null when off or unusable
+  /// Bundled builds served by the compile cache: their compiler's identity
+  /// (probed_identity), dropped once the build is final.
+  std::map<std::int64_t, std::string> cache_identity_;
   Estimator estimator_;
   Scheduler scheduler_;
   std::map<std::int64_t, Running> running_;   ///< by unit id

@@ -149,22 +149,38 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   u.compiler = req.compiler_version.value_or(req.argv.front());
   u.key = unit_key(u).exact();
   const auto unit_id = store_.add_unit(build->id, u, build_dir(build->id) + "/logs");
-  {
-    const auto owner = run_as(*build);
-    const std::optional<FileOwner> files =
-        owner ? std::optional<FileOwner>(FileOwner{owner->uid, owner->gid}) : std::nullopt;
-    make_daemon_dir(fs::path(u.log_path).parent_path().string(), files);
-    std::string text = "$ (cd " + req.cwd + " &&";
-    for (const auto& a : req.argv) text += " " + a;
-    text += ")\n(output goes to the launcher's terminal)\n";
-    write_owned_file(u.log_path, text, files, true);
-  }
+  if (req.cached) return record_cached_launch(*build, u, unit_id, req);
+  log_launch_call(*build, u, req, "(output goes to the launcher's terminal)");
   const double now = clock_.now();
   last_poll_[unit_id] = now;
   last_activity_[build->id] = now;
   update_build(build->id);
   if (wake_) wake_();
   return ok_response({{"unit_id", unit_id}, {"build_id", build->id}});
+}
+
+Response Engine::record_cached_launch(const BuildRecord& build, const UnitRecord& u, std::int64_t unit_id,
+                                      const LaunchRequest& req) {
+  // A hit: the launcher restored the outputs; nothing to admit or measure.
+  store_.mark_unit_cached(unit_id, clock_.wall());
+  log_launch_call(build, u, req, "(restored from the compile cache by the launcher)");
+  last_activity_[build.id] = clock_.now();
+  append_build_log(build.id, "cached " + u.name + " (restored from the compile cache)\n");
+  update_build(build.id);
+  return ok_response({{"unit_id", unit_id}, {"build_id", build.id}, {"state", "succeeded"}});
+}
+
+void Engine::log_launch_call(const BuildRecord& build, const UnitRecord& u, const LaunchRequest& req,
+                             const std::string& note) {
+  // The unit's log is its owner's to read, as for bundled units.
+  const auto owner = run_as(build);
+  const std::optional<FileOwner> files =
+      owner ? std::optional<FileOwner>(FileOwner{owner->uid, owner->gid}) : std::nullopt;
+  make_daemon_dir(fs::path(u.log_path).parent_path().string(), files);
+  std::string text = "$ (cd " + req.cwd + " &&";
+  for (const auto& a : req.argv) text += " " + a;
+  text += ")\n" + note + "\n";
+  write_owned_file(u.log_path, text, files, true);
 }
 
 void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
@@ -199,7 +215,8 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
       return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
-    return ok_response({{"state", "admitted"}, {"threads", it->second.threads}});
+    return ok_response(
+        {{"state", "admitted"}, {"threads", it->second.threads}, {"estimate_bytes", it->second.predicted.peak()}});
   }
   auto unit = store_.unit(req.unit_id);
   if (!unit || unit->kind != UnitKind::external)

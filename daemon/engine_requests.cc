@@ -98,6 +98,13 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
     append_build_log(id, "submitted: " + std::to_string(count) + " units for " + std::to_string(archs.size()) +
                              " arch(s) with " + tc->path + " by " + user_name(caller.uid) + "\n");
     spdlog::info("build {} submitted by {}: {} units", id, user_name(caller.uid), count);
+    // The compile cache serves builds whose compiles run as fadd itself; a
+    // root fadd compiling as another user neither restores into nor stores
+    // from their files with its own rights.
+    if (cache_ && !run_as(*store_.build(id))) {
+      cache_identity_[id] = probed_identity(*tc);
+      restore_cached_units(id);
+    }
     if (wake_) wake_();
     return done(ok_response({{"id", id}}));
   } catch (const StoreError& e) {

@@ -81,6 +81,7 @@ struct UnitRecord {
   std::uint64_t source_bytes = 0;    ///< size of the source file (a cheap feature for ordering)
   /// Where the estimate it last started with came from (estimate_source_id); empty before.
   std::string estimate_source;
+  bool cached = false;  ///< its outputs came from the compile cache: never scheduled
 };
 
 /// A finished unit's measurements, feeding the estimator.

@@ -9,6 +9,7 @@
 
 #include "common/arch.h"
 #include "common/content_hash.h"
+#include "common/hash.h"
 #include "common/result.h"
 #include "daemon/manifest.h"
 #include "daemon/model.h"

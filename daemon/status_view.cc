@@ -13,7 +13,9 @@ json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullp
 json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units,
                 const std::map<std::int64_t, UnitOutlook>& outlook) {
   json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
+  int cache_hits = 0;
   for (const auto& u : units) {
+    cache_hits += u.cached;
     counts["total"] = counts["total"].get<int>() + 1;
     const std::string state(to_string(u.state));
     counts[state] = counts[state].get<int>() + 1;
@@ -33,7 +35,8 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
             {"error", b.error.empty() ? json(nullptr) : json(b.error)},
             {"kind", b.kind},
             {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)},
-            {"pruned_at", opt(b.pruned_at)}};
+            {"pruned_at", opt(b.pruned_at)},
+            {"cache_hits", cache_hits}};
   if (with_units) {
     json list = json::array();
     for (const auto& u : units) {
@@ -58,7 +61,8 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
                       {"estimate_source", source.empty() ? json(nullptr) : json(source)},
                       {"predicted_duration_s", live && seen != outlook.end() && seen->second.predicted_duration_s > 0
                                                    ? json(seen->second.predicted_duration_s)
-                                                   : json(nullptr)}});
+                                                   : json(nullptr)},
+                      {"cached", u.cached}});
     }
     j["unit_list"] = std::move(list);
   }

@@ -109,6 +109,10 @@ ALTER TABLE units ADD COLUMN source_bytes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE units ADD COLUMN estimate_source TEXT NOT NULL DEFAULT '';
 ALTER TABLE unit_history ADD COLUMN origin TEXT NOT NULL DEFAULT 'local';
 )sql",
+    // 6: units whose outputs came from the compile cache.
+    R"sql(
+ALTER TABLE units ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -151,7 +155,7 @@ BuildRecord read_build(const Statement& s) {
 constexpr std::string_view kUnitColumns =
     "id, build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, content_hash, flags, "
     "compiler, prior_peak, prior_duration_s, state, attempts, threads, estimate_bytes, peak_bytes, requeued_peak, "
-    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, source_bytes, estimate_source";
+    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, source_bytes, estimate_source, cached";
 
 UnitRecord read_unit(const Statement& s) {
   UnitRecord u;
@@ -186,6 +190,7 @@ UnitRecord read_unit(const Statement& s) {
   u.pgid = s.opt_int64(28);
   u.source_bytes = static_cast<std::uint64_t>(s.int64(29));
   u.estimate_source = s.text(30);
+  u.cached = s.int64(31) != 0;
   return u;
 }
 
@@ -465,6 +470,16 @@ void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int
         .run();
   }
   tx.commit();
+}
+
+void Store::mark_unit_cached(std::int64_t unit_id, const std::string& at) {
+  db_.prepare(
+         "UPDATE units SET state = 'succeeded', cached = 1, exit_code = 0, started_at = ?, finished_at = ?, "
+         "duration_s = 0, wait_reason = '', pgid = NULL WHERE id = ? AND state = 'queued'")
+      .bind(1, at)
+      .bind(2, at)
+      .bind(3, unit_id)
+      .run();
 }
 
 void Store::requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak) {

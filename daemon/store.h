@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -82,6 +82,8 @@ class Store {
   /// is given (a clean success), it is recorded in the same transaction.
   void finish_unit(std::int64_t unit_id, UnitState state, std::optional<int> exit_code, std::uint64_t peak,
                    double duration_s, const std::string& finished_at, const std::optional<HistoryRecord>& history);
+  /// queued -> succeeded without running: its outputs came from the compile cache.
+  void mark_unit_cached(std::int64_t unit_id, const std::string& at);
   /// running -> queued (stopped under pressure or by shutdown); keeps the observed peak as a floor.
   void requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak);
   /// Sets every queued (and, if `include_running`, running) unit of a build to `state`.

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libboost-filesystem1.81-dev
-  libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libcli11-dev catch2
+  libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libcli11-dev catch2 libssl-dev
   python3-venv clang-format
   systemd  # systemd-analyze, to verify the installed units
 )

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <fstream>
@@ -32,8 +33,19 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& out,
+// The compile cache and the memory claims of one test: every test binary
+// process runs one test case, so nothing leaks from one test into another
+// (nor into the user's own cache).
+const fs::path& test_scratch() {
+  static const TempDir dir;
+  return dir.path();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_in, const fs::path& out,
             const fs::path& err) {
+  std::map<std::string, std::string> env = env_in;
+  for (const auto& [name, sub] : {std::pair{"FAD_CACHE_DIR", "cache"}, std::pair{"FAD_CLAIMS_DIR", "claims"}})
+    if (!env.count(name) && !std::getenv(name)) env[name] = (test_scratch() / sub).string();
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string s(*e);

@@ -62,6 +62,14 @@ class TestCgroup {
       if (it->is_directory()) n += failcnt(it->path());
     return n;
   }
+  /// OOM kills in this cgroup and every cgroup below it that still exists.
+  std::uint64_t oom_kills() const {
+    std::uint64_t total = oom_kills_in(dir_);
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_directory()) total += oom_kills_in(it->path());
+    return total;
+  }
   /// The value of `file` in this cgroup, 0 when unreadable.
   std::uint64_t read(const std::string& file) const {
     std::uint64_t v = 0;
@@ -70,6 +78,15 @@ class TestCgroup {
   }
 
  private:
+  static std::uint64_t oom_kills_in(const fs::path& dir) {
+    std::ifstream in(dir / "memory.oom_control");
+    for (std::string key; in >> key;) {
+      std::uint64_t value = 0;
+      in >> value;
+      if (key == "oom_kill") return value;
+    }
+    return 0;
+  }
   static std::uint64_t failcnt(const fs::path& dir) {
     std::uint64_t n = 0;
     std::ifstream(dir / "memory.failcnt") >> n;

@@ -7,8 +7,15 @@
 //   fad-fake-nvcc -c SRC -o OBJ [any flags] -gencode arch=compute_XX,code=sm_XX ... [--threads N | -t N | --threads=N]
 //   fad-fake-nvcc -shared -o OUT OBJ...      link: OUT is the concatenation of the inputs
 //   fad-fake-nvcc --version | --list-gpu-arch
+// With -MD / --generate-dependencies-with-compile it writes a dependency file as
+// nvcc does ("OUT : SRC \ HEADER \ ..." to -MF/--dependency-output, default OUT
+// with .d for its extension; -MT names another target), following the source's
+// #include lines through its own directory and -I directories. The object holds
+// a hash of the source and every header it includes, and the flags, so a test
+// can tell which inputs an object was built from.
 //
 // Environment:
+//   FAD_FAKE_VERSION=v         --version reports "release v" (default 13.0).
 //   FAD_FAKE_LOG=path          append one line per invocation, when it starts (flock'ed):
 //                              "pid=<pid> src=<SRC> out=<OBJ> threads=<N> archs=<sm_90,sm_120> uid=<U> fds=<0,1,2>"
 //                              (archs: the code= value of each -gencode, or of -arch; uid: the
@@ -92,6 +99,11 @@ struct Args {
   std::vector<std::string> inputs;  ///< link mode
   std::vector<std::string> archs;
   int threads = 1;
+  std::vector<std::string> include_dirs;
+  bool depfile = false;            ///< -MD
+  std::string depfile_path;        ///< -MF
+  std::string depfile_target;      ///< -MT
+  std::vector<std::string> flags;  ///< everything but the file names and --threads, for the object
 };
 
 /// Per-source overrides from a "// fake-nvcc:" line.
@@ -147,7 +159,8 @@ bool takes_value(const std::string& a) {
                                  "--compiler-bindir",
                                  "--std",
                                  "--include-path",
-                                 "--define-macro"};
+                                 "--define-macro",
+                                 "-MQ"};
   return std::find_if(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return a == f; }) != std::end(kFlags);
 }
 
@@ -176,12 +189,14 @@ Args parse_args(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--version") {
+      const std::string v = env("FAD_FAKE_VERSION").value_or("13.0");
       std::printf(
           "fake-nvcc: stand-in for the NVIDIA (R) Cuda compiler driver\n"
           "Copyright (c) 2005-2025 NVIDIA Corporation\n"
           "Built on Fake_Build\n"
-          "Cuda compilation tools, release 13.0, V13.0.88-fake\n"
-          "Build cuda_13.0.r13.0/compiler.fake_0\n");
+          "Cuda compilation tools, release %s, V%s.88-fake\n"
+          "Build cuda_%s.r%s/compiler.fake_0\n",
+          v.c_str(), v.c_str(), v.c_str(), v.c_str());
       std::exit(0);
     } else if (a == "--list-gpu-arch" || a == "-arch-ls") {
       for (const char* arch : kArchList) std::printf("%s\n", arch);
@@ -194,20 +209,36 @@ Args parse_args(int argc, char** argv) {
       args.out = next();
     } else if (a == "-gencode" || a == "--generate-code") {
       args.archs.push_back(gencode_target(next()));
+      args.flags.push_back("-gencode " + args.archs.back());
     } else if (a.rfind("-gencode=", 0) == 0 || a.rfind("--generate-code=", 0) == 0) {
       args.archs.push_back(gencode_target(a.substr(a.find('=') + 1)));
     } else if (a == "-arch" || a == "--gpu-architecture") {
       args.archs.push_back(next());
     } else if (a.rfind("-arch=", 0) == 0) {
       args.archs.push_back(a.substr(6));
+    } else if (a == "-MD" || a == "--generate-dependencies-with-compile") {
+      args.depfile = true;
+      args.flags.push_back(a);
+    } else if (a == "-MF" || a == "--dependency-output") {
+      args.depfile_path = next();
+    } else if (a == "-MT") {
+      args.depfile_target = next();
+      args.flags.push_back(a + " " + args.depfile_target);
+    } else if (a == "-I" || a == "--include-path") {
+      args.include_dirs.push_back(next());
+      args.flags.push_back("-I" + args.include_dirs.back());
+    } else if (a.rfind("-I", 0) == 0) {
+      args.include_dirs.push_back(a.substr(2));
+      args.flags.push_back(a);
     } else if (a == "--threads" || a == "-t") {
       args.threads = parse_threads(next());
     } else if (a.rfind("--threads=", 0) == 0) {
       args.threads = parse_threads(a.substr(10));
     } else if (takes_value(a)) {
-      next();
+      args.flags.push_back(a + " " + next());
     } else if (!a.empty() && a[0] == '-') {
-      // Any other flag (-O3, --use_fast_math, -I/x, -Xcompiler=-fPIC): accepted, ignored.
+      // Any other flag (-O3, --use_fast_math, -Xcompiler=-fPIC): accepted, otherwise ignored.
+      args.flags.push_back(a);
     } else if (args.src.empty()) {
       args.src = a;
       args.inputs.push_back(a);
@@ -453,6 +484,55 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+/// Where `#include` of `name` from `includer` resolves: the includer's own
+/// directory for quoted names, then the -I directories; "" when nowhere (a
+/// system header: not followed, as nvcc lists those under /usr).
+std::string resolve_include(const std::string& name, bool quoted, const std::string& includer,
+                            const std::vector<std::string>& include_dirs) {
+  std::vector<std::string> candidates;
+  if (quoted) {
+    std::size_t slash = includer.rfind('/');
+    candidates.push_back(slash == std::string::npos ? name : includer.substr(0, slash + 1) + name);
+  }
+  for (const std::string& dir : include_dirs) candidates.push_back(dir + "/" + name);
+  for (const std::string& c : candidates)
+    if (::access(c.c_str(), R_OK) == 0) return c;
+  return "";
+}
+
+/// The source and every header it includes, transitively, in first-seen order.
+std::vector<std::string> included_files(const std::string& src, const std::vector<std::string>& include_dirs) {
+  std::vector<std::string> files{src};
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::optional<std::string> text = read_file(files[i]);
+    if (!text) continue;
+    std::istringstream in(*text);
+    for (std::string line; std::getline(in, line);) {
+      std::size_t at = line.find("#include");
+      if (at == std::string::npos || line.find_first_not_of(" \t") != at) continue;
+      std::size_t open = line.find_first_of("\"<", at + 8);
+      if (open == std::string::npos) continue;
+      const bool quoted = line[open] == '"';
+      std::size_t close = line.find(quoted ? '"' : '>', open + 1);
+      if (close == std::string::npos) continue;
+      std::string found = resolve_include(line.substr(open + 1, close - open - 1), quoted, files[i], include_dirs);
+      if (!found.empty() && std::find(files.begin(), files.end(), found) == files.end()) files.push_back(found);
+    }
+  }
+  return files;
+}
+
+std::string fnv_hex(const std::string& data) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 int run_link(const Args& args) {
   if (args.out.empty()) die("-shared needs -o OUT");
   append_log("pid=" + std::to_string(::getpid()) + " link out=" + args.out);
@@ -546,8 +626,23 @@ int run_compile(Args args) {
     std::fprintf(stderr, "fake-nvcc: exiting with forced code %d\n", code);
     return code;
   }
-  if (!write_file(args.out, "fake-nvcc object\nsrc=" + args.src + "\narchs=" + join(args.archs) + "\n")) {
+  const std::vector<std::string> inputs = included_files(args.src, args.include_dirs);
+  std::string content;
+  for (const std::string& f : inputs) content += f.substr(f.rfind('/') + 1) + '\0' + read_file(f).value_or("") + '\0';
+  std::string flags;
+  for (const std::string& f : args.flags) flags += (flags.empty() ? "" : " ") + f;
+  if (!write_file(args.out, "fake-nvcc object\nsrc=" + args.src + "\narchs=" + join(args.archs) +
+                                "\ncontent=" + fnv_hex(content) + "\nflags=" + flags + "\n")) {
     die("cannot write " + args.out + ": " + std::strerror(errno));
+  }
+  if (args.depfile) {
+    // nvcc's layout: "TARGET : SRC \" then one prerequisite per line, indented.
+    std::string dep = (args.depfile_target.empty() ? args.out : args.depfile_target) + " : " + inputs.front();
+    for (std::size_t i = 1; i < inputs.size(); ++i) dep += " \\\n    " + inputs[i];
+    dep += "\n";
+    std::string path = args.depfile_path;
+    if (path.empty()) path = args.out.substr(0, args.out.rfind('.')) + ".d";
+    if (!write_file(path, dep)) die("cannot write " + path);
   }
   std::fprintf(stderr, "fake-nvcc: wrote %s\n", args.out.c_str());
   return 0;

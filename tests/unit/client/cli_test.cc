@@ -191,3 +191,15 @@ TEST_CASE("help and version go to stdout with exit 0") {
   CHECK(v.exit_code == 0);
   CHECK(v.text == std::string("fad ") + FAD_VERSION + "\n");
 }
+
+TEST_CASE("cache stats and clear, with --json and --cache-dir") {
+  auto stats = command({"cache", "stats", "--json"});
+  CHECK(stats.kind == CommandKind::cache_stats);
+  CHECK(stats.json);
+  CHECK_FALSE(stats.cache_dir);
+  auto clear = command({"cache", "clear", "--cache-dir", "/srv/cache"});
+  CHECK(clear.kind == CommandKind::cache_clear);
+  CHECK(clear.cache_dir == std::string("/srv/cache"));
+  CHECK(usage_error({"cache"}).find("missing command") != std::string::npos);
+  CHECK(usage_error({"cache", "wipe"}).find("'wipe'") != std::string::npos);
+}

@@ -50,3 +50,12 @@ TEST_CASE("nvcc_args: --threads is replaced by the grant", "[nvcc_args]") {
         V{"-c", "a.cu", "-o", "a.o", "--threads", "2"});
   CHECK(with_threads({"--threads=0", "-c", "a.cu", "-t", "4"}, 1) == V{"-c", "a.cu", "--threads", "1"});
 }
+
+TEST_CASE("nvcc_args: the threads a call asks for", "[nvcc_args]") {
+  using fad::client::requested_threads;
+  CHECK(requested_threads({"-c", "a.cu"}) == 1);
+  CHECK(requested_threads({"-c", "a.cu", "--threads", "4"}) == 4);
+  CHECK(requested_threads({"-c", "a.cu", "--threads=2", "-t", "3"}) == 3);  // the last one counts
+  CHECK(requested_threads({"-c", "a.cu", "-t", "0"}) == 0);
+  CHECK(requested_threads({"-c", "a.cu", "--threads", "many"}) == 1);
+}

@@ -156,3 +156,24 @@ TEST_CASE("progress and outcome lines") {
   cancelled["state"] = "cancelled";
   CHECK(render_outcome(cancelled) == "build 7 cancelled\n");
 }
+
+TEST_CASE("cached units and cache hits are shown in a build's status and in history") {
+  json one = {{"builds",
+               {{{"id", 9},
+                 {"name", "fa"},
+                 {"state", "succeeded"},
+                 {"units", {{"total", 2}, {"succeeded", 2}}},
+                 {"cache_hits", 1},
+                 {"unit_list",
+                  {{{"name", "k1.o"}, {"state", "succeeded"}, {"cached", true}},
+                   {{"name", "k2.o"}, {"state", "succeeded"}, {"cached", false}}}}}}}};
+  std::string text = render_build_status(one);
+  INFO(text);
+  CHECK(has(text, "2/2 succeeded (1 from the compile cache)"));
+  CHECK(has(line_starting(text, "k1.o"), "succeeded (cached)"));
+  CHECK_FALSE(has(line_starting(text, "k2.o"), "cached"));
+  one["builds"][0].erase("unit_list");
+  std::string history = render_history(one);
+  CHECK(has(line_starting(history, "ID"), "CACHED"));
+  CHECK(has(line_starting(history, "9 "), " 1 "));
+}

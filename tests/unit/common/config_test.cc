@@ -236,4 +236,21 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->log_max_files == defaults.log_max_files);
   CHECK(shipped->poll_interval_ms == defaults.poll_interval_ms);
   CHECK(shipped->log_level == defaults.log_level);
+  CHECK(shipped->cache_size == defaults.cache_size);
+  CHECK(shipped->socket_mode == defaults.socket_mode);
+}
+
+TEST_CASE("cache_dir and cache_size: the compile cache's keys", "[config]") {
+  auto c = fad::parse_config(R"({"cache_dir": "/srv/fad-cache", "cache_size": "2G"})", "f.json");
+  REQUIRE(c);
+  CHECK(c->cache_dir == std::string("/srv/fad-cache"));
+  CHECK(c->cache_size == (2ull << 30));
+  auto off = fad::parse_config(R"({"cache_size": 0})", "f.json");
+  REQUIRE(off);
+  CHECK(off->cache_size == 0);
+  CHECK(fad::parse_config("{}", "f.json")->cache_size == (10ull << 30));
+  auto bad = fad::parse_config(R"({"cache_size": "huge", "cache_dir": ""})", "f.json");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().find("key 'cache_size'") != std::string::npos);
+  CHECK(bad.error().find("key 'cache_dir': expected a non-empty path string") != std::string::npos);
 }

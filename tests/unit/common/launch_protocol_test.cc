@@ -91,4 +91,12 @@ TEST_CASE("launch protocol: content_hash and compiler_version are optional, boun
   CHECK_THAT(with("content_hash", ""), Contains("non-empty"));
   CHECK_THAT(with("compiler_version", std::string(513, 'v')), Contains("at most 512 bytes"));
   CHECK_THAT(with("compiler_version", "two\nlines"), Contains("printable"));
+
+  // A cache hit travels as "cached"; it is optional and must be a boolean.
+  l.cached = true;
+  auto hit = LaunchRequest::from_json(l.to_json());
+  REQUIRE(hit);
+  CHECK(hit->cached);
+  CHECK_FALSE(LaunchRequest{}.to_json().contains("cached"));
+  CHECK_THAT(with("cached", "yes"), Contains("\"cached\" must be a boolean"));
 }

@@ -400,4 +400,24 @@ TEST_CASE("store: meta values are upserted", "[store]") {
   CHECK(count_rows(store, "meta") == 1);
 }
 
+TEST_CASE("store: a unit restored from the compile cache is succeeded and cached, never started", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto units = store.units(id);
+  CHECK_FALSE(units[0].cached);
+  store.mark_unit_cached(units[0].id, "2026-01-01T00:00:02Z");
+  auto u = store.unit(units[0].id);
+  CHECK(u->state == UnitState::succeeded);
+  CHECK(u->cached);
+  CHECK(u->attempts == 0);
+  CHECK(u->exit_code == std::optional<int>(0));
+  CHECK(u->finished_at == std::optional<std::string>("2026-01-01T00:00:02Z"));
+  // Only a queued unit: one already running or finished keeps its own record.
+  store.start_unit(units[1].id, 1, 10, "2026-01-01T00:00:03Z");
+  store.mark_unit_cached(units[1].id, "2026-01-01T00:00:04Z");
+  CHECK(store.unit(units[1].id)->state == UnitState::running);
+  CHECK_FALSE(store.unit(units[1].id)->cached);
+}
+
 }  // namespace fad

@@ -1,0 +1,186 @@
+// Machine-wide memory claims; see memory_claim.h.
+#include "client/memory_claim.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/meminfo.h"
+#include "common/size.h"
+
+namespace fad::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kRecheck = std::chrono::milliseconds(250);
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A value of a memory.stat file ("total_inactive_file 123" lines).
+std::uint64_t stat_value(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string name;
+  std::uint64_t value = 0;
+  while (in >> name >> value)
+    if (name == key) return value;
+  return 0;
+}
+
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir) {
+    const std::string path = dir + "/lock";
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {}
+  }
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string claim_name() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return "claim-" + std::to_string(::getpid()) + "-" + std::to_string(rng() & 0xffffffff);
+}
+
+}  // namespace
+
+bool fallback_admits(const FallbackView& view, std::uint64_t need) {
+  if (view.claims.empty()) return true;
+  std::uint64_t claimed = need;
+  for (auto c : view.claims) claimed += c;
+  return view.available > view.reserve && claimed <= view.available - view.reserve;
+}
+
+FallbackView read_fallback_memory(const Reserve& reserve) {
+  FallbackView view;
+  std::uint64_t total = 0;
+  if (auto mem = parse_meminfo(read_text("/proc/meminfo"))) {
+    view.available = mem->available;
+    total = mem->total;
+  }
+  // In a memory cgroup (a container, a CI job, a test) its limit binds first.
+  bool v2 = false;
+  if (auto rel = parse_proc_cgroup_memory_path(read_text("/proc/self/cgroup"), &v2)) {
+    const std::string dir = std::string(v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory") + (*rel == "/" ? "" : *rel);
+    auto limit = parse_cgroup_limit(read_text(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes")));
+    auto usage = parse_cgroup_value(read_text(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes")));
+    if (limit && *limit && **limit < total && usage) {
+      // Page cache the kernel can drop is not in the way: the working set is.
+      const std::uint64_t inactive =
+          stat_value(read_text(dir + "/memory.stat"), v2 ? "inactive_file" : "total_inactive_file");
+      const std::uint64_t working = *usage > inactive ? *usage - inactive : 0;
+      const std::uint64_t left = **limit > working ? **limit - working : 0;
+      view.available = std::min(view.available, left);
+      total = **limit;
+    }
+  }
+  view.reserve = reserve.resolve(total);
+  return view;
+}
+
+std::string claims_dir() {
+  if (const char* dir = std::getenv("FAD_CLAIMS_DIR"); dir && *dir) return dir;
+  const std::string shared = "/tmp/fad-claims";
+  if (::mkdir(shared.c_str(), 0777) == 0) ::chmod(shared.c_str(), 01777);  // sticky: each removes only its own
+  if (::access(shared.c_str(), W_OK | X_OK) == 0) return shared;
+  return shared + "-" + std::to_string(::getuid());
+}
+
+std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir) {
+  std::vector<std::uint64_t> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind("claim-", 0) != 0) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      // Its owner is gone: not a claim any more.
+      ::unlink(it->path().c_str());
+      ::close(fd);
+      continue;
+    }
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    out.push_back(n > 0 ? std::strtoull(buf, nullptr, 10) : 0);
+  }
+  return out;
+}
+
+std::optional<MemoryClaim> MemoryClaim::create_locked(const std::string& dir, std::uint64_t bytes) {
+  MemoryClaim claim;
+  claim.path_ = dir + "/" + claim_name();
+  claim.fd_ = ::open(claim.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (claim.fd_ < 0) return std::nullopt;
+  ::flock(claim.fd_, LOCK_EX);
+  const std::string text = std::to_string(bytes) + "\n";
+  if (::write(claim.fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return std::nullopt;
+  return claim;
+}
+
+std::optional<MemoryClaim> MemoryClaim::hold(const std::string& dir, std::uint64_t bytes) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  // Made under the directory lock, so no scan sees it before it is locked.
+  DirLock lock(dir);
+  if (!lock.ok()) return std::nullopt;
+  return create_locked(dir, bytes);
+}
+
+std::optional<MemoryClaim> MemoryClaim::admit(const std::string& dir, std::uint64_t bytes,
+                                              const std::function<FallbackView()>& view,
+                                              const std::function<void(const std::string&)>& on_wait) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  bool told = false;
+  for (;;) {
+    {
+      DirLock lock(dir);
+      if (!lock.ok()) return std::nullopt;
+      FallbackView v = view();
+      v.claims = live_claims(dir);
+      if (fallback_admits(v, bytes)) return create_locked(dir, bytes);
+      if (!told) {
+        std::uint64_t claimed = 0;
+        for (auto c : v.claims) claimed += c;
+        on_wait(std::to_string(v.claims.size()) + " compile(s) hold " + format_size(claimed) + ", " +
+                format_size(v.available) + " available, this one needs " + format_size(bytes));
+        told = true;
+      }
+    }
+    std::this_thread::sleep_for(kRecheck);
+  }
+}
+
+MemoryClaim::MemoryClaim(MemoryClaim&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+
+MemoryClaim::~MemoryClaim() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());
+  ::close(fd_);
+}
+
+}  // namespace fad::client

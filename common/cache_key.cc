@@ -1,0 +1,253 @@
+// Compile-cache keys; see cache_key.h.
+#include "common/cache_key.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+#include "common/depfile.h"
+#include "common/hash.h"
+
+namespace fad {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string_view> kCompilerEnvironment{
+    "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",       "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+    "GCC_EXEC_PREFIX",    "COMPILER_PATH",     "SOURCE_DATE_EPOCH"};
+
+namespace {
+
+constexpr std::array<std::string_view, 8> kSourceExtensions{".cu", ".c", ".cc", ".cpp", ".cxx", ".ptx", ".C", ".cup"};
+
+bool has_source_extension(const std::string& a) {
+  return std::any_of(kSourceExtensions.begin(), kSourceExtensions.end(), [&](std::string_view ext) {
+    return a.size() > ext.size() && a.compare(a.size() - ext.size(), ext.size(), ext) == 0;
+  });
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+/// "--opt value" or "--opt=value" for one of `names`; advances `i` past a separate value.
+bool option_value(const std::vector<std::string>& args, std::size_t& i, std::initializer_list<std::string_view> names,
+                  std::string* value) {
+  const std::string& a = args[i];
+  for (auto name : names) {
+    if (a == name) {
+      if (i + 1 >= args.size()) return false;
+      *value = args[++i];
+      return true;
+    }
+    if (a.size() > name.size() && starts_with(a, name) && a[name.size()] == '=') {
+      *value = a.substr(name.size() + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_one_of(const std::string& a, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), a) != names.end();
+}
+
+// Options whose outputs the cache cannot capture (more files, other places),
+// or that make nvcc do something other than one compile.
+const char* uncacheable_reason(const std::string& a) {
+  if (is_one_of(a, {"-keep", "--keep", "-save-temps", "--save-temps", "-keep-dir", "--keep-dir"}))
+    return "keeps intermediate files (--keep)";
+  if (is_one_of(a, {"-odir", "--output-directory"})) return "output directory option (-odir)";
+  if (is_one_of(a, {"-optf", "--options-file"})) return "options read from a file (--options-file)";
+  if (is_one_of(a, {"-MMD", "--generate-nonsystem-dependencies-with-compile"}))
+    return "non-system dependencies only (-MMD): system headers would go unchecked";
+  if (is_one_of(a, {"-M",      "--generate-dependencies",
+                    "-MM",     "--generate-nonsystem-dependencies",
+                    "-E",      "--preprocess",
+                    "-dryrun", "--dryrun",
+                    "-run",    "--run",
+                    "-time",   "--time",
+                    "-fatbin", "--fatbin",
+                    "-cubin",  "--cubin",
+                    "-ptx",    "--ptx",
+                    "-lib",    "--lib",
+                    "-link",   "--link"}))
+    return "not a plain compile";
+  return nullptr;
+}
+
+bool is_debug_flag(const std::string& a) {
+  if (a == "-g" || a == "-G" || a == "--debug" || a == "--device-debug" || a == "-lineinfo" ||
+      a == "--generate-line-info")
+    return true;
+  return a.size() > 2 && starts_with(a, "-g") && !starts_with(a, "-gencode");  // -g3, -ggdb
+}
+
+std::string replace_root(const std::string& arg, const std::string& root, const std::string& mark) {
+  if (root.empty()) return arg;
+  std::string out;
+  for (std::size_t i = 0; i < arg.size();) {
+    if (arg.compare(i, root.size(), root) == 0 && (i + root.size() == arg.size() || arg[i + root.size()] == '/')) {
+      out += mark;
+      i += root.size();
+    } else {
+      out += arg[i++];
+    }
+  }
+  return out;
+}
+
+// The deepest directory holding both (absolute, normal) paths.
+std::string common_ancestor(const fs::path& a, const fs::path& b) {
+  fs::path out;
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end() && ib != b.end() && *ia == *ib; ++ia, ++ib) out /= *ia;
+  return out.string();
+}
+
+}  // namespace
+
+std::string absolute_in(const std::string& path, const std::string& cwd) {
+  fs::path p(path);
+  return (p.is_absolute() ? p : fs::path(cwd) / p).lexically_normal().string();
+}
+
+std::vector<std::string> compiler_environment(const EnvLookup& env) {
+  std::vector<std::string> out;
+  for (auto name : kCompilerEnvironment) {
+    auto v = env(name);
+    out.push_back(std::string(name) + (v ? "=" + *v : std::string()));
+  }
+  return out;
+}
+
+CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cwd,
+                     bool (*exists)(const std::string& path, const std::string& cwd)) {
+  CachePlan plan;
+  std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  std::vector<std::string> kept;  // before root relabelling
+  std::vector<std::string> sources;
+  std::string depfile;
+  bool compile = false, wants_deps = false, debug = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string value;
+    if (const char* why = uncacheable_reason(a)) {
+      plan.reason = why;
+      return plan;
+    }
+    if (option_value(args, i, {"-o", "--output-file"}, &value)) {
+      plan.output = value;
+      continue;
+    }
+    if (option_value(args, i, {"-MF", "--dependency-output"}, &value)) {
+      depfile = value;
+      continue;
+    }
+    if (option_value(args, i, {"--threads", "-t"}, &value)) continue;
+    if (option_value(args, i, {"-ccbin", "--compiler-bindir"}, &value)) {
+      plan.host_compiler = value;
+      kept.push_back("-ccbin=" + value);
+      continue;
+    }
+    if (option_value(args, i, {"-Xcompiler", "--compiler-options"}, &value)) {
+      // Host-compiler dependency files land beside nvcc's temporaries.
+      if (value.find("-M") != std::string::npos) {
+        plan.reason = "host compiler writes its own dependency file (-Xcompiler -M...)";
+        return plan;
+      }
+      if (value.find("-g") != std::string::npos) debug = true;
+      kept.push_back("-Xcompiler=" + value);
+      continue;
+    }
+    const std::size_t start = i;
+    if (option_value(args, i,
+                     {"-MT",
+                      "-MQ",
+                      "--dependency-target-name",
+                      "-I",
+                      "--include-path",
+                      "-include",
+                      "--pre-include",
+                      "-isystem",
+                      "--system-include",
+                      "-D",
+                      "--define-macro",
+                      "-U",
+                      "--undefine-macro",
+                      "-x",
+                      "--x",
+                      "-gencode",
+                      "--generate-code",
+                      "-arch",
+                      "--gpu-architecture",
+                      "-code",
+                      "--gpu-code",
+                      "-Xptxas",
+                      "--ptxas-options",
+                      "-Xcudafe",
+                      "-Xfatbin",
+                      "--fatbin-options",
+                      "-std",
+                      "--std"},
+                     &value)) {
+      // One element with its value, so that a value is never taken for the
+      // source; "-I x" and "-I=x" stay distinct spellings.
+      kept.push_back(i == start ? a : args[start] + "\x1f" + value);
+      continue;
+    }
+    if (a == "-c" || a == "--compile" || a == "-dc" || a == "--device-c" || a == "-dw" || a == "--device-w")
+      compile = true;
+    if (a == "-MD" || a == "--generate-dependencies-with-compile") wants_deps = true;
+    if (is_debug_flag(a)) debug = true;
+    if (!starts_with(a, "-") && has_source_extension(a) && exists(a, cwd)) sources.push_back(a);
+    kept.push_back(a);
+  }
+  if (!compile) {
+    plan.reason = "not a compile (-c)";
+    return plan;
+  }
+  if (sources.size() != 1) {
+    plan.reason = sources.empty() ? "no source file found" : "several source files in one call";
+    return plan;
+  }
+  if (!depfile.empty() && !wants_deps) {
+    plan.reason = "-MF without -MD (nvcc refuses it)";
+    return plan;
+  }
+  plan.source = sources.front();
+  if (plan.output.empty()) plan.output = fs::path(plan.source).stem().string() + ".o";
+  // nvcc's -MD without -MF writes OUTPUT with its extension replaced by .d.
+  if (wants_deps)
+    plan.user_depfile = depfile.empty() ? fs::path(plan.output).replace_extension(".d").string() : depfile;
+
+  const fs::path abs_cwd = fs::path(cwd).lexically_normal();
+  std::string root = common_ancestor(abs_cwd, fs::path(absolute_in(plan.source, cwd)));
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.size() <= 1 || !depfile_safe_path(root)) {
+    root.clear();
+    plan.key_literals.push_back("cwd=" + cwd);  // nothing relabelled: the paths are what they are
+  }
+  plan.root = root;
+  if (!depfile_safe_path(plan.output)) plan.key_literals.push_back("output=" + plan.output);
+  if (debug) {
+    // Debug info records the directories the compile ran in.
+    plan.key_literals.push_back("debug-cwd=" + cwd);
+    plan.key_literals.push_back("debug-root=" + root);
+  }
+  for (const auto& a : kept) plan.key_args.push_back(replace_root(a, root, "\x01"));
+  plan.cacheable = true;
+  return plan;
+}
+
+std::string call_key(const CachePlan& plan, const KeyInputs& in) {
+  Sha256 h;
+  h.field("fad compile cache key 1");
+  h.field(in.compiler_identity).field(in.host_compiler_identity).field(in.source_hash);
+  h.field("env");
+  for (const auto& e : in.environment) h.field(e);
+  h.field("args");
+  for (const auto& a : plan.key_args) h.field(a);
+  h.field("literals");
+  for (const auto& l : plan.key_literals) h.field(l);
+  return h.hex();
+}
+
+}  // namespace fad

@@ -1,0 +1,91 @@
+// Compiler identities; see compiler_identity.h.
+#include "common/compiler_identity.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/hash.h"
+#include "common/program_output.h"
+
+namespace fad {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr int kProbeTimeoutS = 30;
+constexpr const char* kProfileMarker = "\n--- nvcc.profile ---\n";
+}  // namespace
+
+std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd) {
+  if (name.empty()) return {};
+  if (name.find('/') != std::string::npos) {
+    fs::path p(name);
+    if (!p.is_absolute()) p = fs::path(cwd) / p;
+    return ::access(p.c_str(), X_OK) == 0 ? p.lexically_normal().string() : "";
+  }
+  std::stringstream dirs(path_env);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) dir = ".";
+    fs::path p = fs::path(dir) / name;
+    if (!p.is_absolute()) p = fs::path(cwd) / p;
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0)
+      return p.lexically_normal().string();
+  }
+  return {};
+}
+
+std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd) {
+  std::string chosen = ccbin;
+  if (chosen.empty()) chosen = env("NVCC_CCBIN").value_or("gcc");
+  std::error_code ec;
+  fs::path p(chosen);
+  if (chosen.find('/') != std::string::npos && fs::is_directory(p.is_absolute() ? p : fs::path(cwd) / p, ec))
+    chosen = (p / "gcc").string();
+  return find_program(chosen, env("PATH").value_or(""), cwd);
+}
+
+Result<std::string> compiler_identity(const std::string& program, CompileCache* cache) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(program, ec);
+  struct stat st {};
+  if (ec || ::stat(real.c_str(), &st) != 0) return make_error("compiler " + program + " not found");
+  const std::string note = "compiler-" + Sha256()
+                                             .field(real.string())
+                                             .field(std::to_string(st.st_dev))
+                                             .field(std::to_string(st.st_ino))
+                                             .field(std::to_string(st.st_size))
+                                             .field(std::to_string(st.st_mtim.tv_sec))
+                                             .field(std::to_string(st.st_mtim.tv_nsec))
+                                             .hex();
+  if (cache)
+    if (auto known = cache->note(note)) return *known;
+  auto version = program_output({program, "--version"}, kProbeTimeoutS);
+  if (!version) return make_error("cannot identify compiler " + program + ": " + version.error());
+  std::string identity = *version;
+  // nvcc.profile beside nvcc sets its include and library paths.
+  const fs::path profile = real.parent_path() / "nvcc.profile";
+  if (real.filename() == "nvcc" && fs::exists(profile, ec)) {
+    std::ifstream in(profile, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    identity += kProfileMarker + text.str();
+  }
+  if (cache) (void)cache->put_note(note, identity);
+  return identity;
+}
+
+std::string version_line(const std::string& identity) {
+  std::string versions = identity.substr(0, identity.find(kProfileMarker));
+  std::stringstream in(versions);
+  std::string last;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last = line;
+  return last;
+}
+
+}  // namespace fad

@@ -1,0 +1,32 @@
+// Which compilers a compile ran with, for compile-cache keys: nvcc's and the
+// host compiler's --version output (and nvcc.profile, which sets nvcc's
+// include and library paths). Probing runs the program, so each identity is
+// remembered in the cache directory under the binary's device, inode, size and
+// modification time: a reinstalled or upgraded compiler is probed again.
+#pragma once
+
+#include <string>
+
+#include "common/compile_cache.h"
+#include "common/paths.h"
+#include "common/result.h"
+
+namespace fad {
+
+/// `name` searched on `path_env` (a name without '/'), or made absolute
+/// against `cwd`; "" when no such executable exists.
+std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd);
+
+/// The host compiler nvcc runs: the -ccbin value (a directory means its gcc),
+/// else $NVCC_CCBIN, else gcc on PATH; "" when none is found.
+std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd);
+
+/// The identity of the compiler at `program` (absolute). Fails when it cannot
+/// be run; `cache` may be null (nothing remembered).
+Result<std::string> compiler_identity(const std::string& program, CompileCache* cache);
+
+/// The last non-empty line of an identity's --version output ("Build
+/// cuda_13.0.r13.0/compiler.36424714_0"): the compiler version fadd records.
+std::string version_line(const std::string& identity);
+
+}  // namespace fad

@@ -1,0 +1,256 @@
+// Tests for common/cached_compile: a compile call's lookups and stores, with a
+// real cache directory and a real (script) compiler whose --version is its
+// identity. The "compile" writes its object and dependency file as nvcc would.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "common/cached_compile.h"
+
+using namespace fad;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+struct Fixture {
+  fs::path root;
+  fs::path cache_dir;
+  fs::path compiler;
+  std::map<std::string, std::string> env{{"PATH", std::getenv("PATH") ? std::getenv("PATH") : ""}};
+  std::unique_ptr<CompileCache> cache;
+
+  Fixture() {
+    root = fs::temp_directory_path() /
+           ("fad-cc-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    cache_dir = root / "cache";
+    compiler = root / "toolkit" / "bin" / "nvcc";
+    set_compiler_version("13.0");
+    auto opened = CompileCache::open({cache_dir.string(), 1ull << 30});
+    REQUIRE(opened);
+    cache = std::move(*opened);
+  }
+  ~Fixture() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  /// A new binary, as an upgrade installs it: another file renamed into place.
+  void set_compiler_version(const std::string& v) {
+    const fs::path tmp = compiler.string() + ".new";
+    write(tmp, "#!/bin/sh\necho 'Cuda compilation tools, release " + v + "'\n");
+    fs::permissions(tmp, fs::perms::owner_all);
+    fs::rename(tmp, compiler);
+  }
+  EnvLookup lookup() const {
+    return [this](std::string_view name) -> std::optional<std::string> {
+      auto it = env.find(std::string(name));
+      if (it == env.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+  /// A project at `dir`: src/a.cu including include/h.h.
+  void write_project(const fs::path& dir, const std::string& header = "int h;\n") {
+    write(dir / "src" / "a.cu", "#include \"h.h\"\n__global__ void k() {}\n");
+    write(dir / "include" / "h.h", header);
+    fs::create_directories(dir / "out");
+  }
+  std::vector<std::string> call(const fs::path& dir) const {
+    return {compiler.string(),
+            "-c",
+            (dir / "src/a.cu").string(),
+            "-o",
+            "out/a.o",
+            "-I" + (dir / "include").string(),
+            "-MD",
+            "-MF",
+            "out/a.d",
+            "-gencode",
+            "arch=compute_90,code=sm_90"};
+  }
+  /// What nvcc writes for call(dir) run in dir.
+  static std::string depfile_for(const fs::path& dir) {
+    return "out/a.o : " + (dir / "src/a.cu").string() + " \\\n    " + (dir / "include/h.h").string() + "\n";
+  }
+  /// Looks call(dir) up; on a miss, "compiles" (object = `object`) and stores it.
+  bool build(const fs::path& dir, const std::string& object) {
+    CachedCompile c(*cache, call(dir), dir.string(), lookup(), compiler.string());
+    REQUIRE(c.cacheable());
+    if (c.restore()) return true;
+    const auto started = std::chrono::system_clock::now();
+    write(dir / "out/a.o", object);
+    write(dir / "out/a.d", depfile_for(dir));
+    REQUIRE(c.store(started, "compiled\n", "warning: w\n"));
+    return false;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("identical inputs hit and restore the object, the dependency file and the output", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  CHECK_FALSE(f.build(p, "OBJECT-1"));
+  fs::remove(p / "out/a.o");
+  fs::remove(p / "out/a.d");
+  CachedCompile again(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+  auto hit = again.restore();
+  REQUIRE(hit);
+  CHECK(hit->stdout_text == "compiled\n");
+  CHECK(hit->stderr_text == "warning: w\n");
+  CHECK(slurp(p / "out/a.o") == "OBJECT-1");
+  CHECK(slurp(p / "out/a.d") == Fixture::depfile_for(p));
+  CHECK(again.compiler_version() == "Cuda compilation tools, release 13.0");
+  auto stats = f.cache->stats();
+  CHECK(stats->hits == 1);
+  CHECK(stats->misses == 1);
+  CHECK(stats->stored == 1);
+}
+
+TEST_CASE("a header change misses and the old header content hits again", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p, "int h = 1;\n");
+  CHECK_FALSE(f.build(p, "OBJECT-h1"));
+  write(p / "include/h.h", "int h = 2;\n");
+  CHECK_FALSE(f.build(p, "OBJECT-h2"));
+  write(p / "include/h.h", "int h = 1;\n");
+  CHECK(f.build(p, "unused"));
+  CHECK(slurp(p / "out/a.o") == "OBJECT-h1");
+  write(p / "include/h.h", "int h = 2;\n");
+  CHECK(f.build(p, "unused"));
+  CHECK(slurp(p / "out/a.o") == "OBJECT-h2");
+}
+
+TEST_CASE("a source, flag, compiler version or environment change misses", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+  write(p / "src/a.cu", "#include \"h.h\"\n__global__ void k2() {}\n");
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+
+  auto flagged = f.call(p);
+  flagged.push_back("-DFAST");
+  CachedCompile with_flag(*f.cache, flagged, p.string(), f.lookup(), f.compiler.string());
+  CHECK_FALSE(with_flag.restore());
+
+  f.env["NVCC_APPEND_FLAGS"] = "-DX";
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+  f.env.erase("NVCC_APPEND_FLAGS");
+  CHECK(f.build(p, "O"));
+
+  f.set_compiler_version("13.1");
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+}
+
+TEST_CASE("the project moved elsewhere hits, and its dependency file is the one nvcc writes there",
+          "[cached_compile]") {
+  Fixture f;
+  const auto a = f.root / "pip-req-build-aaa", b = f.root / "pip-req-build-bbb";
+  f.write_project(a);
+  f.write_project(b);
+  CHECK_FALSE(f.build(a, "OBJECT-A"));
+  CHECK(f.build(b, "unused"));
+  CHECK(slurp(b / "out/a.o") == "OBJECT-A");
+  CHECK(slurp(b / "out/a.d") == Fixture::depfile_for(b));
+  CHECK(slurp(b / "out/a.d").find(a.string()) == std::string::npos);
+}
+
+TEST_CASE("nothing is stored when a file changed during the compile or uses __TIME__", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  {
+    CachedCompile c(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+    CHECK_FALSE(c.restore());
+    const auto started = std::chrono::system_clock::now() - std::chrono::seconds(5);  // header is newer
+    write(p / "out/a.o", "O");
+    write(p / "out/a.d", Fixture::depfile_for(p));
+    REQUIRE(c.store(started, "", ""));
+  }
+  CHECK(f.cache->stats()->stored == 0);
+  write(p / "include/h.h", "const char* t = __TIME__;\n");
+  {
+    CachedCompile c(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+    CHECK_FALSE(c.restore());
+    const auto started = std::chrono::system_clock::now();
+    write(p / "out/a.o", "O");
+    write(p / "out/a.d", Fixture::depfile_for(p));
+    REQUIRE(c.store(started, "", ""));
+  }
+  CHECK(f.cache->stats()->stored == 0);
+}
+
+TEST_CASE("a call without a dependency file gets one written privately, and none restored", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  std::vector<std::string> argv{f.compiler.string(), "-c", "src/a.cu", "-o", "out/a.o", "-Iinclude"};
+  std::string own;
+  {
+    CachedCompile c(*f.cache, argv, p.string(), f.lookup(), f.compiler.string());
+    CHECK_FALSE(c.restore());
+    const auto extra = c.extra_args();
+    REQUIRE(extra.size() == 3);
+    CHECK(extra[0] == "--generate-dependencies-with-compile");
+    own = extra[2];
+    const auto started = std::chrono::system_clock::now();
+    write(p / "out/a.o", "O");
+    write(own, "out/a.o : src/a.cu \\\n    include/h.h\n");
+    REQUIRE(c.store(started, "", ""));
+  }
+  CHECK_FALSE(fs::exists(own));  // the private dependency file is removed
+  fs::remove(p / "out/a.o");
+  CachedCompile again(*f.cache, argv, p.string(), f.lookup(), f.compiler.string());
+  REQUIRE(again.restore());
+  CHECK(slurp(p / "out/a.o") == "O");
+  CHECK_FALSE(fs::exists(p / "out/a.d"));
+  // A relative header is checked where this call would read it.
+  write(p / "include/h.h", "changed\n");
+  CachedCompile changed(*f.cache, argv, p.string(), f.lookup(), f.compiler.string());
+  CHECK_FALSE(changed.restore());
+}
+
+TEST_CASE("a corrupted result is recompiled, not restored", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  CHECK_FALSE(f.build(p, "GOOD"));
+  for (const auto& e : fs::recursive_directory_iterator(f.cache_dir / "r")) {
+    if (!e.is_regular_file()) continue;
+    std::fstream file(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(12);
+    file.put('!');
+  }
+  write(p / "out/a.o", "stale");
+  CHECK_FALSE(f.build(p, "RECOMPILED"));
+  CHECK(slurp(p / "out/a.o") == "RECOMPILED");
+  CHECK(f.cache->stats()->corrupt == 1);
+  CHECK(f.build(p, "unused"));
+  CHECK(slurp(p / "out/a.o") == "RECOMPILED");
+}
