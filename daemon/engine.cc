@@ -13,6 +13,7 @@
 
 #include "common/size.h"
 #include "common/text.h"
+#include "common/time_text.h"
 #include "daemon/planner.h"
 
 namespace fad {
@@ -43,7 +44,8 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       toolchains_(std::move(toolchains)),
       estimator_(options_.estimator),
       scheduler_(options_.scheduler, estimator_),
-      started_at_(clock.now()) {}
+      started_at_(clock.now()),
+      epoch_anchor_(parse_rfc3339(clock.wall()).value_or(0) - clock.now()) {}
 
 void Engine::recover() {
   // Process groups are only meaningful within the boot that created them.
@@ -99,7 +101,7 @@ void Engine::tick() {
       for (const auto& [id, r] : running_) fad_bytes += r.current;
       store_.add_sample(MemorySample{clock_.wall(), last_snapshot_.total, last_snapshot_.available,
                                      last_snapshot_.swap_free, fad_bytes, last_committed_,
-                                     last_snapshot_.psi_some_avg10});
+                                     last_snapshot_.psi_some_avg10, last_capacity_});
       if (ticks_ % 1000 == 0) store_.trim_samples(options_.samples_kept);
     }
   } catch (const StoreError& e) {
@@ -123,6 +125,21 @@ void Engine::measure_running(double now) {
   for (const auto& [build, bytes] : build_bytes) store_.raise_build_peak(build, bytes);
 }
 
+QueuedUnit Engine::queued_unit(const UnitRecord& u) const {
+  QueuedUnit q;
+  q.id = u.id;
+  q.build_id = u.build_id;
+  q.key = unit_key(u);
+  if (u.kind == UnitKind::link) {
+    q.key.arch_count = 1;  // linking is one process whatever the arch count
+    q.manifest_prior = kLinkPrior;
+  } else if (u.prior_peak > 0) {
+    q.manifest_prior = ManifestPrior{u.prior_peak, u.prior_duration_s};
+  }
+  q.requeued_peak = u.requeued_peak;
+  return q;
+}
+
 std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>& by_id) {
   std::vector<QueuedUnit> queue;
   for (const auto& b : store_.active_builds()) {
@@ -137,18 +154,7 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
         store_.set_wait_reason(u.id, "waiting for the compile units");
         continue;
       }
-      QueuedUnit q;
-      q.id = u.id;
-      q.build_id = u.build_id;
-      q.key = unit_key(u);
-      if (u.kind == UnitKind::link) {
-        q.key.arch_count = 1;  // linking is one process whatever the arch count
-        q.manifest_prior = kLinkPrior;
-      } else if (u.prior_peak > 0) {
-        q.manifest_prior = ManifestPrior{u.prior_peak, u.prior_duration_s};
-      }
-      q.requeued_peak = u.requeued_peak;
-      queue.push_back(std::move(q));
+      queue.push_back(queued_unit(u));
       by_id.emplace(u.id, u);
     }
   }
@@ -181,6 +187,8 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     running.push_back(std::move(ru));
   }
   if (queue.empty() && running.empty()) {
+    // Idle: still report the budget the next build would get.
+    last_capacity_ = scheduler_.decide(now, snap, {}, {}).capacity;
     last_committed_ = 0;
     return;
   }
@@ -219,6 +227,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         if (!r.suspended && !r.paused) {
           spdlog::warn("memory pressure: suspending {} ({})", r.unit.name, d.reason);
           launcher_.signal_group(r.pgid, SIGSTOP);
+          record_event(r.unit.id, "suspend", d.reason);
         }
         r.suspended = true;
         r.suspended_at = now;
@@ -227,6 +236,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         if (r.suspended && !r.paused) {
           spdlog::info("resuming {} ({})", r.unit.name, d.reason);
           launcher_.signal_group(r.pgid, SIGCONT);
+          record_event(r.unit.id, "resume", d.reason);
         }
         r.suspended = false;
         break;
@@ -250,6 +260,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   fs::create_directories(fs::path(unit.output_path).parent_path(), ec);
   fs::create_directories(fs::path(unit.log_path).parent_path(), ec);
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
+  store_.mark_build_started(unit.build_id, clock_.wall());
   auto build = store_.build(unit.build_id);
   if (build && build->state == BuildState::queued)
     store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
@@ -276,6 +287,9 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   r.predicted = d.predicted;
   r.guess = d.guess;
   r.paused = build && build->state == BuildState::paused;
+  r.started_epoch = epoch_now();
+  r.attempt = unit.attempts + 1;
+  r.estimate_bytes = d.estimate_bytes;
   running_.emplace(id, std::move(r));
   spdlog::info("started {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
                format_size(d.estimate_bytes), d.reason);
@@ -314,11 +328,13 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
       case StopReason::shutdown:
         // Stopped by fad, not failed: run it again later. A requeue keeps the
         // observed peak so the next estimate is at least that.
+        record_attempt(r, r.stop == StopReason::requeue ? "requeued" : "shutdown", r.peak);
         store_.requeue_unit(unit_id, r.stop == StopReason::requeue ? r.peak : 0);
         append_build_log(u.build_id, "stopped " + u.name + " (requeued)\n");
         update_build(u.build_id);
         return;
       case StopReason::cancel:
+        record_attempt(r, "cancelled", r.peak);
         store_.finish_unit(unit_id, UnitState::cancelled, info.exit_code, r.peak, duration, clock_.wall(),
                            std::nullopt);
         update_build(u.build_id);
@@ -331,6 +347,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
       // grew): not the unit's fault. Requeue it with its peak raised by a
       // margin, since the kill cut it short of its true peak.
       const std::uint64_t floor = r.peak + r.peak / 4;
+      record_attempt(r, "oom", r.peak);
       store_.requeue_unit(unit_id, floor);
       spdlog::warn(
           "unit {} of build {} was killed by the kernel's OOM killer at {}; requeued with an estimate of at "
@@ -374,6 +391,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
           HistoryRecord{obs.key.exact(),  obs.key.source, obs.key.content_hash, obs.key.flags, obs.key.archs,
                         obs.key.compiler, obs.key.family, obs.key.arch_count,   r.threads,     obs.profile.serialize()};
     }
+    record_attempt(r, ok ? "succeeded" : "failed", r.peak);
     store_.finish_unit(unit_id, ok ? UnitState::succeeded : UnitState::failed, info.exit_code, r.peak, duration,
                        clock_.wall(), history);
     std::string summary = (ok ? "finished " : "FAILED ") + u.name + " in " + std::to_string(int(duration)) +

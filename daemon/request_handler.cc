@@ -29,6 +29,7 @@ Response RequestHandler::dispatch(const Request& req) {
   if (t == "pause") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.pause(b.id); });
   if (t == "resume") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.resume(b.id); });
   if (t == "retry") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.retry(b.id); });
+  if (t == "report") return with_body<BuildRequest>(req, [&](const auto& b) { return engine_.report(b.id); });
   if (t == "open_build") return with_body<OpenBuildRequest>(req, [&](const auto& b) { return engine_.open_build(b); });
   if (t == "close_build")
     return with_body<CloseBuildRequest>(req, [&](const auto& b) { return engine_.close_build(b); });
