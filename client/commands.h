@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <iosfwd>
 #include <optional>
@@ -23,7 +24,24 @@ struct Context {
   std::ostream& err;
   std::function<void(std::chrono::milliseconds)> sleep;
   std::function<Result<std::vector<Arch>>()> detect_archs;  ///< the local GPUs' archs
+  /// Whether `out` is a terminal: progress redraws in place and --watch
+  /// clears the screen only there; a pipe gets plain lines.
+  bool out_is_tty = false;
+  /// The terminal's width in columns (progress lines are cut to it).
+  std::function<std::size_t()> width = [] { return std::size_t{80}; };
+  /// Wall-clock epoch seconds (elapsed times, how often a pipe gets a line).
+  std::function<double()> now = [] { return 0.0; };
+  /// True once the user pressed Ctrl-C (while following a build).
+  std::function<bool()> interrupted = [] { return false; };
+  bool color = false;  ///< colour states (see style.h)
 };
+
+/// The version of every JSON document fad prints (its top-level
+/// "schema_version"); raised only when a field changes meaning or goes away.
+inline constexpr int kJsonSchemaVersion = 1;
+
+/// `doc` with its top-level "schema_version" set.
+json with_schema(json doc);
 
 /// Sends one request; on failure prints "fad: ..." to ctx.err, stores the exit
 /// code in `exit_code` and returns nullopt. On success returns the "result" object.
@@ -34,6 +52,15 @@ int run_status(const Command& cmd, Context& ctx);   ///< status [ID] [--json] [-
 int run_logs(const Command& cmd, Context& ctx);     ///< logs ID [UNIT] [--follow]
 int run_control(const Command& cmd, Context& ctx);  ///< cancel, pause, resume, retry
 int run_history(const Command& cmd, Context& ctx);  ///< history [--limit N] [--json]
+int run_watch(const Command& cmd, Context& ctx);    ///< watch [ID]
+int run_report(const Command& cmd, Context& ctx);   ///< report ID [-o FILE] [--trace FILE] [--json]
+
+/// Follows build `id` until it finishes, as `submit --wait` and `watch` do:
+/// a progress line redrawn in place on a terminal, plain lines at most every
+/// few seconds in a pipe, nothing but the final document with `json`; then
+/// the outcome (a failure with its unit's last lines). Returns the build's
+/// exit code, 3 when fadd goes away, 130 after Ctrl-C (the build goes on).
+int follow_build(Context& ctx, std::int64_t id, bool json);
 
 /// Runs whichever subcommand `cmd` names (daemon start/stop included).
 int run_command(const Command& cmd, const Locations& locations, Context& ctx);

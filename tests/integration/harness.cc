@@ -17,13 +17,14 @@ extern char** environ;
 
 namespace fad::test {
 
-namespace {
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const fs::path& out,
             const fs::path& err) {

@@ -46,6 +46,9 @@ std::optional<int> poll_process(pid_t pid);
 /// the same program at the same time).
 std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd);
 
+/// The whole content of a file ("" when it cannot be read).
+std::string slurp(const fs::path& path);
+
 /// The first of `candidates` that is an executable file; empty when none is.
 std::string find_tool(const std::vector<std::string>& candidates);
 
