@@ -104,12 +104,13 @@ std::optional<double> estimate_eta(const json& build) {
     const auto d = expected(u);
     if (str(u, "kind") == "link") {
       // Small next to the compiles, and it only starts after them: it adds, never blocks.
-      link = d ? std::max(0.0, *d - (running ? number(u, "elapsed_s") : 0)) : 0;
+      link = d ? std::max(0.1 * *d, *d - (running ? number(u, "elapsed_s") : 0)) : 0;
       continue;
     }
     if (!d) return std::nullopt;
     if (running) {
-      const double left = std::max(0.0, *d - number(u, "elapsed_s"));
+      // One that overran its expectation is taken to be nearly done, not done.
+      const double left = std::max(0.1 * *d, *d - number(u, "elapsed_s"));
       longest = std::max(longest, left);
       work += left;
       ++parallel;

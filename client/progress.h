@@ -16,7 +16,8 @@ namespace fad::client {
 /// Seconds until the build is likely done, from its `unit_list`: each unit's
 /// `predicted_duration_s` where present, else the mean duration of the
 /// build's finished units of its kind; running units count what is left of
-/// theirs, queued units share the current parallelism, and the link step runs
+/// theirs (at least a tenth: one that overran is nearly, not already, done),
+/// queued units share the current parallelism, and the link step runs
 /// after the compiles. nullopt while nothing tells how long a unit takes.
 std::optional<double> estimate_eta(const json& build);
 

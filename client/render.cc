@@ -157,10 +157,13 @@ std::string render_build_status(const json& status, bool color) {
   const json& list = array_of(b, "unit_list");
   if (list.empty()) return out;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& unit : list)
-    rows.push_back({text(unit, "name"), state_cell(unit, color), text(unit, "threads"),
-                    size_cell(unit, "current_bytes"), size_cell(unit, "peak_bytes"), estimate_cell(unit),
-                    unit_time_cell(unit), text(unit, "attempts"), text(unit, "wait_reason")});
+  for (const auto& unit : list) {
+    // A unit that never started has no threads or peak yet: "-", not "0".
+    const bool never_ran = str(unit, "state") == "queued" && count(unit, "attempts") == 0;
+    rows.push_back({text(unit, "name"), state_cell(unit, color), never_ran ? "-" : text(unit, "threads"),
+                    size_cell(unit, "current_bytes"), never_ran ? "-" : size_cell(unit, "peak_bytes"),
+                    estimate_cell(unit), unit_time_cell(unit), text(unit, "attempts"), text(unit, "wait_reason")});
+  }
   return out + "\n" +
          format_table({"UNIT", "STATE", "THREADS", "NOW", "PEAK", "ESTIMATE", "TIME", "ATTEMPTS", "WAITING FOR"}, rows);
 }

@@ -88,16 +88,23 @@ void memory_chart(std::ostringstream& out, const ReportModel& m) {
   std::vector<std::uint64_t> sum(m.grid.size(), 0);
   for (const auto& row : m.stack)
     for (std::size_t k = 0; k < row.size(); ++k) sum[k] += row[k];
-  // The scale is fad's: its units, capacity and budget. The machine's
-  // available memory is drawn clipped to it, so it comes into view exactly
-  // when it runs short, and a mostly idle machine does not flatten the stack.
-  double y_max = 1;
+  // The scale is that of fad's units. The budget, capacity and available
+  // memory are drawn clipped to it: they come into view exactly when memory
+  // gets short for the units, and a roomy machine does not flatten the stack.
+  double y_max = 1 << 20;
   for (auto v : sum) y_max = std::max(y_max, static_cast<double>(v));
-  for (const auto& p : m.capacity) y_max = std::max(y_max, static_cast<double>(p.second));
-  if (m.budget) y_max = std::max(y_max, static_cast<double>(*m.budget));
-  y_max *= 1.2;
-  double available_max = 0;
-  for (const auto& p : m.available) available_max = std::max(available_max, static_cast<double>(p.second));
+  y_max *= 1.25;
+  auto highest = [](const std::vector<std::pair<double, std::uint64_t>>& series) {
+    double high = 0;
+    for (const auto& p : series) high = std::max(high, static_cast<double>(p.second));
+    return high;
+  };
+  std::vector<std::string> above;  // the lines that leave the chart at its top
+  if (m.budget && static_cast<double>(*m.budget) > y_max) above.push_back("memory_budget " + format_size(*m.budget));
+  if (highest(m.capacity) > y_max)
+    above.push_back("capacity up to " + format_size(static_cast<std::uint64_t>(highest(m.capacity))));
+  if (highest(m.available) > y_max)
+    above.push_back("available memory up to " + format_size(static_cast<std::uint64_t>(highest(m.available))));
   auto y_of = [&](double v) { return bottom - (bottom - top) * v / y_max; };
 
   out << "<svg id=\"memory\" viewBox=\"0 0 " << num(kWidth) << " " << num(kMemHeight)
@@ -136,19 +143,21 @@ void memory_chart(std::ostringstream& out, const ReportModel& m) {
     for (std::size_t k = from; k <= to; ++k) base[k] += row[k];
   }
   if (m.budget)
-    out << "<line class=\"line-budget\" x1=\"" << num(kLeft) << "\" x2=\"" << num(kRight) << "\" y1=\""
-        << num(y_of(static_cast<double>(*m.budget))) << "\" y2=\"" << num(y_of(static_cast<double>(*m.budget)))
-        << "\"><title>memory_budget " << format_size(*m.budget) << "</title></line>";
+    out << "<line class=\"line-budget\" clip-path=\"url(#plot)\" x1=\"" << num(kLeft) << "\" x2=\"" << num(kRight)
+        << "\" y1=\"" << num(y_of(static_cast<double>(*m.budget))) << "\" y2=\""
+        << num(y_of(static_cast<double>(*m.budget))) << "\"><title>memory_budget " << format_size(*m.budget)
+        << "</title></line>";
   if (!m.capacity.empty())
-    out << "<polyline class=\"line-capacity\" points=\"" << polyline(m, m.capacity, y_of)
+    out << "<polyline class=\"line-capacity\" clip-path=\"url(#plot)\" points=\"" << polyline(m, m.capacity, y_of)
         << "\"><title>capacity: what fad's units could hold</title></polyline>";
-  if (!m.available.empty()) {
+  if (!m.available.empty())
     out << "<polyline class=\"line-available\" clip-path=\"url(#plot)\" points=\"" << polyline(m, m.available, y_of)
         << "\"><title>the machine's available memory</title></polyline>";
-    if (available_max > y_max)
-      out << "<text x=\"" << num(kRight) << "\" y=\"" << num(top - 6)
-          << "\" text-anchor=\"end\">available memory up to " << format_size(static_cast<std::uint64_t>(available_max))
-          << " (above the chart while above it)</text>";
+  if (!above.empty()) {
+    std::string note;
+    for (const auto& a : above) note += (note.empty() ? "" : "; ") + a;
+    out << "<text class=\"above\" x=\"" << num(kRight) << "\" y=\"" << num(top - 6) << "\" text-anchor=\"end\">"
+        << html_escape(note) << " (above the chart while above it)</text>";
   }
   out << "<line id=\"cursor\" x1=\"0\" x2=\"0\" y1=\"" << num(top) << "\" y2=\"" << num(bottom)
       << "\" stroke=\"#333\" stroke-width=\"0.6\" style=\"display:none\"/>";
@@ -213,7 +222,8 @@ void unit_table(std::ostringstream& out, const ReportModel& m) {
          "<th>peak / estimate</th><th>run time</th><th>exit</th></tr></thead><tbody>\n";
   for (std::size_t i = 0; i < m.units.size(); ++i) {
     const UnitTimeline& u = m.units[i];
-    const bool over = u.estimate_bytes > 0 && u.peak_bytes > u.estimate_bytes;
+    // Marked when the peak beat the estimate by more than sampling noise.
+    const bool over = u.estimate_bytes > 0 && u.peak_bytes > u.estimate_bytes + u.estimate_bytes / 20;
     out << "<tr data-unit=\"" << i << "\"" << (over ? " class=\"over\"" : "") << "><td>" << html_escape(u.name)
         << "</td><td class=\"l\">" << html_escape(u.kind) << "</td><td class=\"l\">" << html_escape(u.state)
         << "</td><td>" << u.attempts << "</td><td>" << u.threads << "</td><td data-v=\"" << u.estimate_bytes << "\">"

@@ -102,6 +102,21 @@ ReportModel build_report_model(const json& report, std::size_t grid_points) {
       std::sort(s.points.begin(), s.points.end());
       if (!s.points.empty()) t.samples.push_back(std::move(s));
     }
+    // A unit of a build older than fadd's attempt records: its last run from the unit's own times.
+    if (array_of(u, "attempt_list").empty()) {
+      auto started = parse_rfc3339(str(u, "started_at"));
+      auto finished = parse_rfc3339(str(u, "finished_at"));
+      if (started && finished && *finished >= *started) {
+        if (*started - m.created > queued_at) t.spans.push_back({queued_at, *started - m.created, "wait", "queued"});
+        Span run{*started - m.created, *finished - m.created, "run", t.state};
+        run.attempt = t.attempts;
+        run.peak_bytes = t.peak_bytes;
+        t.spans.push_back(run);
+        t.run_s = run.end - run.start;
+        t.first_start = run.start;
+        queued_at = run.end;
+      }
+    }
     // Still queued, or cancelled before it ever ran.
     if (t.state == "queued" ||
         (t.state == "cancelled" && queued_at < horizon && (t.spans.empty() || t.spans.back().kind != "run")))

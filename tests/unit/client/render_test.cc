@@ -51,6 +51,19 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// A table row's cells: columns are separated by two or more spaces.
+std::vector<std::string> cells_of(const std::string& row) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < row.size()) {
+    std::size_t gap = row.find("  ", at);
+    out.push_back(row.substr(at, gap == std::string::npos ? std::string::npos : gap - at));
+    if (gap == std::string::npos) break;
+    at = row.find_first_not_of(' ', gap);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("format_table aligns columns without trailing spaces") {
@@ -113,6 +126,13 @@ TEST_CASE("status of one build: units with threads, memory now, peak, estimate a
   CHECK(has(queued, "needs 4.0 GiB, 2.1 GiB free"));
   CHECK(has(queued, " - "));  // null threads and peak
 
+  // A unit that never ran shows "-" for threads and peak even when fadd sends 0.
+  one["builds"][0]["unit_list"][1]["threads"] = 0;
+  one["builds"][0]["unit_list"][1]["peak_bytes"] = 0;
+  const auto cells = cells_of(line_starting(render_build_status(one), "attn_bwd_hdim256"));
+  REQUIRE(cells.size() >= 5);
+  CHECK(cells[2] == "-");  // threads
+  CHECK(cells[4] == "-");  // peak
   // A queued unit with no estimate of its own (an older fadd) shows "-", not "0 B".
   one["builds"][0]["unit_list"][1]["estimate_bytes"] = 0;
   one["builds"][0]["unit_list"][1].erase("estimate_source");

@@ -166,6 +166,18 @@ TEST_CASE("report model: a unit shorter than a grid cell still shows in the stac
   CHECK(top == 2 * kGiB);
 }
 
+TEST_CASE("report model: a unit recorded before attempts were kept runs from its start to its end") {
+  json r = report();
+  r["units"][0]["attempt_list"] = json::array();
+  r["units"][0]["events"] = json::array();
+  r["units"][0]["started_at"] = "2026-11-23T09:00:05Z";
+  r["units"][0]["finished_at"] = "2026-11-23T09:00:35Z";
+  const ReportModel m = build_report_model(r);
+  CHECK(kinds(unit(m, "fwd")) == std::vector<std::string>{"wait:queued", "run:succeeded"});
+  CHECK(unit(m, "fwd").spans[1].start == Approx(5));
+  CHECK(unit(m, "fwd").spans[1].end == Approx(35));
+}
+
 TEST_CASE("report model: missing and mistyped fields are skipped") {
   CHECK_NOTHROW(build_report_model(json(nullptr)));
   CHECK_NOTHROW(build_report_model(json{{"units", {{{"attempt_list", {{{"t", "x"}}}}}}}}));
@@ -195,6 +207,8 @@ TEST_CASE("report HTML: self-contained, one bar per unit, names escaped, the pie
   CHECK(html.find("class=\"line-budget\"") != std::string::npos);
   CHECK(html.find("class=\"line-capacity\"") != std::string::npos);
   CHECK(html.find("class=\"line-available\"") != std::string::npos);
+  // Scaled to fad's units; the lines above that say so instead of flattening the stack.
+  CHECK(html.find("available memory up to 50.0 GiB") != std::string::npos);
   CHECK(html.find("bwd&lt;1&gt;") != std::string::npos);
   CHECK(html.find("bwd<1>") == std::string::npos);
   // The table: estimate against peak, 150% for bwd (underestimated, marked).
