@@ -9,6 +9,9 @@ packages=(
   libboost1.81-dev libboost-filesystem1.81-dev
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libcli11-dev catch2
   python3-venv clang-format
+  # Test-time: the report is loaded in a real headless browser, completion
+  # scripts run in their shells, and the manual pages are rendered by groff.
+  chromium zsh fish groff-base
 )
 
 missing=()
