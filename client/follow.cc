@@ -88,9 +88,10 @@ int follow_build(Context& ctx, std::int64_t id, bool json_output) {
       clear_line();
       if (json_output)
         ctx.out << with_schema(response.result).dump(2) << "\n";
-      else if (state == "failed")
-        ctx.out << render_failure(build, unit_log_tail(ctx, id, str(first_failed_unit(build), "name")));
-      else
+      else if (state == "failed") {
+        const std::string unit = str(first_failed_unit(build), "name");
+        ctx.out << render_failure(build, unit.empty() ? "" : unit_log_tail(ctx, id, unit));
+      } else
         ctx.out << render_outcome(build, ctx.color);
       ctx.out.flush();
       return exit_code_for_build_state(state);

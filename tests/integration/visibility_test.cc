@@ -139,7 +139,7 @@ TEST_CASE("fad run and fad launch say why their compiles wait, and fad run sums 
   CHECK(held.at("archs") == json::array({"9.0"}));
 }
 
-TEST_CASE("fad report writes a self-contained page and a trace; a headless browser draws one bar per unit",
+TEST_CASE("fad report writes a self-contained page and a trace, and a headless browser draws one bar per unit",
           "[integration][report]") {
   Daemon d;
   d.write_kernels({{"fwd_a", "peak_mb=120 duration_s=1.5"},

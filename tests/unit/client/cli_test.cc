@@ -191,7 +191,7 @@ TEST_CASE("edit distance and suggestions") {
   CHECK_FALSE(suggest("xyzzy", names));
 }
 
-TEST_CASE("watch, report and completions parse; --color is checked") {
+TEST_CASE("watch, report and completions parse, and --color is checked") {
   Command w = command({"watch"});
   CHECK(w.kind == CommandKind::watch);
   CHECK_FALSE(w.id);

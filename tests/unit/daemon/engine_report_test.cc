@@ -35,7 +35,7 @@ double epoch(const std::string& wall) { return *parse_rfc3339(wall); }
 
 }  // namespace
 
-TEST_CASE("engine: running units show memory now, peak so far and elapsed; queued ones an estimate", "[engine]") {
+TEST_CASE("engine: running units show memory now, peak so far and elapsed, queued ones an estimate", "[engine]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;
   f.make_engine().recover();
