@@ -9,26 +9,24 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/cli_app.h"
 #include "client/exit_codes.h"
 #include "common/duration.h"
 
 namespace fad::client {
 namespace {
 
-/// The flag values CLI11 writes into, before they are checked and turned into a Command.
-struct RawArgs {
-  std::string socket, config, state_dir, kernels = "*", nvcc, name, id, unit, older_than, file, cache_dir;
-  std::vector<std::string> archs;
-  bool json = false, wait = false, watch = false, follow = false, dry_run = false;
-  int limit = 20;
-};
-
-// Every subcommand accepts --socket and --config; the daemon side reads the same files.
+// Every subcommand accepts --socket, --config and --color; the daemon side reads the same files.
 void add_locations(CLI::App* sub, RawArgs& raw) {
   sub->add_option("--socket", raw.socket,
                   "fadd's Unix socket (default: $FAD_SOCKET, config, "
-                  "$XDG_RUNTIME_DIR/fad/fad.sock)");
-  sub->add_option("--config", raw.config, "config file (default: $FAD_CONFIG, ~/.config/fad/fad.json)");
+                  "$XDG_RUNTIME_DIR/fad/fad.sock)")
+      ->type_name("PATH");
+  sub->add_option("--config", raw.config, "config file (default: $FAD_CONFIG, ~/.config/fad/fad.json)")
+      ->type_name("FILE");
+  sub->add_option("--color", raw.color, "colour states: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->type_name("WHEN");
 }
 
 void add_id(CLI::App* sub, RawArgs& raw, bool required) {
@@ -60,6 +58,10 @@ std::string lower_first(std::string text) {
   return text;
 }
 
+std::string did_you_mean(const std::optional<std::string>& suggestion) {
+  return suggestion ? "; did you mean '" + *suggestion + "'?" : "";
+}
+
 EarlyExit usage(const std::string& message, const std::string& path) {
   return EarlyExit{kExitUsage, "fad: " + message + " (see '" + path + " --help')\n", true};
 }
@@ -82,8 +84,18 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   }
   if (!extras.empty()) {
     const std::string& first = extras.front();
-    if (first.size() > 1 && first[0] == '-') return usage("unknown option " + first, path);
-    if (wants_command) return usage("unknown command '" + first + "'", path);
+    if (first.size() > 1 && first[0] == '-') {
+      std::vector<std::string> names;
+      for (const CLI::Option* opt : at.get_options())
+        for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+      const std::string bare = first.substr(0, first.find('='));
+      return usage("unknown option " + first + did_you_mean(suggest(bare, names)), path);
+    }
+    if (wants_command) {
+      std::vector<std::string> names;
+      for (const CLI::App* sub : at.get_subcommands({})) names.push_back(sub->get_name());
+      return usage("unknown command '" + first + "'" + did_you_mean(suggest(first, names)), path);
+    }
     return usage("unexpected argument '" + first + "'", path);
   }
   return usage(lower_first(e.what()), path);
@@ -104,11 +116,17 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
                                                                {"history", CommandKind::history},
                                                                {"start", CommandKind::daemon_start},
                                                                {"stop", CommandKind::daemon_stop},
-                                                               {"doctor", CommandKind::doctor},
                                                                {"restart", CommandKind::daemon_restart},
                                                                {"prune", CommandKind::prune},
                                                                {"export", CommandKind::history_export},
-                                                               {"import", CommandKind::history_import}};
+                                                               {"import", CommandKind::history_import},
+                                                               {"doctor", CommandKind::doctor},
+                                                               {"watch", CommandKind::watch},
+                                                               {"report", CommandKind::report},
+                                                               {"completions", CommandKind::completions}};
+  if (is_entry_mode_command(sub->get_name()))
+    return usage("'fad " + sub->get_name() + "' takes its own command line; see 'fad " + sub->get_name() + " --help'",
+                 cmd.path);
   if (sub->get_name() == "cache") {
     sub = sub->get_subcommands().front();
     cmd.kind = sub->get_name() == "stats" ? CommandKind::cache_stats : CommandKind::cache_clear;
@@ -141,6 +159,10 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
     if (!age) return usage("--older-than: " + age.error(), cmd.path);
     cmd.older_than_s = *age;
   }
+  cmd.color = raw.color;
+  if (!raw.output.empty()) cmd.output = raw.output;
+  if (!raw.trace.empty()) cmd.trace = raw.trace;
+  cmd.shell = raw.shell;
 
   if (!raw.id.empty()) {
     auto id = parse_build_id(raw.id);
@@ -158,6 +180,178 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
 }
 
 }  // namespace
+
+bool is_entry_mode_command(const std::string& name) { return name == "run" || name == "launch"; }
+
+std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
+  auto owned = std::make_unique<CLI::App>(
+      "fad: the client of fadd, the resource-aware CUDA kernel build daemon. Builds are queued and followed with "
+      "the commands below; 'fad COMMAND --help' shows one command's options.",
+      "fad");
+  CLI::App& app = *owned;
+  app.set_version_flag("--version", std::string("fad ") + FAD_VERSION);
+  app.require_subcommand(1);
+
+  auto* submit = app.add_subcommand("submit", "queue a build of the bundled kernels; prints its id");
+  submit
+      ->add_option("--arch", raw.archs,
+                   "target arch (12.0, sm_90a, ...); repeat or comma list; "
+                   "default: the local GPUs")
+      ->allow_extra_args(false)
+      ->type_name("ARCH");
+  submit->add_option("--kernels", raw.kernels, "glob over kernel unit names (default *)")->type_name("GLOB");
+  submit->add_option("--nvcc", raw.nvcc, "nvcc (or compatible) program to compile with")->type_name("PATH");
+  submit->add_option("--name", raw.name, "a label for the build")->type_name("NAME");
+  submit->add_flag("--wait", raw.wait,
+                   "follow the build (a live progress line on a terminal) and exit with its result");
+  submit->add_flag("--json", raw.json, "print JSON (with --wait: the finished build, as 'fad status ID --json')");
+  add_locations(submit, raw);
+
+  auto* watch = app.add_subcommand(
+      "watch", "follow a build to its end with a live progress line; default: the newest active build");
+  add_id(watch, raw, false);
+  add_locations(watch, raw);
+
+  auto* status = app.add_subcommand("status", "daemon memory view and builds; with ID, that build's units");
+  add_id(status, raw, false);
+  status->add_flag("--json", raw.json, "print JSON");
+  status->add_flag("--watch", raw.watch,
+                   "redraw every second until interrupted (in a pipe: each changed view, every few seconds)");
+  add_locations(status, raw);
+
+  auto* logs = app.add_subcommand("logs", "compiler output of a build, or of one of its units");
+  add_id(logs, raw, true);
+  logs->add_option("UNIT", raw.unit, "unit name (default: the whole build)");
+  logs->add_flag("--follow", raw.follow, "keep printing until the build finishes");
+  add_locations(logs, raw);
+
+  auto* report = app.add_subcommand(
+      "report", "write a build's memory timeline, unit chart and table as one self-contained HTML file");
+  add_id(report, raw, true);
+  report->add_option("-o,--output", raw.output, "the HTML file to write (default: fad-report-ID.html; - for stdout)")
+      ->type_name("FILE");
+  report->add_option("--trace", raw.trace, "also write Chrome/Perfetto trace-event JSON to this file")
+      ->type_name("FILE");
+  report->add_flag("--json", raw.json, "print the report's data as JSON instead");
+  add_locations(report, raw);
+
+  const std::pair<const char*, const char*> kControls[] = {
+      {"cancel", "cancel a build: its compilers get SIGTERM, then SIGKILL"},
+      {"pause", "freeze a build's running compilers (SIGSTOP; they keep their memory) and start nothing new"},
+      {"resume", "continue a paused build's compilers and start its units again"},
+      {"retry", "requeue a failed or cancelled build's failed and cancelled units"}};
+  for (const auto& [name, help] : kControls) {
+    auto* sub = app.add_subcommand(name, help);
+    add_id(sub, raw, true);
+    add_locations(sub, raw);
+  }
+
+  auto* history = app.add_subcommand("history", "finished builds with queue time, run time and peak memory");
+  history->add_option("--limit", raw.limit, "how many builds (default 20)")->type_name("N");
+  history->add_flag("--json", raw.json, "print JSON");
+  add_locations(history, raw);
+  auto* history_export = history->add_subcommand("export", "write the learnt unit profiles to FILE (versioned JSON)");
+  history_export->add_option("FILE", raw.file, "file to write")->required()->type_name("FILE");
+  add_locations(history_export, raw);
+  auto* history_import =
+      history->add_subcommand("import", "add unit profiles from FILE (written by 'fad history export')");
+  history_import->add_option("FILE", raw.file, "file to read")->required()->type_name("FILE");
+  add_locations(history_import, raw);
+
+  auto* prune = app.add_subcommand("prune", "delete finished builds' outputs and logs older than an age");
+  prune->add_option("--older-than", raw.older_than, "age such as 30d, 12h, 2w (default: the retention config key)")
+      ->type_name("AGE");
+  prune->add_flag("--dry-run", raw.dry_run, "list what would be deleted, delete nothing");
+  prune->add_flag("--json", raw.json, "print JSON");
+  add_locations(prune, raw);
+
+  auto* cache = app.add_subcommand("cache", "the compile cache: its statistics, or empty it");
+  cache->require_subcommand(1);
+  for (const auto& [name, help] : {std::pair{"stats", "size, entries, hits and misses of the compile cache"},
+                                   std::pair{"clear", "remove every entry of the compile cache"}}) {
+    auto* sub = cache->add_subcommand(name, help);
+    sub->add_flag("--json", raw.json, "print JSON");
+    sub->add_option("--cache-dir", raw.cache_dir,
+                    "the cache directory (default: $FAD_CACHE_DIR, config, ~/.cache/fad)");
+    add_locations(sub, raw);
+  }
+
+  // Parsed by entry_modes.cc before CLI11; defined here for help, completion and the manual.
+  auto* run = app.add_subcommand("run",
+                                 "run a build command (pip, cmake, ninja...) with every nvcc call it makes "
+                                 "scheduled by fadd; usage: fad run [OPTIONS] -- CMD [ARGS...]");
+  run->add_option("--budget", raw.budget, "memory this build's compiles may hold together (e.g. 12G)")
+      ->type_name("SIZE");
+  run->add_option("--name", raw.name, "the build's name in 'fad status' (default: the command)")->type_name("NAME");
+  run->add_option("--socket", raw.socket, "fadd's Unix socket")->type_name("PATH");
+  run->add_option("CMD", raw.passthrough, "the build command and its arguments, after --");
+  auto* launch = app.add_subcommand("launch",
+                                    "run one compiler call under fadd's memory scheduling (a compiler "
+                                    "launcher); usage: fad launch [--] COMPILER [ARGS...]");
+  launch->add_option("COMPILER", raw.passthrough, "the compiler and its arguments");
+
+  auto* doctor = app.add_subcommand("doctor", "check nvcc, GPUs, host compiler, torch, memory, cgroups, disk, fadd");
+  doctor->add_option("--arch", raw.archs, "also check that nvcc can build these archs; repeat or comma list")
+      ->allow_extra_args(false)
+      ->type_name("ARCH");
+  doctor->add_option("--nvcc", raw.nvcc, "nvcc (or compatible) program to check (default: config, PATH)")
+      ->type_name("PATH");
+  doctor->add_option("--state-dir", raw.state_dir, "state directory whose free space to check")->type_name("DIR");
+  doctor->add_flag("--json", raw.json, "print JSON");
+  add_locations(doctor, raw);
+
+  auto* daemon = app.add_subcommand("daemon", "start or stop fadd without systemd");
+  daemon->require_subcommand(1);
+  auto* start = daemon->add_subcommand("start", "start fadd in the background; args after -- go to fadd");
+  add_locations(start, raw);
+  start->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)")->type_name("DIR");
+  auto* stop = daemon->add_subcommand("stop", "ask fadd to stop and wait until it has exited");
+  add_locations(stop, raw);
+  stop->add_option("--state-dir", raw.state_dir, "fadd's state directory, when its status does not say")
+      ->type_name("DIR");
+  auto* restart = daemon->add_subcommand("restart", "stop fadd, then start it again; args after -- go to fadd");
+  add_locations(restart, raw);
+  restart->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)")->type_name("DIR");
+
+  auto* completions = app.add_subcommand(
+      "completions", "print a completion script: eval \"$(fad completions bash)\", or see the manual");
+  completions->add_option("SHELL", raw.shell, "bash, zsh or fish")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+
+  return owned;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  // Optimal string alignment: insertions, deletions, substitutions and swaps
+  // of neighbours ("stauts" is one swap from "status").
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+std::optional<std::string> suggest(const std::string& word, const std::vector<std::string>& candidates) {
+  // Short words get one edit, longer ones two: "frob" must not turn into "logs".
+  const std::size_t allowed = word.size() <= 4 ? 1 : 2;
+  std::optional<std::string> best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto& c : candidates) {
+    const std::size_t dist = edit_distance(word, c);
+    if (dist < best_distance) {
+      best = c;
+      best_distance = dist;
+    }
+  }
+  return best;
+}
 
 Result<std::int64_t> parse_build_id(const std::string& text) {
   std::int64_t id = 0;
@@ -177,93 +371,8 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   }
 
   RawArgs raw;
-  CLI::App app{"fad: the client of fadd, the resource-aware CUDA kernel build daemon", "fad"};
-  app.set_version_flag("--version", std::string("fad ") + FAD_VERSION);
-  app.require_subcommand(1);
-
-  auto* submit = app.add_subcommand("submit", "queue a build of the bundled kernels; prints its id");
-  submit
-      ->add_option("--arch", raw.archs,
-                   "target arch (12.0, sm_90a, ...); repeat or comma list; "
-                   "default: the local GPUs")
-      ->allow_extra_args(false);
-  submit->add_option("--kernels", raw.kernels, "glob over kernel unit names (default *)");
-  submit->add_option("--nvcc", raw.nvcc, "nvcc (or compatible) program to compile with");
-  submit->add_option("--name", raw.name, "a label for the build");
-  submit->add_flag("--wait", raw.wait, "follow the build and exit with its result");
-  submit->add_flag("--json", raw.json, "print JSON");
-  add_locations(submit, raw);
-
-  auto* status = app.add_subcommand("status", "daemon memory view and builds; with ID, that build's units");
-  add_id(status, raw, false);
-  status->add_flag("--json", raw.json, "print JSON");
-  status->add_flag("--watch", raw.watch, "redraw every second until interrupted");
-  add_locations(status, raw);
-
-  auto* logs = app.add_subcommand("logs", "compiler output of a build, or of one of its units");
-  add_id(logs, raw, true);
-  logs->add_option("UNIT", raw.unit, "unit name (default: the whole build)");
-  logs->add_flag("--follow", raw.follow, "keep printing until the build finishes");
-  add_locations(logs, raw);
-
-  const std::pair<const char*, const char*> kControls[] = {{"cancel", "cancel a build"},
-                                                           {"pause", "stop admitting a build's units"},
-                                                           {"resume", "resume a paused build"},
-                                                           {"retry", "requeue a build's failed units"}};
-  for (const auto& [name, help] : kControls) {
-    auto* sub = app.add_subcommand(name, help);
-    add_id(sub, raw, true);
-    add_locations(sub, raw);
-  }
-
-  auto* history = app.add_subcommand("history", "finished builds with duration and peak memory");
-  history->add_option("--limit", raw.limit, "how many builds (default 20)");
-  history->add_flag("--json", raw.json, "print JSON");
-  add_locations(history, raw);
-  auto* history_export = history->add_subcommand("export", "write the learnt unit profiles to FILE (versioned JSON)");
-  history_export->add_option("FILE", raw.file, "file to write")->required();
-  add_locations(history_export, raw);
-  auto* history_import =
-      history->add_subcommand("import", "add unit profiles from FILE (written by 'fad history export')");
-  history_import->add_option("FILE", raw.file, "file to read")->required();
-  add_locations(history_import, raw);
-
-  auto* daemon = app.add_subcommand("daemon", "start or stop fadd without systemd");
-  daemon->require_subcommand(1);
-  auto* start = daemon->add_subcommand("start", "start fadd in the background; args after -- go to fadd");
-  add_locations(start, raw);
-  start->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)");
-  auto* stop = daemon->add_subcommand("stop", "ask fadd to stop and wait until it has exited");
-  add_locations(stop, raw);
-  stop->add_option("--state-dir", raw.state_dir, "fadd's state directory, when its status does not say");
-  auto* restart = daemon->add_subcommand("restart", "stop fadd, then start it again; args after -- go to fadd");
-  add_locations(restart, raw);
-  restart->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)");
-
-  auto* prune = app.add_subcommand("prune", "delete finished builds' outputs and logs older than an age");
-  prune->add_option("--older-than", raw.older_than, "age such as 30d, 12h, 2w (default: the retention config key)");
-  prune->add_flag("--dry-run", raw.dry_run, "list what would be deleted, delete nothing");
-  prune->add_flag("--json", raw.json, "print JSON");
-  add_locations(prune, raw);
-
-  auto* doctor = app.add_subcommand("doctor", "check nvcc, GPUs, host compiler, torch, memory, cgroups, disk, fadd");
-  doctor->add_option("--arch", raw.archs, "also check that nvcc can build these archs; repeat or comma list")
-      ->allow_extra_args(false);
-  doctor->add_option("--nvcc", raw.nvcc, "nvcc (or compatible) program to check (default: config, PATH)");
-  doctor->add_option("--state-dir", raw.state_dir, "state directory whose free space to check");
-  doctor->add_flag("--json", raw.json, "print JSON");
-  add_locations(doctor, raw);
-
-  auto* cache = app.add_subcommand("cache", "the compile cache: its statistics, or empty it");
-  cache->require_subcommand(1);
-  for (const auto& [name, help] : {std::pair{"stats", "size, entries, hits and misses of the compile cache"},
-                                   std::pair{"clear", "remove every entry of the compile cache"}}) {
-    auto* sub = cache->add_subcommand(name, help);
-    sub->add_flag("--json", raw.json, "print JSON");
-    sub->add_option("--cache-dir", raw.cache_dir,
-                    "the cache directory (default: $FAD_CACHE_DIR, config, ~/.cache/fad)");
-    add_locations(sub, raw);
-  }
+  auto owned = make_cli_app(raw);
+  CLI::App& app = *owned;
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

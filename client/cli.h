@@ -3,6 +3,7 @@
 // tested without a daemon; main() only prints what parse_command returns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,7 +31,10 @@ enum class CommandKind {
   doctor,
   prune,
   cache_stats,
-  cache_clear
+  cache_clear,
+  watch,
+  report,
+  completions
 };
 
 /// One parsed invocation. Only the fields of `kind` are meaningful.
@@ -64,6 +68,11 @@ struct Command {
   bool dry_run = false;                      ///< prune
 
   std::vector<std::string> fadd_args;  ///< daemon start/restart: everything after "--"
+
+  std::string color = "auto";         ///< --color: auto, always or never
+  std::optional<std::string> output;  ///< report -o
+  std::optional<std::string> trace;   ///< report --trace
+  std::string shell;                  ///< completions: bash, zsh or fish
 };
 
 /// Parsing ended without a command to run: help, version or a usage error.
@@ -77,10 +86,18 @@ using ParseOutcome = std::variant<Command, EarlyExit>;
 
 /// Parses argv. Help and --version come back as EarlyExit with code 0 and text
 /// for stdout; every usage problem (unknown option or command, bad arch syntax,
-/// a non-positive id) as EarlyExit with code 2 and one "fad: ..." line for stderr.
+/// a non-positive id) as EarlyExit with code 2 and one "fad: ..." line for
+/// stderr; a mistyped command or option gets "did you mean '...'?".
 ParseOutcome parse_command(int argc, const char* const* argv);
 
 /// Parses a build id: a positive decimal integer. The error quotes the text.
 Result<std::int64_t> parse_build_id(const std::string& text);
+
+/// Optimal-string-alignment distance (insert, delete, substitute, swap neighbours).
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+/// The candidate closest to a mistyped `word` ("stauts" -> "status"), if one
+/// is close enough to be what was meant; nullopt otherwise.
+std::optional<std::string> suggest(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace fad::client

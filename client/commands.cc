@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "client/cache_command.h"
+#include "client/completions.h"
 #include "client/daemon_control.h"
 #include "client/doctor.h"
 #include "client/exit_codes.h"
@@ -29,6 +30,7 @@ int report(Context& ctx, const CallResult& reply) {
   ctx.err << "fad: " << response.message << "\n";
   return exit_code_for_error(response);
 }
+constexpr double kPipedWatchIntervalS = 5;
 }  // namespace
 
 CallResult send_following(Context& ctx, const Request& request) {
@@ -57,6 +59,11 @@ CallResult send_following(Context& ctx, const Request& request) {
   return reply;
 }
 
+json with_schema(json doc) {
+  if (doc.is_object()) doc["schema_version"] = kJsonSchemaVersion;
+  return doc;
+}
+
 std::optional<json> request(Context& ctx, const std::string& type, const json& body, int& exit_code) {
   CallResult reply = ctx.send(Request{type, body});
   if (auto* failure = std::get_if<CallFailure>(&reply)) {
@@ -76,6 +83,8 @@ std::optional<json> request(Context& ctx, const std::string& type, const json& b
 int run_status(const Command& cmd, Context& ctx) {
   StatusRequest req;
   req.id = cmd.id;
+  std::string last;
+  double last_at = 0;
   for (bool first = true;; first = false) {
     // The first request fails fast; a watch already running rides out a restart.
     CallResult reply =
@@ -83,13 +92,23 @@ int run_status(const Command& cmd, Context& ctx) {
     const auto* response = std::get_if<Response>(&reply);
     if (!response || !response->ok) return report(ctx, reply);
     const json* result = &response->result;
-    if (cmd.watch) ctx.out << "\033[H\033[2J";  // redraw in place
-    if (cmd.json)
-      ctx.out << result->dump(2) << "\n";
-    else
-      ctx.out << (cmd.id ? render_build_status(*result) : render_status(*result));
+    const std::string view = cmd.json ? with_schema(*result).dump(2) + "\n"
+                             : cmd.id ? render_build_status(*result, ctx.color)
+                                      : render_status(*result, ctx.color);
+    if (!cmd.watch) {
+      ctx.out << view;
+      return kExitOk;
+    }
+    if (ctx.out_is_tty) {
+      ctx.out << "\033[H\033[2J" << view;  // redraw in place, on a terminal only
+    } else if (view != last && (last.empty() || ctx.wall() - last_at >= kPipedWatchIntervalS)) {
+      // A pipe gets each changed view, blank-line separated, at most every few seconds.
+      ctx.out << (last.empty() ? "" : "\n") << view;
+      last = view;
+      last_at = ctx.wall();
+    }
     ctx.out.flush();
-    if (!cmd.watch) return kExitOk;
+    if (ctx.interrupted()) return kExitOk;
     ctx.sleep(kWatchInterval);
   }
 }
@@ -128,8 +147,14 @@ int run_control(const Command& cmd, Context& ctx) {
   auto result = request(ctx, type, req.to_json(), rc);
   if (!result) return rc;
   std::string line = "build " + std::to_string(req.id) + ": " + result->value("state", std::string("ok"));
-  if (cmd.kind == CommandKind::retry)
-    line += ", " + std::to_string(result->value("requeued", 0)) + " failed unit(s) requeued";
+  if (cmd.kind == CommandKind::retry) {
+    const int failed = result->value("requeued_failed", -1), cancelled = result->value("requeued_cancelled", -1);
+    if (failed >= 0 && cancelled >= 0)
+      line +=
+          ", requeued " + std::to_string(failed) + " failed and " + std::to_string(cancelled) + " cancelled unit(s)";
+    else
+      line += ", " + std::to_string(result->value("requeued", 0)) + " unit(s) requeued";
+  }
   ctx.out << line << "\n";
   return kExitOk;
 }
@@ -140,7 +165,7 @@ int run_history(const Command& cmd, Context& ctx) {
   int rc = kExitOk;
   auto result = request(ctx, "history", req.to_json(), rc);
   if (!result) return rc;
-  ctx.out << (cmd.json ? result->dump(2) + "\n" : render_history(*result));
+  ctx.out << (cmd.json ? with_schema(*result).dump(2) + "\n" : render_history(*result, ctx.color));
   return kExitOk;
 }
 
@@ -167,6 +192,9 @@ int run_command(const Command& cmd, const Locations& locations, Context& ctx) {
     case CommandKind::history: return run_history(cmd, ctx);
     case CommandKind::history_export: return run_history_export(cmd, ctx);
     case CommandKind::history_import: return run_history_import(cmd, ctx);
+    case CommandKind::watch: return run_watch(cmd, ctx);
+    case CommandKind::report: return run_report(cmd, ctx);
+    case CommandKind::completions: return run_completions(cmd, ctx);
     case CommandKind::daemon_start: return run_daemon_start(cmd, locations, ctx);
     case CommandKind::daemon_stop: return run_daemon_stop(locations, ctx);
     case CommandKind::daemon_restart: return run_daemon_restart(cmd, locations, ctx);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <iosfwd>
 #include <optional>
@@ -25,7 +26,24 @@ struct Context {
   std::function<Result<std::vector<Arch>>()> detect_archs;  ///< the local GPUs' archs
   /// Monotonic time, for deadlines (tests advance it with their fake sleep).
   std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
+  /// Whether `out` is a terminal: progress redraws in place and --watch
+  /// clears the screen only there; a pipe gets plain lines.
+  bool out_is_tty = false;
+  /// The terminal's width in columns (progress lines are cut to it).
+  std::function<std::size_t()> width = [] { return std::size_t{80}; };
+  /// Wall-clock epoch seconds (elapsed times, how often a pipe gets a line).
+  std::function<double()> wall = [] { return 0.0; };
+  /// True once the user pressed Ctrl-C (while following a build).
+  std::function<bool()> interrupted = [] { return false; };
+  bool color = false;  ///< colour states (see style.h)
 };
+
+/// The version of every JSON document fad prints (its top-level
+/// "schema_version"); raised only when a field changes meaning or goes away.
+inline constexpr int kJsonSchemaVersion = 1;
+
+/// `doc` with its top-level "schema_version" set.
+json with_schema(json doc);
 
 /// How long a follow loop keeps trying to reach a fadd that went away.
 inline constexpr std::chrono::seconds kReconnectWindow{60};
@@ -51,6 +69,15 @@ int run_prune(const Command& cmd, Context& ctx);    ///< prune [--older-than AGE
 int run_history_export(const Command& cmd, Context& ctx);
 /// history import FILE: profiles from such a file; a bad file is a usage error (2).
 int run_history_import(const Command& cmd, Context& ctx);
+int run_watch(const Command& cmd, Context& ctx);   ///< watch [ID]
+int run_report(const Command& cmd, Context& ctx);  ///< report ID [-o FILE] [--trace FILE] [--json]
+
+/// Follows build `id` until it finishes, as `submit --wait` and `watch` do:
+/// a progress line redrawn in place on a terminal, plain lines at most every
+/// few seconds in a pipe, nothing but the final document with `json`; then
+/// the outcome (a failure with its unit's last lines). Returns the build's
+/// exit code, 3 when fadd goes away, 130 after Ctrl-C (the build goes on).
+int follow_build(Context& ctx, std::int64_t id, bool json);
 
 /// Runs whichever subcommand `cmd` names (daemon start/stop/restart included).
 int run_command(const Command& cmd, const Locations& locations, Context& ctx);

@@ -282,7 +282,7 @@ int run_doctor(const Command& cmd, const Locations& locations, Context& ctx) {
   findings.push_back(check_daemon(locations.socket, ctx.send(Request{"status", json::object()})));
 
   if (cmd.json)
-    ctx.out << findings_json(findings).dump(2) << "\n";
+    ctx.out << with_schema(findings_json(findings)).dump(2) << "\n";
   else
     ctx.out << render_findings(findings);
   return all_passed(findings) ? kExitOk : kExitFailed;

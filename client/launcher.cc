@@ -26,6 +26,7 @@
 #include "client/memory_claim.h"
 #include "client/nvcc_args.h"
 #include "common/hash.h"
+#include "client/progress.h"
 #include "common/launch_protocol.h"
 
 namespace fad::client {
@@ -35,6 +36,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
+constexpr auto kTellWaitAfter = std::chrono::seconds(5);
 pid_t g_child_group = 0;
 
 void forward_signal(int sig) {
@@ -214,11 +216,17 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   }
   forget_warning();
   const std::int64_t unit = launched->at("unit_id").get<std::int64_t>();
+  const std::int64_t build = launched->value("build_id", std::int64_t{0});
+  // Under fad run, fad run itself tells the terminal about waits (a build tool
+  // like ninja would show this compile's stderr only after it ended).
+  const bool tell_waits = !std::getenv("FAD_BUILD_ID");
 
   for (;;) {
-    // 1. Wait for admission.
+    // 1. Wait for admission; after a few seconds say once why.
     int threads = 1;
     std::uint64_t estimate = prior;
+    const auto waiting_since = std::chrono::steady_clock::now();
+    bool told = false;
     for (;;) {
       auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why);
       if (!poll) {
@@ -234,6 +242,11 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       if (state != "queued") {
         std::cerr << "fad: " << fs::path(req.source).filename().string() << " was " << state << " in fadd\n";
         return 1;
+      }
+      if (tell_waits && !told && std::chrono::steady_clock::now() - waiting_since >= kTellWaitAfter) {
+        std::cerr << "fad: " << fs::path(req.source).filename().string() << ": "
+                  << wait_note(poll->value("wait_reason", std::string()), build) << "\n";
+        told = true;
       }
       std::this_thread::sleep_for(kPollInterval);
     }

@@ -1,7 +1,11 @@
 // fad: the command-line client of fadd. Parses the command line, finds the
 // daemon's socket, runs one subcommand. All work happens in fad_client_core.
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <exception>
 #include <iostream>
 #include <thread>
@@ -13,6 +17,22 @@
 #include "client/exit_codes.h"
 #include "client/gpu_archs.h"
 #include "client/locations.h"
+#include "client/style.h"
+
+namespace {
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) { g_interrupted = 1; }
+
+std::size_t terminal_width() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace fad::client;
@@ -48,6 +68,18 @@ int main(int argc, char** argv) {
                 std::cerr,
                 [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); },
                 detect_gpu_archs};
+    ctx.out_is_tty = ::isatty(STDOUT_FILENO) == 1;
+    ctx.width = terminal_width;
+    ctx.wall = wall_seconds;
+    ctx.interrupted = [] { return g_interrupted != 0; };
+    ctx.color = use_color(cmd.color, ctx.out_is_tty, fad::process_env());
+    // Following a build: Ctrl-C stops following, not the build, and says so.
+    if ((cmd.kind == CommandKind::submit && cmd.wait) || cmd.kind == CommandKind::watch ||
+        (cmd.kind == CommandKind::status && cmd.watch)) {
+      struct sigaction sa {};
+      sa.sa_handler = on_interrupt;
+      ::sigaction(SIGINT, &sa, nullptr);
+    }
 
     // 4. Run the subcommand; its return value is the contract's exit code.
     return run_command(cmd, *locations, ctx);

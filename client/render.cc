@@ -1,6 +1,6 @@
-// Rendering of status, history and progress. Field access goes through small
-// tolerant helpers: the daemon may add fields or send null, and a status view
-// must never be the thing that crashes.
+// Rendering of status, history and outcomes. Field access goes through the
+// tolerant helpers of json_access.h: the daemon may add fields or send null,
+// and a status view must never be the thing that crashes.
 #include "client/render.h"
 
 #include <algorithm>
@@ -9,39 +9,25 @@
 #include <sstream>
 
 #include "common/duration.h"
+#include "client/json_access.h"
+#include "client/progress.h"
+#include "client/style.h"
 #include "common/size.h"
+#include "common/time_text.h"
 
 namespace fad::client {
 namespace {
-
-const json* field(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string text(const json& j, const char* key) {
-  const json* f = field(j, key);
-  if (!f) return "-";
-  if (f->is_string()) return f->get<std::string>().empty() ? "-" : f->get<std::string>();
-  return f->dump();
-}
-
-std::int64_t count(const json& j, const char* key) {
-  const json* f = field(j, key);
-  return f && f->is_number() ? f->get<std::int64_t>() : 0;
-}
-
-bool is_true(const json& j, const char* key) {
-  const json* f = field(j, key);
-  return f && f->is_boolean() && f->get<bool>();
-}
 
 std::string size_cell(const json& j, const char* key) {
   const json* f = field(j, key);
   if (!f || !f->is_number()) return "-";
   double v = f->get<double>();
   return v < 0 ? "-" : format_size(static_cast<std::uint64_t>(v));
+}
+
+std::string duration_cell(const json& j, const char* key) {
+  const json* f = field(j, key);
+  return f && f->is_number() ? format_duration(f->get<double>()) : "-";
 }
 
 std::string archs_cell(const json& j) {
@@ -52,25 +38,18 @@ std::string archs_cell(const json& j) {
   return out;
 }
 
-const json& units_of(const json& build) {
-  static const json kEmpty = json::object();
-  const json* u = field(build, "units");
-  return u && u->is_object() ? *u : kEmpty;
-}
-
 std::string daemon_lines(const json& status) {
   const json* d = field(status, "daemon");
   if (!d) return "";
   std::ostringstream out;
-  const json* up = field(*d, "uptime_s");
-  out << "fadd " << text(*d, "version") << ", pid " << text(*d, "pid") << ", up "
-      << (up && up->is_number() ? format_duration(up->get<double>()) : "-") << "\n";
-  static const json kNone = json::object();
-  const json* mem_field = field(*d, "memory");
-  const json& mem = mem_field ? *mem_field : kNone;
-  out << "memory: " << size_cell(mem, "committed_bytes") << " committed of " << size_cell(mem, "budget_bytes")
-      << " budget; " << size_cell(mem, "available_bytes") << " available of " << size_cell(mem, "total_bytes")
-      << "; swap " << size_cell(mem, "swap_free_bytes") << " free of " << size_cell(mem, "swap_total_bytes");
+  out << "fadd " << text(*d, "version") << ", pid " << text(*d, "pid") << ", up " << duration_cell(*d, "uptime_s")
+      << "\n";
+  const json& mem = object_of(*d, "memory");
+  out << "memory: ";
+  if (field(mem, "used_bytes")) out << size_cell(mem, "used_bytes") << " in use, ";
+  out << size_cell(mem, "committed_bytes") << " committed of " << size_cell(mem, "budget_bytes") << " budget; "
+      << size_cell(mem, "available_bytes") << " available of " << size_cell(mem, "total_bytes") << "; swap "
+      << size_cell(mem, "swap_free_bytes") << " free of " << size_cell(mem, "swap_total_bytes");
   if (const json* psi = field(mem, "psi_some_avg10"); psi && psi->is_number()) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f", psi->get<double>());
@@ -82,15 +61,34 @@ std::string daemon_lines(const json& status) {
   return out.str();
 }
 
-const json& builds_of(const json& doc) {
-  static const json kEmpty = json::array();
-  const json* b = field(doc, "builds");
-  return b && b->is_array() ? *b : kEmpty;
+std::string done_of_total(const json& build) {
+  const json& u = object_of(build, "units");
+  return std::to_string(count(u, "succeeded")) + "/" + std::to_string(count(u, "total"));
 }
 
-std::string done_of_total(const json& build) {
-  const json& u = units_of(build);
-  return std::to_string(count(u, "succeeded")) + "/" + std::to_string(count(u, "total"));
+std::string state_cell(const json& j, bool color) { return color_state(text(j, "state"), color); }
+
+// Created to finished, when both are known.
+std::optional<double> build_seconds(const json& build) {
+  auto a = parse_rfc3339(str(build, "created_at"));
+  auto b = parse_rfc3339(str(build, "finished_at"));
+  if (!a || !b || *b < *a) return std::nullopt;
+  return *b - *a;
+}
+
+std::string estimate_cell(const json& unit) {
+  const std::string size = size_cell(unit, "estimate_bytes");
+  // A unit that never ran has no estimate of its own unless fadd sent one.
+  if (size == "0 B" && text(unit, "state") == "queued") return "-";
+  const std::string source = str(unit, "estimate_source");
+  return source.empty() || size == "-" ? size : size + " (" + source + ")";
+}
+
+std::string unit_time_cell(const json& unit) {
+  if (field(unit, "elapsed_s")) return duration_cell(unit, "elapsed_s");
+  const std::string s = str(unit, "state");
+  if (s == "succeeded" || s == "failed") return duration_cell(unit, "duration_s");
+  return "-";
 }
 
 }  // namespace
@@ -98,7 +96,8 @@ std::string done_of_total(const json& build) {
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width(header.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
-    for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (std::size_t i = 0; i < row.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], visible_width(row[i]));
   };
   measure(header);
   for (const auto& row : rows) measure(row);
@@ -107,7 +106,7 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
     std::string line;
     for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
       line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+      if (i + 1 < row.size()) line += std::string(width[i] - visible_width(row[i]) + 2, ' ');
     }
     out += line + "\n";
   };
@@ -129,15 +128,15 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-std::string render_status(const json& status) {
+std::string render_status(const json& status, bool color) {
   std::string out = daemon_lines(status);
-  const json& builds = builds_of(status);
+  const json& builds = array_of(status, "builds");
   if (builds.empty()) return out + "no builds\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
-    const json& u = units_of(b);
+    const json& u = object_of(b, "units");
     // A pruned build's outputs and logs are gone; its record stays.
-    const std::string state = text(b, "state") + (field(b, "pruned_at") ? " (pruned)" : "");
+    const std::string state = state_cell(b, color) + (field(b, "pruned_at") ? " (pruned)" : "");
     rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
                     std::to_string(count(u, "running")), std::to_string(count(u, "queued")),
                     std::to_string(count(u, "failed")), size_cell(b, "peak_bytes"), text(b, "created_at")});
@@ -148,48 +147,56 @@ std::string render_status(const json& status) {
              rows);
 }
 
-std::string render_build_status(const json& status) {
+std::string render_build_status(const json& status, bool color) {
   std::string out = daemon_lines(status);
-  const json& builds = builds_of(status);
-  if (builds.empty()) return out + "no such build\n";
+  const json& builds = array_of(status, "builds");
+  if (builds.empty() || !builds.front().is_object()) return out + "no such build\n";
   const json& b = builds.front();
-  const json& u = units_of(b);
-  out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + text(b, "state") + ", archs " + archs_cell(b) +
-         ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
+  const json& u = object_of(b, "units");
+  out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + state_cell(b, color) + ", archs " +
+         archs_cell(b) + ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
   out +=
       "units: " + done_of_total(b) + " succeeded" +
       (count(b, "cache_hits") > 0 ? " (" + std::to_string(count(b, "cache_hits")) + " from the compile cache)" : "") +
       ", " + std::to_string(count(u, "running")) + " running, " + std::to_string(count(u, "queued")) + " queued, " +
-      std::to_string(count(u, "failed")) + " failed\n";
+      std::to_string(count(u, "failed")) + " failed";
+  if (auto eta = estimate_eta(b)) out += "; ETA " + format_eta(*eta);
+  out += "\n";
   if (field(b, "artifact")) out += "artifact: " + text(b, "artifact") + "\n";
-  const json* list = field(b, "unit_list");
-  if (!list || !list->is_array() || list->empty()) return out;
+  const json& list = array_of(b, "unit_list");
+  if (list.empty()) return out;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& unit : *list)
-    rows.push_back({text(unit, "name"), text(unit, "state") + (is_true(unit, "cached") ? " (cached)" : ""),
-                    text(unit, "threads"), size_cell(unit, "estimate_bytes"), text(unit, "estimate_source"),
-                    size_cell(unit, "peak_bytes"), text(unit, "attempts"), text(unit, "wait_reason")});
+  for (const auto& unit : list) {
+    // A unit that never started has no threads or peak yet: "-", not "0".
+    const bool never_ran = str(unit, "state") == "queued" && count(unit, "attempts") == 0;
+    const std::string state = state_cell(unit, color) + (is_true(unit, "cached") ? " (cached)" : "");
+    rows.push_back({text(unit, "name"), state, never_ran ? "-" : text(unit, "threads"),
+                    size_cell(unit, "current_bytes"), never_ran ? "-" : size_cell(unit, "peak_bytes"),
+                    estimate_cell(unit), text(unit, "estimate_source"), unit_time_cell(unit), text(unit, "attempts"),
+                    text(unit, "wait_reason")});
+  }
   return out + "\n" +
-         format_table({"UNIT", "STATE", "THREADS", "ESTIMATE", "SOURCE", "PEAK", "ATTEMPTS", "WAITING FOR"}, rows);
+         format_table(
+             {"UNIT", "STATE", "THREADS", "NOW", "PEAK", "ESTIMATE", "SOURCE", "TIME", "ATTEMPTS", "WAITING FOR"},
+             rows);
 }
 
-std::string render_history(const json& history) {
-  const json& builds = builds_of(history);
+std::string render_history(const json& history, bool color) {
+  const json& builds = array_of(history, "builds");
   if (builds.empty()) return "no finished builds\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
-    const json* d = field(b, "duration_s");
+    // Older daemons send only duration_s: it was all "run" to them.
+    const std::string run = field(b, "run_s") ? duration_cell(b, "run_s") : duration_cell(b, "duration_s");
     // A pruned build's outputs and logs are gone; its record stays.
-    const std::string state = text(b, "state") + (field(b, "pruned_at") ? " (pruned)" : "");
+    const std::string state = state_cell(b, color) + (field(b, "pruned_at") ? " (pruned)" : "");
     rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
-                    std::to_string(count(b, "cache_hits")),
-                    d && d->is_number() ? format_duration(d->get<double>()) : "-", size_cell(b, "peak_bytes"),
-                    text(b, "finished_at")});
+                    std::to_string(count(b, "cache_hits")), duration_cell(b, "queue_s"), run,
+                    size_cell(b, "peak_bytes"), text(b, "finished_at")});
   }
-  return format_table({"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "CACHED", "DURATION", "PEAK", "FINISHED"},
-                      rows);
+  return format_table(
+      {"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "CACHED", "QUEUED", "RAN", "PEAK", "FINISHED"}, rows);
 }
-
 std::string render_prune(const json& prune) {
   const json* builds = field(prune, "builds");
   const bool dry = field(prune, "dry_run") && (*field(prune, "dry_run")) == true;
@@ -214,30 +221,20 @@ std::string render_prune(const json& prune) {
   return out.str();
 }
 
-std::string render_progress(const json& build) {
-  const json& u = units_of(build);
-  std::string line = "build " + text(build, "id") + ": " + std::to_string(count(u, "succeeded") + count(u, "failed")) +
-                     "/" + std::to_string(count(u, "total")) + " units done, " + std::to_string(count(u, "running")) +
-                     " running";
-  if (count(u, "failed") > 0) line += ", " + std::to_string(count(u, "failed")) + " failed";
-  line += ", peak " + size_cell(build, "peak_bytes");
-  if (text(build, "state") == "paused") line += " (paused)";
-  return line;
-}
-
-std::string progress_key(const json& build) { return text(build, "state") + units_of(build).dump(); }
-
-std::string render_outcome(const json& build) {
+std::string render_outcome(const json& build, bool color) {
   const std::string id = text(build, "id");
   const std::string state = text(build, "state");
-  const json& u = units_of(build);
-  if (state == "succeeded")
-    return "build " + id + " succeeded: " + done_of_total(build) + " units, peak " + size_cell(build, "peak_bytes") +
-           "\nartifact: " + text(build, "artifact") + "\n";
-  if (state == "failed")
-    return "build " + id + " failed: " + std::to_string(count(u, "failed")) + " of " +
-           std::to_string(count(u, "total")) + " units failed; see 'fad logs " + id + "'\n";
-  return "build " + id + " " + state + "\n";
+  const json& u = object_of(build, "units");
+  std::string line = "build " + id + " " + color_state(state, color);
+  if (state == "succeeded" || state == "failed") {
+    line += ": " + done_of_total(build) + " units";
+    if (auto s = build_seconds(build)) line += " in " + format_duration(*s);
+    line += ", peak " + size_cell(build, "peak_bytes");
+    if (count(u, "failed")) line += ", " + std::to_string(count(u, "failed")) + " failed";
+  }
+  line += "\n";
+  if (state == "succeeded" && field(build, "artifact")) line += "artifact: " + text(build, "artifact") + "\n";
+  return line;
 }
 
 }  // namespace fad::client

@@ -7,12 +7,14 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include "client/connection.h"
 #include "client/launcher.h"
+#include "client/progress.h"
 #include "common/launch_protocol.h"
 #include "common/size.h"
 #include "common/text.h"
@@ -35,6 +37,53 @@ namespace {
 pid_t g_child = 0;
 void forward(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
+}
+
+// How often fad run looks at its build while the command runs, and how long
+// the build must be held up before the terminal is told.
+constexpr auto kWatchEvery = std::chrono::seconds(2);
+constexpr double kStallNoteS = 5;
+
+std::optional<json> build_status(const std::string& socket, std::int64_t id) {
+  StatusRequest req;
+  req.id = id;
+  auto reply = call_daemon(socket, Request{"status", req.to_json()}, std::chrono::seconds(10));
+  auto* r = std::get_if<Response>(&reply);
+  if (!r || !r->ok) return std::nullopt;
+  auto builds = r->result.find("builds");
+  if (builds == r->result.end() || !builds->is_array() || builds->empty()) return std::nullopt;
+  return builds->front();
+}
+
+// Waits for the command; meanwhile, once per stretch in which the build has
+// compiles queued and none running for a few seconds, says why on stderr.
+int wait_and_watch(pid_t child, const std::string& socket, std::int64_t id) {
+  using Clock = std::chrono::steady_clock;
+  auto next_look = Clock::now() + kWatchEvery;
+  std::optional<Clock::time_point> stalled_since;
+  bool told = false;
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    if (done < 0 && errno != EINTR) return 1;
+    if (Clock::now() >= next_look) {
+      next_look = Clock::now() + kWatchEvery;
+      auto build = build_status(socket, id);
+      auto note = build ? stall_note(*build) : std::nullopt;
+      if (!note) {
+        stalled_since.reset();
+        told = false;
+      } else {
+        if (!stalled_since) stalled_since = Clock::now();
+        if (!told && std::chrono::duration<double>(Clock::now() - *stalled_since).count() >= kStallNoteS) {
+          std::cerr << "fad: " << *note << "\n";
+          told = true;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace
@@ -92,7 +141,8 @@ int run_build_command(const RunOptions& o) {
   std::optional<std::int64_t> id;
   if (auto* r = std::get_if<Response>(&opened); r && r->ok) id = r->result.at("id").get<std::int64_t>();
   if (id)
-    std::cerr << "fad run: build " << *id << " (follow it with 'fad status " << *id << "')\n";
+    std::cerr << "fad run: build " << *id << " (follow it with 'fad watch " << *id << "' or 'fad status " << *id
+              << "')\n";
   else
     std::cerr << "fad: fadd is not reachable at " << o.socket
               << "; running the command with its compiles admitted one at a time, more as memory allows "
@@ -148,13 +198,14 @@ int run_build_command(const RunOptions& o) {
     struct sigaction sa {};
     sa.sa_handler = forward;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-    int status = 0;
-    while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {}
-    code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    code = wait_and_watch(g_child, o.socket, *id);
   }
 
   // 4. Close the build with the command's result.
-  if (id) call_daemon(o.socket, Request{"close_build", CloseBuildRequest{*id, std::min(code, 255)}.to_json()});
+  if (id) {
+    call_daemon(o.socket, Request{"close_build", CloseBuildRequest{*id, std::min(code, 255)}.to_json()});
+    if (auto build = build_status(o.socket, *id)) std::cerr << render_run_summary(*build);
+  }
   if (shim) {
     std::error_code ec;
     fs::remove_all(shim, ec);

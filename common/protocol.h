@@ -92,7 +92,9 @@ struct StatusRequest {
   json to_json() const;
 };
 
-/// "cancel", "pause", "resume", "retry": act on one build.
+/// "cancel", "pause", "resume", "retry": act on one build. "report": the data
+/// `fad report` draws (the build, its units' attempts with memory samples,
+/// unit events, machine samples); the client renders it.
 struct BuildRequest {
   std::int64_t id = 0;
   static Result<BuildRequest> from_json(const json& body);

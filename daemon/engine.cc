@@ -14,6 +14,7 @@
 #include "common/size.h"
 #include "common/text.h"
 #include "daemon/build_files.h"
+#include "common/time_text.h"
 #include "daemon/planner.h"
 #include "policy/exit_outcome.h"
 #include "policy/fair_share.h"
@@ -51,7 +52,8 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       toolchains_(std::move(toolchains)),
       estimator_(options_.estimator),
       scheduler_(options_.scheduler, estimator_),
-      started_at_(clock.now()) {
+      started_at_(clock.now()),
+      epoch_anchor_(parse_rfc3339(clock.wall()).value_or(0) - clock.now()) {
   if (options_.cache.max_bytes > 0) {
     auto cache = CompileCache::open(options_.cache);
     if (cache)
@@ -133,7 +135,7 @@ void Engine::tick() {
       for (const auto& [id, r] : running_) fad_bytes += r.current;
       store_.add_sample(MemorySample{clock_.wall(), last_snapshot_.total, last_snapshot_.available,
                                      last_snapshot_.swap_free, fad_bytes, last_committed_,
-                                     last_snapshot_.psi_some_avg10});
+                                     last_snapshot_.psi_some_avg10, last_capacity_});
       if (ticks_ % 1000 == 0) store_.trim_samples(options_.samples_kept);
     });
   }
@@ -201,6 +203,23 @@ std::vector<QueuedUnit> Engine::fair_queue(std::vector<QueuedUnit> queue, const 
   return ordered;
 }
 
+QueuedUnit Engine::queued_unit(const UnitRecord& u) const {
+  QueuedUnit q;
+  q.id = u.id;
+  q.build_id = u.build_id;
+  q.key = unit_key(u);
+  if (u.kind == UnitKind::link) {
+    q.key.arch_count = 1;  // linking is one process whatever the arch count
+    q.manifest_prior = kLinkPrior;
+  } else if (u.prior_peak > 0) {
+    q.manifest_prior = ManifestPrior{u.prior_peak, u.prior_duration_s};
+  }
+  q.requeued_peak = u.requeued_peak;
+  q.alone = alone_.count(u.id) > 0;
+  q.source_bytes = u.source_bytes;
+  return q;
+}
+
 std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>& by_id) {
   std::vector<QueuedUnit> queue;
   for (const auto& b : store_.active_builds()) {
@@ -215,20 +234,7 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
         best_effort([&] { store_.set_wait_reason(u.id, "waiting for the compile units"); });
         continue;
       }
-      QueuedUnit q;
-      q.id = u.id;
-      q.build_id = u.build_id;
-      q.key = unit_key(u);
-      if (u.kind == UnitKind::link) {
-        q.key.arch_count = 1;  // linking is one process whatever the arch count
-        q.manifest_prior = kLinkPrior;
-      } else if (u.prior_peak > 0) {
-        q.manifest_prior = ManifestPrior{u.prior_peak, u.prior_duration_s};
-      }
-      q.requeued_peak = u.requeued_peak;
-      q.alone = alone_.count(u.id) > 0;
-      q.source_bytes = u.source_bytes;
-      queue.push_back(std::move(q));
+      queue.push_back(queued_unit(u));
       by_id.emplace(u.id, u);
     }
   }
@@ -286,6 +292,8 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     running.push_back(std::move(ru));
   }
   if (queue.empty() && running.empty()) {
+    // Idle: still report the budget the next build would get.
+    last_capacity_ = scheduler_.decide(now, snap, {}, {}).capacity;
     last_committed_ = 0;
     forecasts_.clear();
     return;
@@ -321,6 +329,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         if (!r.suspended && !r.paused) {
           spdlog::warn("memory pressure: suspending {} ({})", r.unit.name, d.reason);
           launcher_.signal_group(r.pgid, SIGSTOP);
+          record_event(r.unit.id, "suspend", d.reason);
         }
         r.suspended = true;
         r.suspended_at = now;
@@ -329,6 +338,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         if (r.suspended && !r.paused) {
           spdlog::info("resuming {} ({})", r.unit.name, d.reason);
           launcher_.signal_group(r.pgid, SIGCONT);
+          record_event(r.unit.id, "resume", d.reason);
         }
         r.suspended = false;
         break;
@@ -342,13 +352,6 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
   best_effort([&] {
     for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
   });
-}
-
-std::map<std::int64_t, UnitOutlook> Engine::outlook() const {
-  std::map<std::int64_t, UnitOutlook> out;
-  for (const auto& [id, f] : forecasts_) out[id] = UnitOutlook{f.duration_s, estimate_source_id(f.source, f.imported)};
-  for (const auto& [id, r] : running_) out[id] = UnitOutlook{r.predicted.duration_s, r.unit.estimate_source};
-  return out;
 }
 
 void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
@@ -365,6 +368,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   make_daemon_dir(fs::path(unit.log_path).parent_path().string(), owner);
   const std::string source = estimate_source_id(d.source, d.imported);
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
+  store_.mark_build_started(unit.build_id, clock_.wall());
   if (build && build->state == BuildState::queued)
     store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
@@ -389,6 +393,9 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   r.predicted = d.predicted;
   r.guess = d.guess;
   r.paused = build && build->state == BuildState::paused;
+  r.started_epoch = epoch_now();
+  r.attempt = unit.attempts + 1;
+  r.estimate_bytes = d.estimate_bytes;
   running_.emplace(id, std::move(r));
   spdlog::info("started {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
                format_size(d.estimate_bytes), d.reason);
@@ -454,6 +461,11 @@ void Engine::prepare_end(Ended& e) {
   e.outcome = decide_exit(facts);
   using Action = ExitOutcome::Action;
   e.ok = e.outcome.action == Action::succeed;
+  const char* attempt_outcome = e.outcome.action == Action::cancelled ? "cancelled"
+                                : e.outcome.oom_rerun                 ? "oom"
+                                : e.outcome.action == Action::requeue
+                                    ? (e.run.stop == StopReason::shutdown ? "shutdown" : "requeued")
+                                    : "failed";
   if (e.ok && u.kind == UnitKind::link) {
     std::error_code ec;
     fs::rename(u.output_path + ".tmp", u.output_path, ec);
@@ -463,6 +475,8 @@ void Engine::prepare_end(Ended& e) {
       e.outcome.action = Action::fail_build;
     }
   }
+  // For reports: the attempt's span and samples, kept whatever the database does next (never throws).
+  record_attempt(e.run, e.ok ? "succeeded" : attempt_outcome, e.run.peak);
   if (!e.ok || u.kind == UnitKind::link) return;
   Observation obs;
   obs.key = unit_key(u);

@@ -96,6 +96,9 @@ class Engine {
   /// (or the retention): the caller's own builds, every user's for root; never
   /// an active build, never the estimator's history.
   Response prune(const Caller& caller, const PruneRequest& req);
+  /// The data `fad report` draws: the build, its units' attempts with their
+  /// memory samples, unit events and the machine samples over its life.
+  Response report(const Caller& caller, std::int64_t id);
   // Compiles run by `fad launch` / `fad run` (engine_launch.cc).
   Response open_build(const Caller& caller, const OpenBuildRequest& req);
   Response close_build(const Caller& caller, const CloseBuildRequest& req);
@@ -140,10 +143,13 @@ class Engine {
     bool paused = false;  ///< by the user (fad pause)
     StopReason stop = StopReason::none;
     double stop_sent_at = 0;
-    bool external = false;  ///< run by a launcher; pgid is 0 until it reports
-    bool guess = false;     ///< admitted on the flat prior (the scheduler's margin)
-    double gone_since = 0;  ///< external: when its process group was first seen gone
-    bool killed = false;    ///< SIGKILL sent after the stop grace (once: the group may be reused)
+    bool external = false;             ///< run by a launcher; pgid is 0 until it reports
+    bool guess = false;                ///< admitted on the flat prior (the scheduler's margin)
+    double gone_since = 0;             ///< external: when its process group was first seen gone
+    bool killed = false;               ///< SIGKILL sent after the stop grace (once: the group may be reused)
+    double started_epoch = 0;          ///< started_at as epoch seconds, for reports
+    int attempt = 1;                   ///< which run of the unit this is
+    std::uint64_t estimate_bytes = 0;  ///< the peak it was admitted with
   };
   /// A unit that ended, with what its end means, until the database has it.
   struct Ended {
@@ -210,7 +216,14 @@ class Engine {
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
   std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
   json daemon_json();
-  std::map<std::int64_t, UnitOutlook> outlook() const;
+  /// Epoch seconds now, with the monotonic clock's resolution.
+  double epoch_now() const { return epoch_anchor_ + clock_.now(); }
+  /// Stores a finished attempt's span and thinned samples for reports; never throws.
+  void record_attempt(const Running& r, const char* outcome, std::uint64_t peak);
+  void record_event(std::int64_t unit_id, const char* kind, const std::string& detail = {});
+  QueuedUnit queued_unit(const UnitRecord& u) const;
+  /// Live view of running units (and estimates of queued ones) for status JSON.
+  LiveUnits live_units(const BuildRecord& b, const std::vector<UnitRecord>& units, bool estimate_queued);
 
   EngineOptions options_;
   Store& store_;
@@ -233,6 +246,7 @@ class Engine {
   std::uint64_t last_capacity_ = 0;
   std::uint64_t last_committed_ = 0;
   double started_at_ = 0;
+  double epoch_anchor_ = 0;  ///< epoch seconds minus the monotonic clock, fixed at start
   std::uint64_t ticks_ = 0;
   bool shutting_down_ = false;
   std::function<void()> wake_;

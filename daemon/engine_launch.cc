@@ -75,6 +75,8 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   b.created_at = clock_.wall();
   b.kernels_glob = "";
   const auto id = store_.create_build(std::move(b), {});
+  // Its command runs from now on: running, not queued, whether or not it compiles yet.
+  store_.set_build_state(id, BuildState::running, std::nullopt);
   last_activity_[id] = clock_.now();
   append_build_log(id, "fad run: " + req.command + "\n");
   return ok_response({{"id", id}});
@@ -152,6 +154,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   if (req.cached) return record_cached_launch(*build, u, unit_id, req);
   log_launch_call(*build, u, req, "(output goes to the launcher's terminal)");
   const double now = clock_.now();
+  record_event(unit_id, "queued");
   last_poll_[unit_id] = now;
   last_activity_[build->id] = now;
   update_build(build->id);
@@ -186,6 +189,7 @@ void Engine::log_launch_call(const BuildRecord& build, const UnitRecord& u, cons
 void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
   const std::string source = estimate_source_id(d.source, d.imported);
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
+  store_.mark_build_started(unit.build_id, clock_.wall());
   Running r;
   r.unit = unit;
   r.unit.estimate_source = source;
@@ -194,6 +198,9 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   r.predicted = d.predicted;
   r.guess = d.guess;
   r.external = true;
+  r.started_epoch = epoch_now();
+  r.attempt = unit.attempts + 1;
+  r.estimate_bytes = d.estimate_bytes;
   running_.emplace(unit.id, std::move(r));
   spdlog::info("admitted {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
                format_size(d.estimate_bytes), d.reason);
@@ -251,6 +258,7 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
   // Its profile starts now, not at admission: the launcher's poll and the
   // compiler's start lag behind, and staggered spikes must stay staggered.
   it->second.started_at = clock_.now();
+  it->second.started_epoch = epoch_now();
   store_.set_unit_pgid(req.unit_id, req.pid);
   launcher_.adopt(req.pid);
   last_poll_.erase(req.unit_id);

@@ -11,6 +11,7 @@
 #include "common/arch.h"
 #include "common/file_read.h"
 #include "daemon/credentials.h"
+#include "common/time_text.h"
 #include "daemon/engine.h"
 #include "daemon/responses.h"
 #include "daemon/manifest.h"
@@ -22,12 +23,14 @@ namespace fad {
 namespace fs = std::filesystem;
 
 namespace {
+json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+
 Response no_build(std::int64_t id) { return error_response(ErrorCode::not_found, "no build " + std::to_string(id)); }
 
-std::optional<std::time_t> parse_rfc3339(const std::string& s) {
-  std::tm tm{};
-  if (!strptime(s.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return std::nullopt;
-  return timegm(&tm);
+json seconds_between(const std::optional<std::string>& from, const std::optional<std::string>& to) {
+  auto a = from ? parse_rfc3339(*from) : std::nullopt;
+  auto b = to ? parse_rfc3339(*to) : std::nullopt;
+  return a && b ? json(static_cast<std::int64_t>(*b - *a)) : json(nullptr);
 }
 }  // namespace
 
@@ -121,7 +124,9 @@ Response Engine::shutdown(const Caller& caller) {
 }
 
 json Engine::owned_build_json(const BuildRecord& b, bool with_units) {
-  json j = with_units ? build_json(b, store_.units(b.id), true, outlook()) : build_json(b, store_.units(b.id), false);
+  const auto units = store_.units(b.id);
+  json j = build_json(b, units, with_units, live_units(b, units, with_units));
+  j["started_at"] = opt_json(store_.build_started_at(b.id));
   const uid_t owner = owner_of(b);
   j["uid"] = owner;
   j["user"] = user_name(owner);
@@ -131,12 +136,14 @@ json Engine::owned_build_json(const BuildRecord& b, bool with_units) {
 json Engine::daemon_json() {
   json warnings = json::array();
   if (!storage_problem_.empty()) warnings.push_back(storage_problem_);
+  std::uint64_t used = 0;
+  for (const auto& [id, r] : running_) used += r.current;
   return {{"version", FAD_VERSION},
           {"pid", static_cast<int>(::getpid())},
           {"uptime_s", static_cast<std::int64_t>(clock_.now() - started_at_)},
           {"running_units", running_.size()},
           {"state_dir", options_.state_dir},
-          {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_)},
+          {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_, used)},
           {"warnings", std::move(warnings)}};
 }
 
@@ -183,6 +190,7 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
     if (r.unit.build_id != id || r.paused) continue;
     r.paused = true;
     if (!r.suspended) launcher_.signal_group(r.pgid, SIGSTOP);
+    record_event(uid, "pause");
   }
   store_.set_build_state(id, BuildState::paused, std::nullopt);
   append_build_log(id, "build paused\n");
@@ -200,6 +208,7 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
     if (r.unit.build_id != id || !r.paused) continue;
     r.paused = false;
     if (!r.suspended) launcher_.signal_group(r.pgid, SIGCONT);
+    record_event(uid, "unpause");
   }
   store_.set_build_state(id, BuildState::queued, std::nullopt);
   update_build(id);
@@ -222,6 +231,11 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   if (b->pruned_at)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + "'s outputs were pruned on " +
                                                  *b->pruned_at + "; submit it again instead");
+  int failed = 0, cancelled = 0;
+  for (const auto& u : store_.units(id)) {
+    failed += u.state == UnitState::failed;
+    cancelled += u.state == UnitState::cancelled;
+  }
   Transaction tx(store_.db());
   const int requeued = store_.requeue_failed_units(id);
   store_.set_build_state(id, BuildState::queued, std::nullopt);
@@ -229,7 +243,11 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   update_build(id);
   if (wake_) wake_();
   append_build_log(id, "retry: " + std::to_string(requeued) + " unit(s) requeued\n");
-  return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}, {"requeued", requeued}});
+  return ok_response({{"id", id},
+                      {"state", to_string(store_.build(id)->state)},
+                      {"requeued", requeued},
+                      {"requeued_failed", failed},
+                      {"requeued_cancelled", cancelled}});
 }
 
 Response Engine::logs(const Caller& caller, const LogsRequest& req) {
@@ -267,9 +285,13 @@ Response Engine::history(const Caller&, const HistoryRequest& req) {
   json builds = json::array();
   for (const auto& b : store_.finished_builds(req.limit)) {
     auto j = owned_build_json(b, false);
-    auto start = parse_rfc3339(b.created_at);
-    auto end = b.finished_at ? parse_rfc3339(*b.finished_at) : std::nullopt;
-    j["duration_s"] = start && end ? json(static_cast<std::int64_t>(*end - *start)) : json(nullptr);
+    // Time waiting behind other builds and time compiling, apart: a 2 s
+    // compile that queued for 5 minutes must not read as a 5-minute build.
+    const auto started = store_.build_started_at(b.id);
+    j["duration_s"] = seconds_between(b.created_at, b.finished_at);
+    // A build that never started (cancelled while queued) only waited.
+    j["queue_s"] = seconds_between(b.created_at, started ? started : b.finished_at);
+    j["run_s"] = started ? seconds_between(started, b.finished_at) : json(0);
     builds.push_back(std::move(j));
   }
   return ok_response({{"builds", std::move(builds)}});

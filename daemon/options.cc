@@ -9,30 +9,40 @@
 
 namespace fad {
 
-Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
-  DaemonFlags f;
-  CLI::App app{"fadd: the fad build daemon. Schedules CUDA compile units by memory, not job count.", "fadd"};
+std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
+  auto owned = std::make_unique<CLI::App>(
+      "fadd: the fad build daemon. Schedules CUDA compile units by memory, not job count.", "fadd");
+  CLI::App& app = *owned;
   app.set_help_flag("-h,--help", "Show this help and exit");
-  auto opt = [&](const char* name, std::optional<std::string>& target, const char* help) {
+  auto opt = [&](const char* name, std::optional<std::string>& target, const char* type, const char* help) {
     app.add_option_function<std::string>(
-        name, [&target](const std::string& v) { target = v; }, help);
+           name, [&target](const std::string& v) { target = v; }, help)
+        ->type_name(type);
   };
-  opt("--config", f.config, "Config file (JSON); default ~/.config/fad/fad.json if present");
-  opt("--state-dir", f.state_dir, "State directory (database, logs, outputs)");
-  opt("--socket", f.socket, "Unix socket path");
-  opt("--memory-budget", f.memory_budget, "Memory fad may use: SIZE (e.g. 16G) or auto");
-  opt("--reserve", f.reserve, "Memory kept free for everything else: SIZE or PCT% (default 10%)");
-  opt("--nvcc", f.nvcc, "Default compiler (nvcc or an nvcc-compatible program)");
-  opt("--log-level", f.log_level, "trace|debug|info|warn|error");
-  opt("--kernels-dir", f.kernels_dir, "Directory of the bundled kernels (holding manifest.json)");
-  opt("--log-file", f.log_file,
+  opt("--config", f.config, "FILE", "Config file (JSON); default ~/.config/fad/fad.json if present");
+  opt("--state-dir", f.state_dir, "DIR", "State directory (database, logs, outputs)");
+  opt("--socket", f.socket, "PATH", "Unix socket path");
+  opt("--memory-budget", f.memory_budget, "SIZE|auto", "Memory fad may use: SIZE (e.g. 16G) or auto");
+  opt("--reserve", f.reserve, "SIZE|PCT%", "Memory kept free for everything else: SIZE or PCT% (default 10%)");
+  opt("--nvcc", f.nvcc, "PATH", "Default compiler (nvcc or an nvcc-compatible program)");
+  opt("--log-level", f.log_level, "LEVEL", "trace|debug|info|warn|error");
+  opt("--kernels-dir", f.kernels_dir, "DIR", "Directory of the bundled kernels (holding manifest.json)");
+  opt("--log-file", f.log_file, "FILE",
       "Log to this file instead of stderr, rotated past log_max_size (config, default 10M), "
       "keeping log_max_files (default 3) old files");
   app.add_option_function<int>(
          "--cores", [&f](int n) { f.cores = n; },
          "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 4096))
+      ->type_name("N");
   app.add_flag("--version", f.version, "Print the version and exit");
+  return owned;
+}
+
+Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
+  DaemonFlags f;
+  auto owned = make_daemon_cli(f);
+  CLI::App& app = *owned;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -2,12 +2,17 @@
 // file (flag, then environment, then config, then default; see the contract).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "common/config.h"
 #include "common/paths.h"
 #include "common/result.h"
+
+namespace CLI {
+class App;
+}
 
 namespace fad {
 
@@ -19,6 +24,10 @@ struct DaemonFlags {
   bool version = false;
   std::string help_text;
 };
+
+/// fadd's command line as CLI11 objects writing into `flags`: read by the
+/// parser and by the man page generator, so fadd(8) lists what fadd accepts.
+std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& flags);
 
 /// Parses fadd's arguments. Errors are one line naming the bad flag.
 Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv);

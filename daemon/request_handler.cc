@@ -45,6 +45,8 @@ void RequestHandler::dispatch(const Request& req, const Caller& c, Reply done) {
     r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.resume(c, b.id); });
   else if (t == "retry")
     r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.retry(c, b.id); });
+  else if (t == "report")
+    r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.report(c, b.id); });
   else if (t == "prune")
     r = with_body<PruneRequest>(req, [&](const auto& b) { return engine_.prune(c, b); });
   else if (t == "open_build")

@@ -2,34 +2,80 @@
 // renamed or removed.
 #include "daemon/status_view.h"
 
+#include <algorithm>
+
 namespace fad {
 
 using nlohmann::json;
 
 namespace {
 json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+
+// An external build (fad run, fad launch) names no archs up front: its archs
+// are those its compiles were called with.
+std::vector<std::string> archs_of(const BuildRecord& b, const std::vector<UnitRecord>& units) {
+  if (!b.archs.empty() || b.kind != "external") return b.archs;
+  std::vector<std::string> out;
+  for (const auto& u : units)
+    for (const auto& a : u.archs)
+      if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  return out;
+}
+
+json unit_json(const UnitRecord& u, const LiveUnit* live) {
+  const bool running = live && live->running && u.state == UnitState::running;
+  json j = {
+      {"name", u.name},
+      {"kind", to_string(u.kind)},
+      {"state", running && live->state ? *live->state : std::string(to_string(u.state))},
+      {"archs", u.archs},
+      {"attempts", u.attempts},
+      {"threads", u.threads},
+      {"estimate_bytes", u.estimate_bytes},
+      {"peak_bytes", running ? std::max(u.peak_bytes, live->peak_bytes) : u.peak_bytes},
+      {"current_bytes", running ? json(live->current_bytes) : json(nullptr)},
+      {"elapsed_s", running ? json(live->elapsed_s) : json(nullptr)},
+      {"started_at", opt(u.started_at)},
+      {"finished_at", opt(u.finished_at)},
+      {"duration_s", u.duration_s},
+      {"exit_code", u.exit_code ? json(*u.exit_code) : json(nullptr)},
+      {"wait_reason", u.state == UnitState::queued ? json(u.wait_reason) : json(nullptr)},
+      {"log", u.log_path},
+      {"estimate_source",
+       u.estimate_source.empty() || u.state == UnitState::queued ? json(nullptr) : json(u.estimate_source)},
+      {"predicted_duration_s", live && live->predicted_duration_s ? json(*live->predicted_duration_s) : json(nullptr)},
+      {"cached", u.cached}};
+  if (u.state == UnitState::queued && live) {
+    if (live->estimate_bytes) j["estimate_bytes"] = *live->estimate_bytes;
+    if (live->estimate_source) j["estimate_source"] = *live->estimate_source;
+    if (live->wait_reason) j["wait_reason"] = *live->wait_reason;
+  }
+  return j;
+}
 }  // namespace
 
-json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units,
-                const std::map<std::int64_t, UnitOutlook>& outlook) {
+json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units, const LiveUnits& live) {
   json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
   int cache_hits = 0;
+  std::uint64_t current = 0;
   for (const auto& u : units) {
     cache_hits += u.cached;
     counts["total"] = counts["total"].get<int>() + 1;
     const std::string state(to_string(u.state));
     counts[state] = counts[state].get<int>() + 1;
+    if (auto it = live.find(u.id); it != live.end() && it->second.running) current += it->second.current_bytes;
   }
   json j = {{"id", b.id},
             {"name", b.name},
             {"state", to_string(b.state)},
-            {"archs", b.archs},
+            {"archs", archs_of(b, units)},
             {"kernels", b.kernels_glob},
             {"nvcc", b.nvcc},
             {"created_at", b.created_at},
             {"finished_at", opt(b.finished_at)},
             {"units", counts},
             {"peak_bytes", b.peak_bytes},
+            {"current_bytes", current},
             // A pruned build's library is gone with its outputs.
             {"artifact", b.pruned_at ? json(nullptr) : opt(b.artifact)},
             {"error", b.error.empty() ? json(nullptr) : json(b.error)},
@@ -40,42 +86,22 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
   if (with_units) {
     json list = json::array();
     for (const auto& u : units) {
-      auto seen = outlook.find(u.id);
-      const bool live = u.state == UnitState::queued || u.state == UnitState::running;
-      std::string source = u.estimate_source;
-      if (u.state == UnitState::queued) source = seen != outlook.end() ? seen->second.estimate_source : "";
-      list.push_back({{"name", u.name},
-                      {"kind", to_string(u.kind)},
-                      {"state", to_string(u.state)},
-                      {"archs", u.archs},
-                      {"attempts", u.attempts},
-                      {"threads", u.threads},
-                      {"estimate_bytes", u.estimate_bytes},
-                      {"peak_bytes", u.peak_bytes},
-                      {"started_at", opt(u.started_at)},
-                      {"finished_at", opt(u.finished_at)},
-                      {"duration_s", u.duration_s},
-                      {"exit_code", u.exit_code ? json(*u.exit_code) : json(nullptr)},
-                      {"wait_reason", u.state == UnitState::queued ? json(u.wait_reason) : json(nullptr)},
-                      {"log", u.log_path},
-                      {"estimate_source", source.empty() ? json(nullptr) : json(source)},
-                      {"predicted_duration_s", live && seen != outlook.end() && seen->second.predicted_duration_s > 0
-                                                   ? json(seen->second.predicted_duration_s)
-                                                   : json(nullptr)},
-                      {"cached", u.cached}});
+      auto it = live.find(u.id);
+      list.push_back(unit_json(u, it == live.end() ? nullptr : &it->second));
     }
     j["unit_list"] = std::move(list);
   }
   return j;
 }
 
-json memory_json(const MemorySnapshot& s, std::uint64_t budget, std::uint64_t committed) {
+json memory_json(const MemorySnapshot& s, std::uint64_t budget, std::uint64_t committed, std::uint64_t used) {
   return {{"total_bytes", s.total},
           {"available_bytes", s.available},
           {"swap_total_bytes", s.swap_total},
           {"swap_free_bytes", s.swap_free},
           {"budget_bytes", budget},
           {"committed_bytes", committed},
+          {"used_bytes", used},
           {"cgroup_limit_bytes", s.cgroup_limit ? json(*s.cgroup_limit) : json(nullptr)},
           {"psi_some_avg10", s.psi_some_avg10 ? json(*s.psi_some_avg10) : json(nullptr)}};
 }

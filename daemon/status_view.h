@@ -1,7 +1,9 @@
 // Renders builds and units as the contract's status JSON. Pure.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,18 +14,28 @@
 
 namespace fad {
 
-/// What the scheduler expects of a queued or running unit now.
-struct UnitOutlook {
-  double predicted_duration_s = 0;
-  std::string estimate_source;  ///< estimate_source_id; for queued units, of their current estimate
+/// What the engine knows of a unit beyond its record: live measurements of a
+/// running unit, the estimate of a queued one.
+struct LiveUnit {
+  bool running = false;                         ///< in the engine's running set
+  std::optional<std::string> state;             ///< "paused" or "suspended" shown instead of "running"
+  std::uint64_t current_bytes = 0;              ///< running: measured now
+  std::uint64_t peak_bytes = 0;                 ///< running: peak so far
+  double elapsed_s = 0;                         ///< running: since this attempt started
+  std::optional<std::uint64_t> estimate_bytes;  ///< queued: predicted peak
+  std::optional<std::string> estimate_source;   ///< queued: estimate_source_id of its estimate now
+  std::optional<std::string> wait_reason;       ///< queued: replaces the stored reason (a paused build)
+  std::optional<double> predicted_duration_s;   ///< queued and running: what the scheduler expects
 };
+using LiveUnits = std::map<std::int64_t, LiveUnit>;  ///< by unit id
 
-/// The contract's build object. With `with_units`, it also carries "unit_list";
-/// `outlook` (by unit id) adds each queued and running unit's prediction.
+/// The contract's build object. With `with_units`, it also carries "unit_list".
+/// `live` adds running units' memory and elapsed time and queued units' estimates.
 nlohmann::json build_json(const BuildRecord& build, const std::vector<UnitRecord>& units, bool with_units,
-                          const std::map<std::int64_t, UnitOutlook>& outlook = {});
+                          const LiveUnits& live = {});
 
 /// The contract's "memory" object of the daemon view.
-nlohmann::json memory_json(const MemorySnapshot& snap, std::uint64_t budget, std::uint64_t committed);
+nlohmann::json memory_json(const MemorySnapshot& snap, std::uint64_t budget, std::uint64_t committed,
+                           std::uint64_t used = 0);
 
 }  // namespace fad

@@ -113,6 +113,32 @@ ALTER TABLE unit_history ADD COLUMN origin TEXT NOT NULL DEFAULT 'local';
     R"sql(
 ALTER TABLE units ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 7: what `fad report` draws: each unit attempt's thinned memory samples,
+    // the events between them, when a build first ran, and the capacity
+    // beside each machine sample. Times are epoch seconds.
+    R"sql(
+CREATE TABLE unit_samples(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  unit_id INTEGER NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,
+  started_at REAL NOT NULL,
+  ended_at REAL NOT NULL,
+  outcome TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  estimate_bytes INTEGER NOT NULL,
+  peak_bytes INTEGER NOT NULL,
+  points TEXT NOT NULL);
+CREATE INDEX unit_samples_by_unit ON unit_samples(unit_id);
+CREATE TABLE unit_events(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  unit_id INTEGER NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+  at REAL NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '');
+CREATE INDEX unit_events_by_unit ON unit_events(unit_id);
+ALTER TABLE builds ADD COLUMN started_at TEXT;
+ALTER TABLE samples ADD COLUMN capacity INTEGER NOT NULL DEFAULT 0;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -527,8 +553,8 @@ std::vector<std::int64_t> Store::recover_running_units() {
 
 void Store::add_sample(const MemorySample& s) {
   db_.prepare(
-         "INSERT INTO samples(at, total, available, swap_free, fad_bytes, committed, psi_some_avg10) "
-         "VALUES(?,?,?,?,?,?,?)")
+         "INSERT INTO samples(at, total, available, swap_free, fad_bytes, committed, psi_some_avg10, capacity) "
+         "VALUES(?,?,?,?,?,?,?,?)")
       .bind(1, s.at)
       .bind(2, s.total)
       .bind(3, s.available)
@@ -536,6 +562,7 @@ void Store::add_sample(const MemorySample& s) {
       .bind(5, s.fad_bytes)
       .bind(6, s.committed)
       .bind(7, s.psi_some_avg10)
+      .bind(8, s.capacity)
       .run();
 }
 

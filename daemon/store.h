@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -27,6 +27,30 @@ struct MemorySample {
   std::uint64_t fad_bytes = 0;  ///< measured over fad's running units
   std::uint64_t committed = 0;  ///< predicted by the scheduler
   std::optional<double> psi_some_avg10;
+  std::uint64_t capacity = 0;  ///< what fad's units could hold then (0 in rows older than schema 3)
+};
+
+/// One run of a unit, as `fad report` draws it: its span and thinned memory samples.
+struct UnitAttempt {
+  std::int64_t unit_id = 0;
+  int attempt = 1;
+  double started_at = 0;  ///< epoch seconds
+  double ended_at = 0;    ///< epoch seconds
+  /// succeeded, failed, cancelled, requeued (stopped under memory pressure),
+  /// oom (killed by the OOM killer, requeued), shutdown (fadd stopped), lost (launcher vanished)
+  std::string outcome;
+  int threads = 0;
+  std::uint64_t estimate_bytes = 0;
+  std::uint64_t peak_bytes = 0;
+  std::string points;  ///< Profile::serialize(), times relative to started_at
+};
+
+/// Something that happened to a unit between attempt boundaries.
+struct UnitEvent {
+  std::int64_t unit_id = 0;
+  double at = 0;     ///< epoch seconds
+  std::string kind;  ///< queued, suspend, resume, pause, unpause
+  std::string detail;
 };
 
 class Store {
@@ -106,6 +130,19 @@ class Store {
   /// Records an imported profile (origin "imported") unless the same key,
   /// threads and profile are already there; returns whether it was added.
   bool import_history(const HistoryRecord& record);
+
+  // ---- Report data (store_report.cc).
+  void add_unit_attempt(const UnitAttempt& attempt);
+  void add_unit_event(const UnitEvent& event);
+  /// A build's unit attempts and events, oldest first.
+  std::vector<UnitAttempt> unit_attempts(std::int64_t build_id);
+  std::vector<UnitEvent> unit_events(std::int64_t build_id);
+  /// Machine samples taken from `from` to `to` (RFC 3339, inclusive), oldest first.
+  std::vector<MemorySample> samples_between(const std::string& from, const std::string& to);
+  /// Records when a build's first unit started; later calls keep the first time.
+  void mark_build_started(std::int64_t build_id, const std::string& at);
+  /// When the build's first unit started (RFC 3339); nullopt before that.
+  std::optional<std::string> build_started_at(std::int64_t build_id);
 
   /// A value from the meta table (e.g. the boot id the pgids belong to).
   std::optional<std::string> meta(const std::string& key);

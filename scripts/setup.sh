@@ -10,6 +10,9 @@ packages=(
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libcli11-dev catch2 libssl-dev
   python3-venv clang-format
   systemd  # systemd-analyze, to verify the installed units
+  # Test-time: the report is loaded in a real headless browser, completion
+  # scripts run in their shells, and the manual pages are rendered by groff.
+  chromium zsh fish groff-base
 )
 
 missing=()

@@ -25,13 +25,14 @@ extern char** environ;
 
 namespace fad::test {
 
-namespace {
 std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
+  std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 // The compile cache and the memory claims of one test: every test binary
 // process runs one test case, so nothing leaks from one test into another

@@ -79,6 +79,9 @@ class RawClient {
 /// The whole content of a file; empty when it cannot be read.
 std::string slurp_file(const fs::path& path);
 
+/// The whole content of a file ("" when it cannot be read).
+std::string slurp(const fs::path& path);
+
 /// The first of `candidates` that is an executable file; empty when none is.
 std::string find_tool(const std::vector<std::string>& candidates);
 

@@ -119,7 +119,7 @@ TEST_CASE("another user's build compiles as that user and its files are theirs",
   auto r = as_nobody(*who, bins, d, {"submit", "--arch", "9.0", "--json", "--wait"});
   INFO(r.out << r.err << d.daemon_log());
   REQUIRE(r.exit_code == 0);
-  const auto build = json::parse(r.out);
+  const auto build = json::parse(r.out).at("builds").at(0);  // the document of 'fad status ID --json'
   CHECK(build.at("state") == "succeeded");
   CHECK(build.at("user") == "nobody");
   const std::string sid = std::to_string(build.at("id").get<int>());

@@ -33,7 +33,8 @@ TEST_CASE("real nvcc builds a bundled unit for two archs into a library with SAS
       {"submit", "--arch", "sm_80", "--arch", "9.0", "--kernels", "fwd_hdim32_fp16_causal", "--wait", "--json"}, 3600);
   INFO(r.out << r.err << d.daemon_log());
   REQUIRE(r.exit_code == 0);
-  const auto build = json::parse(r.out);
+  // The same document as `fad status ID --json`.
+  const auto build = json::parse(r.out).at("builds").at(0);
   CHECK(build.at("state") == "succeeded");
   CHECK(build.at("units").at("total") == 3);  // the unit, the required dispatch, the link
   const std::string artifact = build.at("artifact");
@@ -105,7 +106,7 @@ TEST_CASE("the bundled library builds through fad and its self-test runs, or ski
   auto r = d.fad(submit, all ? 6 * 3600 : 3600);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  const auto build = json::parse(r.out);
+  const auto build = json::parse(r.out).at("builds").at(0);
   CHECK(build.at("units").at("total") == (all ? 86 : 3));  // units, dispatch, link
   const fs::path lib = build.at("artifact").get<std::string>();
 

@@ -169,6 +169,11 @@ TEST_CASE("prune: an age with a unit, --dry-run, --json") {
 TEST_CASE("unknown options and commands: one line pointing at the right help") {
   CHECK(usage_error({"submit", "--foo"}) == "fad: unknown option --foo (see 'fad submit --help')\n");
   CHECK(usage_error({"frob"}) == "fad: unknown command 'frob' (see 'fad --help')\n");
+  CHECK(usage_error({"stauts"}) == "fad: unknown command 'stauts'; did you mean 'status'? (see 'fad --help')\n");
+  CHECK(usage_error({"hisotry"}).find("did you mean 'history'?") != std::string::npos);
+  CHECK(usage_error({"status", "--jsno"}) ==
+        "fad: unknown option --jsno; did you mean '--json'? (see 'fad status --help')\n");
+  CHECK(usage_error({"daemon", "strat"}).find("did you mean 'start'?") != std::string::npos);
   CHECK(usage_error({"--foo"}).find("unknown option --foo") != std::string::npos);
   CHECK(usage_error({}).find("missing command") != std::string::npos);
   CHECK(usage_error({"daemon", "start", "--bar"}).find("'fad daemon start --help'") != std::string::npos);
@@ -179,7 +184,15 @@ TEST_CASE("help and version go to stdout with exit 0") {
   CHECK(top.exit_code == 0);
   CHECK_FALSE(top.to_stderr);
   CHECK(top.text.find("submit") != std::string::npos);
-  for (const char* sub : {"submit", "status", "logs", "cancel", "pause", "resume", "retry", "history", "daemon"}) {
+  // Every command is listed, run and launch included.
+  for (const char* sub : {"submit", "watch", "status", "logs", "report", "cancel", "pause", "resume", "retry",
+                          "history", "run", "launch", "doctor", "daemon", "completions"}) {
+    INFO(sub);
+    CHECK(top.text.find(std::string("\n  ") + sub + " ") != std::string::npos);
+  }
+  CHECK(top.text.find("freeze a build's running compilers") != std::string::npos);  // pause, truthfully
+  for (const char* sub :
+       {"submit", "status", "logs", "cancel", "pause", "resume", "retry", "history", "daemon", "watch", "report"}) {
     INFO(sub);
     EarlyExit h = early({sub, "--help"});
     CHECK(h.exit_code == 0);
@@ -202,4 +215,44 @@ TEST_CASE("cache stats and clear, with --json and --cache-dir") {
   CHECK(clear.cache_dir == std::string("/srv/cache"));
   CHECK(usage_error({"cache"}).find("missing command") != std::string::npos);
   CHECK(usage_error({"cache", "wipe"}).find("'wipe'") != std::string::npos);
+}
+
+TEST_CASE("edit distance and suggestions") {
+  CHECK(edit_distance("status", "status") == 0);
+  CHECK(edit_distance("stauts", "status") == 1);  // one swap of neighbours
+  CHECK(edit_distance("stat", "status") == 2);
+  CHECK(edit_distance("", "abc") == 3);
+  const std::vector<std::string> names{"submit", "status", "logs", "watch"};
+  CHECK(suggest("stauts", names) == std::optional<std::string>("status"));
+  CHECK(suggest("lgos", names) == std::optional<std::string>("logs"));
+  CHECK_FALSE(suggest("frob", names));
+  CHECK_FALSE(suggest("xyzzy", names));
+}
+
+TEST_CASE("watch, report and completions parse, and --color is checked") {
+  Command w = command({"watch"});
+  CHECK(w.kind == CommandKind::watch);
+  CHECK_FALSE(w.id);
+  CHECK(command({"watch", "4"}).id == 4);
+  Command r = command({"report", "7", "-o", "out.html", "--trace", "t.json"});
+  CHECK(r.kind == CommandKind::report);
+  CHECK(r.id == 7);
+  CHECK(r.output == std::optional<std::string>("out.html"));
+  CHECK(r.trace == std::optional<std::string>("t.json"));
+  CHECK(command({"report", "7", "--output", "x"}).output == std::optional<std::string>("x"));
+  CHECK_FALSE(command({"report", "7"}).output);
+  usage_error({"report"});
+  Command c = command({"completions", "zsh"});
+  CHECK(c.kind == CommandKind::completions);
+  CHECK(c.shell == "zsh");
+  usage_error({"completions"});
+  CHECK(usage_error({"completions", "tcsh"}).find("tcsh") != std::string::npos);
+  CHECK(command({"status"}).color == "auto");
+  CHECK(command({"status", "--color", "never"}).color == "never");
+  CHECK(command({"history", "--color=always"}).color == "always");
+  usage_error({"status", "--color", "sometimes"});
+}
+
+TEST_CASE("run and launch are listed but take their own command line") {
+  CHECK(usage_error({"run", "x"}).find("takes its own command line") != std::string::npos);
 }

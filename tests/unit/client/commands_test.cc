@@ -21,6 +21,9 @@ struct ScriptedDaemon {
   int sleeps = 0;
   std::chrono::steady_clock::time_point now{};  ///< advanced by the fake sleep
   std::vector<fad::Arch> gpus;
+  double clock = 1000;       ///< ctx.wall(); each sleep advances it
+  int interrupt_after = -1;  ///< ctx.interrupted() turns true after this many sleeps
+  bool tty = false;
 
   Context context() {
     Context ctx{[this](const fad::Request& r) -> CallResult {
@@ -36,12 +39,17 @@ struct ScriptedDaemon {
                 [this](std::chrono::milliseconds d) {
                   ++sleeps;
                   now += d;
+                  clock += std::chrono::duration<double>(d).count();
                 },
                 [this]() -> fad::Result<std::vector<fad::Arch>> {
                   if (gpus.empty()) return fad::make_error("no GPU");
                   return gpus;
                 }};
     ctx.now = [this] { return now; };
+    ctx.out_is_tty = tty;
+    ctx.width = [] { return std::size_t{60}; };
+    ctx.wall = [this] { return clock; };
+    ctx.interrupted = [this] { return interrupt_after >= 0 && sleeps >= interrupt_after; };
     return ctx;
   }
   void unreachable() { answers.push_back(CallFailure{kExitUnreachable, "cannot reach fadd at /s: refused"}); }
@@ -114,7 +122,7 @@ TEST_CASE("submit sends the archs in display form and prints the id") {
   c.json = true;
   Context jctx = j.context();
   CHECK(run_submit(c, jctx) == 0);
-  CHECK(json::parse(j.out.str()) == json{{"id", 8}});
+  CHECK(json::parse(j.out.str()) == json{{"id", 8}, {"schema_version", 1}});
 }
 
 TEST_CASE("submit without --arch uses the GPUs, and fails with usage without one") {
@@ -141,12 +149,13 @@ TEST_CASE("submit rejected by the daemon for an unsupported arch is a usage erro
   CHECK(d.err.str() == "fad: arch 13.0 is not supported by this nvcc; it can build: 9.0, 12.0\n");
 }
 
-TEST_CASE("submit --wait prints progress when counts change and exits with the build's result") {
+TEST_CASE("submit --wait in a pipe: plain progress lines at most every few seconds, then the outcome") {
   ScriptedDaemon d;
   d.ok({{"id", 7}});
   d.ok(status_of(build("queued", 0, 0)));
+  d.ok(status_of(build("running", 1, 2)));  // changed, but only 0.5 s later: held back
   d.ok(status_of(build("running", 1, 2)));
-  d.ok(status_of(build("running", 1, 2)));  // unchanged: no line
+  for (int i = 0; i < 10; ++i) d.ok(status_of(build("running", 2, 2)));
   d.ok(status_of(build("succeeded", 4, 0)));
   Command c = cmd(CommandKind::submit, "fad submit");
   c.archs = {fad::Arch{90, 0}};
@@ -155,11 +164,81 @@ TEST_CASE("submit --wait prints progress when counts change and exits with the b
   CHECK(run_submit(c, ctx) == 0);
   CHECK(d.out.str() ==
         "submitted build 7\n"
-        "build 7: 0/4 units done, 0 running, peak 1.0 GiB\n"
-        "build 7: 1/4 units done, 2 running, peak 1.0 GiB\n"
+        "[0/4] 0 running, 0.0 MiB\n"
+        "[2/4] 2 running, 0.0 MiB\n"
         "build 7 succeeded: 4/4 units, peak 1.0 GiB\nartifact: /st/builds/7/lib.so\n");
-  CHECK(d.sleeps == 3);
+  CHECK(d.out.str().find('\033') == std::string::npos);  // nothing for a terminal in a pipe
+  CHECK(d.sleeps == 13);
   CHECK(d.seen[1].body["id"] == 7);
+}
+
+TEST_CASE("submit --wait on a terminal redraws one line in place") {
+  ScriptedDaemon d;
+  d.tty = true;
+  d.ok({{"id", 7}});
+  json b = build("running", 1, 2);
+  b["unit_list"] = {{{"name", std::string(80, 'x')}, {"state", "running"}, {"elapsed_s", 3}}};
+  d.ok(status_of(b));
+  d.ok(status_of(build("succeeded", 4, 0)));
+  Command c = cmd(CommandKind::submit, "fad submit");
+  c.archs = {fad::Arch{90, 0}};
+  c.wait = true;
+  Context ctx = d.context();
+  CHECK(run_submit(c, ctx) == 0);
+  const std::string out = d.out.str();
+  // Carriage return, the line (the unit's name does not fit the 60 columns),
+  // erase to the end of the line; erased again before the outcome.
+  CHECK(out.find("submitted build 7\n\r[1/4] 1 running, 0.0 MiB\033[K\r\033[Kbuild 7 succeeded") == 0);
+  CHECK(out.find("\033[2J") == std::string::npos);  // never a clear-screen
+}
+
+TEST_CASE("Ctrl-C while following says the build goes on and how to follow or cancel it") {
+  ScriptedDaemon d;
+  d.tty = true;
+  d.interrupt_after = 2;
+  d.ok({{"id", 7}});
+  for (int i = 0; i < 5; ++i) d.ok(status_of(build("running", 1, 1)));
+  Command c = cmd(CommandKind::submit, "fad submit");
+  c.archs = {fad::Arch{90, 0}};
+  c.wait = true;
+  Context ctx = d.context();
+  CHECK(run_submit(c, ctx) == 130);
+  CHECK(d.err.str() ==
+        "fad: stopped following; build 7 goes on in fadd ('fad watch 7' follows it again, 'fad cancel 7' cancels "
+        "it)\n");
+  const std::string out = d.out.str();
+  REQUIRE(out.size() >= 4);
+  CHECK(out.substr(out.size() - 4) == "\r\033[K");  // the progress line is gone
+  for (const auto& r : d.seen) CHECK(r.type != "cancel");
+}
+
+TEST_CASE("a failed build prints its first failed unit with the end of its output") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}});
+  json failed = build("failed", 2, 0);
+  failed["units"]["failed"] = 1;
+  failed["unit_list"] = {{{"name", "ok"}, {"state", "succeeded"}},
+                         {{"name", "bwd_bad"}, {"state", "failed"}, {"exit_code", 3}}};
+  d.ok(status_of(failed));
+  std::string log = "$ nvcc -c bwd_bad.cu\n";
+  for (int i = 1; i <= 30; ++i) log += "line " + std::to_string(i) + "\n";
+  d.ok({{"data", ""}, {"offset", log.size()}, {"done", true}});  // the size, asked with an offset past the end
+  d.ok({{"data", log}, {"offset", log.size()}, {"done", true}});
+  Command c = cmd(CommandKind::submit, "fad submit");
+  c.archs = {fad::Arch{90, 0}};
+  c.wait = true;
+  Context ctx = d.context();
+  CHECK(run_submit(c, ctx) == 1);
+  REQUIRE(d.seen.size() == 4);
+  CHECK(d.seen[2].type == "logs");
+  CHECK(d.seen[2].body["unit"] == "bwd_bad");
+  CHECK(d.seen[3].body["offset"] == 0);  // the log is under the tail size
+  const std::string out = d.out.str();
+  CHECK(out.find("build 7 failed: bwd_bad exited with code 3 (1 of 4 units failed)\n") != std::string::npos);
+  CHECK(out.find("line 11\n") != std::string::npos);
+  CHECK(out.find("line 30\n---\n") != std::string::npos);
+  CHECK(out.find("line 10\n") == std::string::npos);  // the last 20 lines only
+  CHECK(out.find("all of its output: fad logs 7 bwd_bad\n") != std::string::npos);
 }
 
 TEST_CASE("submit --wait: failed or cancelled is 1, a vanished daemon is 3, --json prints only the end") {
@@ -173,7 +252,11 @@ TEST_CASE("submit --wait: failed or cancelled is 1, a vanished daemon is 3, --js
     c.json = true;
     Context ctx = d.context();
     CHECK(run_submit(c, ctx) == 1);
-    CHECK(json::parse(d.out.str())["state"] == state);
+    // The same document as `fad status ID --json`.
+    const json doc = json::parse(d.out.str());
+    CHECK(doc["schema_version"] == 1);
+    CHECK(doc["builds"][0]["state"] == state);
+    CHECK(doc.contains("daemon"));
   }
   ScriptedDaemon gone;
   gone.ok({{"id", 7}});
@@ -207,7 +290,54 @@ TEST_CASE("status: unreachable is 3, not_found is 1, json passes the result thro
   c.json = true;
   Context jctx = j.context();
   CHECK(run_status(c, jctx) == 0);
-  CHECK(json::parse(j.out.str()) == s);
+  json expected = s;
+  expected["schema_version"] = 1;
+  CHECK(json::parse(j.out.str()) == expected);
+}
+
+TEST_CASE("status --watch in a pipe: no clear-screen codes, a changed view at most every few seconds") {
+  ScriptedDaemon d;
+  for (int i = 0; i < 6; ++i) d.ok(status_of(build("running", 1, 1)));
+  d.ok(status_of(build("running", 2, 1)));
+  d.ok(status_of(build("running", 3, 1)));
+  d.interrupt_after = 7;  // one view a second: 8 views
+  Command c = cmd(CommandKind::status, "fad status");
+  c.watch = true;
+  Context ctx = d.context();
+  CHECK(run_status(c, ctx) == 0);
+  const std::string out = d.out.str();
+  CHECK(out.find('\033') == std::string::npos);
+  // A view prints when it changed and 5 s passed since the last one printed.
+  CHECK(out.find("1/4") != std::string::npos);
+  CHECK(out.find("2/4") != std::string::npos);
+  CHECK(out.find("3/4") == std::string::npos);  // only 1 s after the 2/4 view
+
+  ScriptedDaemon t;
+  t.tty = true;
+  t.ok(status_of(build("running", 1, 1)));
+  t.interrupt_after = 0;
+  Context tctx = t.context();
+  CHECK(run_status(c, tctx) == 0);
+  CHECK(t.out.str().rfind("\033[H\033[2J", 0) == 0);  // a terminal redraws in place
+}
+
+TEST_CASE("watch follows the newest active build, or says there is none") {
+  ScriptedDaemon d;
+  json all = {
+      {"builds",
+       {{{"id", 3}, {"state", "running"}}, {{"id", 5}, {"state", "queued"}}, {{"id", 6}, {"state", "failed"}}}}};
+  d.ok(all);
+  d.ok(status_of(build("succeeded", 4, 0)));
+  Command c = cmd(CommandKind::watch, "fad watch");
+  Context ctx = d.context();
+  CHECK(run_watch(c, ctx) == 0);
+  CHECK(d.seen[1].body["id"] == 5);
+
+  ScriptedDaemon none;
+  none.ok({{"builds", {{{"id", 6}, {"state", "failed"}}}}});
+  Context nctx = none.context();
+  CHECK(run_watch(c, nctx) == 1);
+  CHECK(none.err.str() == "fad: no build is queued or running (finished ones: 'fad history')\n");
 }
 
 TEST_CASE("logs --follow polls with the returned offset until done") {
@@ -243,14 +373,14 @@ TEST_CASE("logs without --follow stops once nothing more is there") {
 
 TEST_CASE("control commands send their type and report the new state") {
   ScriptedDaemon d;
-  d.ok({{"id", 7}, {"state", "queued"}, {"requeued", 3}});
+  d.ok({{"id", 7}, {"state", "queued"}, {"requeued", 3}, {"requeued_failed", 1}, {"requeued_cancelled", 2}});
   d.error(fad::ErrorCode::failed, "build 7 already finished");
   Command retry = cmd(CommandKind::retry, "fad retry");
   retry.id = 7;
   Context ctx = d.context();
   CHECK(run_control(retry, ctx) == 0);
   CHECK(d.seen[0].type == "retry");
-  CHECK(d.out.str() == "build 7: queued, 3 failed unit(s) requeued\n");
+  CHECK(d.out.str() == "build 7: queued, requeued 1 failed and 2 cancelled unit(s)\n");
   Command cancel = cmd(CommandKind::cancel, "fad cancel");
   cancel.id = 7;
   CHECK(run_control(cancel, ctx) == 1);

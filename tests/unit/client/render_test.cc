@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "client/render.h"
+#include "client/style.h"
 
 using namespace fad::client;
 using fad::json;
@@ -50,6 +51,19 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// A table row's cells: columns are separated by two or more spaces.
+std::vector<std::string> cells_of(const std::string& row) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < row.size()) {
+    std::size_t gap = row.find("  ", at);
+    out.push_back(row.substr(at, gap == std::string::npos ? std::string::npos : gap - at));
+    if (gap == std::string::npos) break;
+    at = row.find_first_not_of(' ', gap);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("format_table aligns columns without trailing spaces") {
@@ -87,24 +101,57 @@ TEST_CASE("status: daemon memory line and one row per build") {
   for (const auto& line : lines(text)) CHECK((line.empty() || line.back() != ' '));
 }
 
-TEST_CASE("status of one build: units with threads, estimate, peak, attempts, wait reason") {
+TEST_CASE("status of one build: units with threads, memory now, peak, estimate and source, time, wait reason") {
   json one = kStatus;
   one["builds"].erase(1);
+  one["builds"][0]["unit_list"][0]["current_bytes"] = 1073741824;
+  one["builds"][0]["unit_list"][0]["elapsed_s"] = 75;
+  one["builds"][0]["unit_list"][1]["estimate_source"] = "family";
   std::string text = render_build_status(one);
   INFO(text);
   CHECK(has(text, "build 7 (nightly): running"));
   CHECK(has(text, "3/49 succeeded, 2 running, 44 queued, 0 failed"));
   CHECK_FALSE(has(text, "artifact"));  // null until the build succeeded
   std::string header = line_starting(text, "UNIT");
-  for (const char* col : {"STATE", "THREADS", "ESTIMATE", "PEAK", "ATTEMPTS", "WAITING FOR"}) CHECK(has(header, col));
+  for (const char* col : {"STATE", "THREADS", "NOW", "PEAK", "ESTIMATE", "TIME", "ATTEMPTS", "WAITING FOR"})
+    CHECK(has(header, col));
   std::string running = line_starting(text, "attn_fwd_hdim128");
   CHECK(has(running, "running"));
-  CHECK(has(running, "4.0 GiB"));
-  CHECK(has(running, "2.1 GiB"));
+  CHECK(has(running, "1.0 GiB"));  // now
+  CHECK(has(running, "2.1 GiB"));  // peak so far
+  CHECK(has(running, "4.0 GiB"));  // estimate
+  CHECK(has(running, "1m 15s"));   // elapsed
   std::string queued = line_starting(text, "attn_bwd_hdim256");
-  CHECK(has(queued, "8.0 GiB"));
+  CHECK(has(queued, "8.0 GiB (family)"));
   CHECK(has(queued, "needs 4.0 GiB, 2.1 GiB free"));
   CHECK(has(queued, " - "));  // null threads and peak
+
+  // A unit that never ran shows "-" for threads and peak even when fadd sends 0.
+  one["builds"][0]["unit_list"][1]["threads"] = 0;
+  one["builds"][0]["unit_list"][1]["peak_bytes"] = 0;
+  const auto cells = cells_of(line_starting(render_build_status(one), "attn_bwd_hdim256"));
+  REQUIRE(cells.size() >= 5);
+  CHECK(cells[2] == "-");  // threads
+  CHECK(cells[4] == "-");  // peak
+  // A queued unit with no estimate of its own (an older fadd) shows "-", not "0 B".
+  one["builds"][0]["unit_list"][1]["estimate_bytes"] = 0;
+  one["builds"][0]["unit_list"][1].erase("estimate_source");
+  CHECK_FALSE(has(line_starting(render_build_status(one), "attn_bwd_hdim256"), "0 B"));
+}
+
+TEST_CASE("colour: states are coloured only when asked, and tables still align") {
+  std::string plain = render_status(kStatus, false);
+  CHECK_FALSE(has(plain, "\033["));
+  std::string colored = render_status(kStatus, true);
+  CHECK(has(colored, "\033[36mrunning\033[0m"));
+  CHECK(has(colored, "\033[32msucceeded\033[0m"));
+  // The column after STATE starts at the same visible offset in both rows.
+  auto column_of = [&](const std::string& text, const std::string& row, const std::string& cell) {
+    std::string line = line_starting(text, row);
+    return visible_width(line.substr(0, line.find(cell)));
+  };
+  CHECK(column_of(colored, "7 ", "9.0,12.0") == column_of(colored, "6 ", "8.0"));
+  CHECK(column_of(colored, "7 ", "9.0,12.0") == column_of(plain, "7 ", "9.0,12.0"));
 }
 
 TEST_CASE("status tolerates missing, null and mistyped fields") {
@@ -115,7 +162,7 @@ TEST_CASE("status tolerates missing, null and mistyped fields") {
   CHECK(has(line_starting(text, "1 "), "0/0"));
   CHECK(render_build_status(json{{"builds", json::array()}}) == "no such build\n");
   CHECK_NOTHROW(render_history(json{{"builds", {json::object(), nullptr}}}));
-  CHECK_NOTHROW(render_progress(json(nullptr)));
+  CHECK_NOTHROW(render_outcome(json(nullptr)));
 }
 
 TEST_CASE("history rows carry duration and peak") {
@@ -127,34 +174,36 @@ TEST_CASE("history rows carry duration and peak") {
                      {"units", {{"total", 2}, {"succeeded", 1}, {"failed", 1}}},
                      {"peak_bytes", 1536 * 1024 * 1024ull},
                      {"duration_s", 305},
+                     {"queue_s", 287},
+                     {"run_s", 18},
                      {"finished_at", "2026-11-22T10:05:00Z"}}}}};
   std::string text = render_history(history);
+  CHECK(has(line_starting(text, "ID"), "QUEUED"));
+  CHECK(has(line_starting(text, "ID"), "RAN"));
   std::string row = line_starting(text, "6 ");
   CHECK(has(row, "failed"));
-  CHECK(has(row, "5m 05s"));
+  CHECK(has(row, "4m 47s"));  // waited
+  CHECK(has(row, "18s"));     // compiled
+  CHECK_FALSE(has(row, "5m 05s"));
   CHECK(has(row, "1.5 GiB"));
   CHECK(has(row, "1/2"));
   CHECK(render_history(json{{"builds", json::array()}}) == "no finished builds\n");
+  // An older fadd sends only duration_s: shown as run time, queue time unknown.
+  history["builds"][0].erase("queue_s");
+  history["builds"][0].erase("run_s");
+  CHECK(has(line_starting(render_history(history), "6 "), "5m 05s"));
 }
 
-TEST_CASE("progress and outcome lines") {
-  const json& running = kStatus["builds"][0];
-  CHECK(render_progress(running) == "build 7: 3/49 units done, 2 running, peak 5.1 GiB");
-  json failed = running;
-  failed["state"] = "failed";
-  failed["units"]["failed"] = 2;
-  CHECK(render_progress(failed) == "build 7: 5/49 units done, 2 running, 2 failed, peak 5.1 GiB");
-  CHECK(render_outcome(failed) == "build 7 failed: 2 of 49 units failed; see 'fad logs 7'\n");
-  CHECK(progress_key(failed) != progress_key(running));
-  json peak_only = running;
-  peak_only["peak_bytes"] = 1;
-  CHECK(progress_key(peak_only) == progress_key(running));  // peak alone is not worth a line
-  const json& done = kStatus["builds"][1];
+TEST_CASE("outcome lines: units, time, peak and the artifact") {
+  json done = kStatus["builds"][1];
   CHECK(render_outcome(done) ==
-        "build 6 succeeded: 2/2 units, peak 1.0 GiB\nartifact: /state/builds/6/libfad_kernels.so\n");
-  json cancelled = running;
+        "build 6 succeeded: 2/2 units in 5m 00s, peak 1.0 GiB\nartifact: /state/builds/6/libfad_kernels.so\n");
+  json cancelled = kStatus["builds"][0];
   cancelled["state"] = "cancelled";
   CHECK(render_outcome(cancelled) == "build 7 cancelled\n");
+  CHECK(render_outcome(cancelled, true) == "build 7 \033[35mcancelled\033[0m\n");
+  done.erase("artifact");  // a fad run build has none
+  CHECK(render_outcome(done) == "build 6 succeeded: 2/2 units in 5m 00s, peak 1.0 GiB\n");
 }
 
 TEST_CASE("cached units and cache hits are shown in a build's status and in history") {

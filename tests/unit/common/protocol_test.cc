@@ -244,7 +244,7 @@ TEST_CASE("protocol v1 fixture: every request type stays parseable", "[protocol]
       auto s = fad::StatusRequest::from_json(req->body);
       REQUIRE(s.ok());
       CHECK(s->to_json() == req->body);
-    } else if (t == "cancel" || t == "pause" || t == "resume" || t == "retry") {
+    } else if (t == "cancel" || t == "pause" || t == "resume" || t == "retry" || t == "report") {
       auto b = fad::BuildRequest::from_json(req->body);
       REQUIRE(b.ok());
       CHECK(b->id == 7);
@@ -269,7 +269,7 @@ TEST_CASE("protocol v1 fixture: every request type stays parseable", "[protocol]
     }
   }
   CHECK(types == std::vector<std::string>{"submit", "status", "status", "cancel", "pause", "resume", "retry", "logs",
-                                          "history", "shutdown", "prune"});
+                                          "history", "report", "shutdown", "prune"});
 }
 
 TEST_CASE("prune request: optional age and dry run, bad values named", "[protocol]") {

@@ -1,0 +1,59 @@
+// `fad report ID [-o FILE] [--trace FILE] [--json]`: asks fadd for the build's
+// report data and writes the HTML page (and the trace-event JSON). fadd only
+// returns data; drawing happens here.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+
+#include "client/commands.h"
+#include "client/exit_codes.h"
+#include "client/report_html.h"
+#include "common/size.h"
+
+namespace fad::client {
+
+namespace {
+// Writes `text` to `path` ("-": stdout); an error line and false when it cannot.
+bool write_output(Context& ctx, const std::string& path, const std::string& text) {
+  if (path == "-") {
+    ctx.out << text;
+    return true;
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    ctx.err << "fad: cannot write " << path << ": " << std::strerror(errno) << "\n";
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+int run_report(const Command& cmd, Context& ctx) {
+  BuildRequest req;
+  req.id = cmd.id.value_or(0);
+  int rc = kExitOk;
+  auto result = request(ctx, "report", req.to_json(), rc);
+  if (!result) return rc;
+  if (cmd.json) {
+    ctx.out << with_schema(*result).dump(2) << "\n";
+    return kExitOk;
+  }
+  const ReportModel model = build_report_model(*result);
+  const std::string html = render_report_html(model, std::string("fad ") + FAD_VERSION);
+  const std::string path = cmd.output.value_or("fad-report-" + std::to_string(req.id) + ".html");
+  if (!write_output(ctx, path, html)) return kExitFailed;
+  if (cmd.trace && !write_output(ctx, *cmd.trace, render_trace(model).dump() + "\n")) return kExitFailed;
+  // Said on stderr when the page itself went to stdout.
+  std::ostream& note = path == "-" ? ctx.err : ctx.out;
+  if (path != "-")
+    note << "wrote " << path << " (" << format_size(html.size()) << "): build " << req.id << ", " << model.units.size()
+         << " units; open it in a browser\n";
+  if (cmd.trace && *cmd.trace != "-")
+    note << "wrote " << *cmd.trace << ": open it in https://ui.perfetto.dev or chrome://tracing\n";
+  return kExitOk;
+}
+
+}  // namespace fad::client

@@ -1,0 +1,140 @@
+// What the engine keeps for reports and live status: each attempt's span and
+// thinned memory samples, unit events, live measurements of running units and
+// estimates of queued ones, and the `report` request that returns them.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "common/time_text.h"
+#include "daemon/engine.h"
+#include "daemon/planner.h"
+#include "daemon/report_view.h"
+#include "daemon/responses.h"
+
+namespace fad {
+
+namespace {
+// Samples stored per attempt: enough to draw a unit's rise and fall, bounded
+// so a database years old stays small (about 2 KiB per attempt).
+constexpr std::size_t kStoredPoints = 120;
+// One report answer stays well inside one protocol line.
+constexpr std::size_t kReportPoints = 16000;
+constexpr std::size_t kReportSamples = 1500;
+constexpr std::size_t kReportBytes = kMaxMessageBytes * 3 / 4;
+}  // namespace
+
+void Engine::record_attempt(const Running& r, const char* outcome, std::uint64_t peak) {
+  try {
+    UnitAttempt a;
+    a.unit_id = r.unit.id;
+    a.attempt = r.attempt;
+    a.started_at = r.started_epoch;
+    a.ended_at = std::max(r.started_epoch, epoch_now());
+    a.outcome = outcome;
+    a.threads = r.threads;
+    a.estimate_bytes = r.estimate_bytes;
+    a.peak_bytes = peak;
+    Profile p = r.measured.points.size() > kStoredPoints ? r.measured.thinned(kStoredPoints) : r.measured;
+    // Polling can miss a short spike its cgroup caught: the highest sample is
+    // lifted to the true peak, and a unit shorter than one sample is drawn at it.
+    if (p.points.empty() && peak > 0) p.points.emplace_back(0.0, peak);
+    auto top = std::max_element(p.points.begin(), p.points.end(),
+                                [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (top != p.points.end() && top->second < peak) top->second = peak;
+    p.duration_s = a.ended_at - a.started_at;
+    a.points = p.serialize();
+    store_.add_unit_attempt(a);
+  } catch (const StoreError& e) {
+    spdlog::error("recording an attempt of {}: {}", r.unit.name, e.what());
+  }
+}
+
+void Engine::record_event(std::int64_t unit_id, const char* kind, const std::string& detail) {
+  try {
+    store_.add_unit_event(UnitEvent{unit_id, epoch_now(), kind, detail});
+  } catch (const StoreError& e) {
+    spdlog::error("recording a {} event: {}", kind, e.what());
+  }
+}
+
+LiveUnits Engine::live_units(const BuildRecord& b, const std::vector<UnitRecord>& units, bool estimate_queued) {
+  LiveUnits live;
+  const double now = clock_.now();
+  for (const auto& u : units) {
+    if (auto it = running_.find(u.id); it != running_.end()) {
+      const Running& r = it->second;
+      LiveUnit l;
+      l.running = true;
+      l.current_bytes = r.current;
+      l.peak_bytes = r.peak;
+      l.elapsed_s = r.external && r.pgid == 0 ? 0 : std::max(0.0, now - r.started_at);
+      if (r.predicted.duration_s > 0) l.predicted_duration_s = r.predicted.duration_s;
+      if (r.paused)
+        l.state = "paused";
+      else if (r.suspended)
+        l.state = "suspended";
+      live.emplace(u.id, std::move(l));
+    } else if (estimate_queued && u.state == UnitState::queued) {
+      // The estimate at the fewest threads the scheduler would grant: the one
+      // its wait reason ("needs 6.2 GiB, ...") quotes.
+      const QueuedUnit q = queued_unit(u);
+      const auto& config = scheduler_.config();
+      const int threads = config.nvcc_threads > 0 ? std::min(config.nvcc_threads, std::max(1, q.key.arch_count)) : 1;
+      const Estimate est = estimator_.estimate(q.key, threads, q.manifest_prior);
+      LiveUnit l;
+      l.estimate_bytes = std::max(est.peak(), q.requeued_peak);
+      l.estimate_source = estimate_source_id(est.source, est.imported);
+      // The scheduler's own forecast from its last decision, when it made one.
+      if (auto f = forecasts_.find(u.id); f != forecasts_.end()) {
+        l.estimate_source = estimate_source_id(f->second.source, f->second.imported);
+        if (f->second.duration_s > 0) l.predicted_duration_s = f->second.duration_s;
+      } else if (est.profile.duration_s > 0) {
+        l.predicted_duration_s = est.profile.duration_s;
+      }
+      if (b.state == BuildState::paused) l.wait_reason = "build paused ('fad resume " + std::to_string(b.id) + "')";
+      live.emplace(u.id, std::move(l));
+    }
+  }
+  return live;
+}
+
+Response Engine::report(const Caller& caller, std::int64_t id) {
+  auto b = store_.build(id);
+  if (!b) return error_response(ErrorCode::not_found, "no build " + std::to_string(id));
+  (void)caller;  // unit names and timings, no compiler output: anyone may read it, as with status
+  ReportInput in;
+  in.build = *b;
+  in.build_started_at = store_.build_started_at(id);
+  in.units = store_.units(id);
+  in.live = live_units(*b, in.units, true);
+  in.attempts = store_.unit_attempts(id);
+  for (const auto& [uid, r] : running_) {
+    if (r.unit.build_id != id) continue;
+    UnitAttempt a;
+    a.unit_id = uid;
+    a.attempt = r.attempt;
+    a.started_at = r.started_epoch;
+    a.outcome = r.paused ? "paused" : r.suspended ? "suspended" : "running";
+    a.threads = r.threads;
+    a.estimate_bytes = r.estimate_bytes;
+    a.peak_bytes = r.peak;
+    Profile p = r.measured.points.size() > kStoredPoints ? r.measured.thinned(kStoredPoints) : r.measured;
+    a.points = p.serialize();
+    in.attempts.push_back(std::move(a));
+  }
+  in.events = store_.unit_events(id);
+  in.machine = store_.samples_between(b->created_at, b->finished_at.value_or(clock_.wall()));
+  in.budget_bytes = scheduler_.config().budget;
+  in.now = epoch_now();
+  // Thin further until the answer fits one protocol line with room to spare.
+  std::size_t points = kReportPoints, samples = kReportSamples;
+  for (;;) {
+    json data = report_json(in, points, samples);
+    if (points <= 64 || data.dump(-1, ' ', false, json::error_handler_t::replace).size() <= kReportBytes)
+      return ok_response(std::move(data));
+    points /= 2;
+    samples = std::max<std::size_t>(64, samples / 2);
+  }
+}
+
+}  // namespace fad

@@ -1,0 +1,101 @@
+// Shapes a build's report data; see report_view.h. Times are epoch seconds,
+// sample times relative to their attempt's start, rounded to 0.1 s: a report
+// is a picture, and every digit costs protocol bytes.
+#include "daemon/report_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/time_text.h"
+#include "policy/profile.h"
+
+namespace fad {
+
+using nlohmann::json;
+
+namespace {
+
+double tenth(double s) { return std::round(s * 10) / 10; }
+
+json attempt_json(const UnitAttempt& a, std::size_t max_points) {
+  json t = json::array(), bytes = json::array();
+  if (auto p = Profile::parse(a.points)) {
+    Profile thin = p->points.size() > max_points ? p->thinned(max_points) : *p;
+    for (const auto& [at, b] : thin.points) {
+      t.push_back(tenth(at));
+      bytes.push_back(b);
+    }
+  }
+  const bool running = a.outcome == "running" || a.outcome == "paused" || a.outcome == "suspended";
+  return {{"attempt", a.attempt},
+          {"start", tenth(a.started_at)},
+          {"end", running ? json(nullptr) : json(tenth(a.ended_at))},
+          {"outcome", a.outcome},
+          {"threads", a.threads},
+          {"estimate_bytes", a.estimate_bytes},
+          {"peak_bytes", a.peak_bytes},
+          {"t", std::move(t)},
+          {"bytes", std::move(bytes)}};
+}
+
+json machine_json(const std::vector<MemorySample>& samples, std::size_t max_samples) {
+  json t = json::array(), total = json::array(), available = json::array(), fad = json::array(),
+       committed = json::array(), capacity = json::array();
+  const std::size_t stride =
+      std::max<std::size_t>(1, (samples.size() + max_samples - 1) / std::max<std::size_t>(1, max_samples));
+  for (std::size_t i = 0; i < samples.size(); i += stride) {
+    const auto& s = samples[i];
+    auto at = parse_rfc3339(s.at);
+    if (!at) continue;
+    t.push_back(*at);
+    total.push_back(s.total);
+    available.push_back(s.available);
+    fad.push_back(s.fad_bytes);
+    committed.push_back(s.committed);
+    capacity.push_back(s.capacity);
+  }
+  return {{"t", t},           {"total_bytes", total},         {"available_bytes", available},
+          {"fad_bytes", fad}, {"committed_bytes", committed}, {"capacity_bytes", capacity}};
+}
+
+}  // namespace
+
+json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples) {
+  json build = build_json(in.build, in.units, true, in.live);
+  json units = std::move(build["unit_list"]);
+  build.erase("unit_list");
+  build["started_at"] = in.build_started_at ? json(*in.build_started_at) : json(nullptr);
+
+  // Every attempt keeps at least two points; the rest of the budget is shared
+  // in proportion to how many each attempt has.
+  std::size_t total_points = 0;
+  for (const auto& a : in.attempts) total_points += std::count(a.points.begin(), a.points.end(), ',') + 1;
+  const double share = total_points > max_points ? static_cast<double>(max_points) / total_points : 1.0;
+
+  std::map<std::int64_t, std::size_t> index;  // unit id -> position in `units`
+  for (std::size_t i = 0; i < in.units.size(); ++i) {
+    index[in.units[i].id] = i;
+    units[i]["attempt_list"] = json::array();
+    units[i]["events"] = json::array();
+  }
+  for (const auto& a : in.attempts) {
+    auto it = index.find(a.unit_id);
+    if (it == index.end()) continue;
+    const std::size_t points = std::count(a.points.begin(), a.points.end(), ',') + 1;
+    const auto keep = std::max<std::size_t>(2, static_cast<std::size_t>(std::floor(points * share)));
+    units[it->second]["attempt_list"].push_back(attempt_json(a, keep));
+  }
+  for (const auto& e : in.events) {
+    auto it = index.find(e.unit_id);
+    if (it == index.end()) continue;
+    units[it->second]["events"].push_back({{"at", tenth(e.at)}, {"kind", e.kind}, {"detail", e.detail}});
+  }
+  return {{"build", std::move(build)},
+          {"units", std::move(units)},
+          {"machine", machine_json(in.machine, max_samples)},
+          {"budget_bytes", in.budget_bytes ? json(*in.budget_bytes) : json(nullptr)},
+          {"now", tenth(in.now)}};
+}
+
+}  // namespace fad

@@ -1,0 +1,36 @@
+// The data of `fad report` as JSON: the build, each unit's attempts with
+// their memory samples and events, and the machine's memory over the build's
+// life. Pure: the engine gathers the records, this shapes and bounds them.
+// The client draws the pictures; the daemon only returns data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/status_view.h"
+#include "daemon/store.h"
+
+namespace fad {
+
+struct ReportInput {
+  BuildRecord build;
+  std::optional<std::string> build_started_at;
+  std::vector<UnitRecord> units;
+  LiveUnits live;
+  std::vector<UnitAttempt> attempts;  ///< finished ones, then running ones (outcome "running")
+  std::vector<UnitEvent> events;
+  std::vector<MemorySample> machine;          ///< over the build's life
+  std::optional<std::uint64_t> budget_bytes;  ///< memory_budget when set (not "auto")
+  double now = 0;                             ///< epoch seconds
+};
+
+/// The report document. At most `max_points` memory points over all attempts
+/// (each attempt thinned keeping its peaks, at least 2 points each) and at most
+/// `max_samples` machine samples, so the answer stays within one protocol line.
+nlohmann::json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples);
+
+}  // namespace fad

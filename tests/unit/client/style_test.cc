@@ -1,0 +1,37 @@
+// When fad colours its output, and how it measures coloured text.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "client/style.h"
+
+using namespace fad::client;
+
+namespace {
+fad::EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+}  // namespace
+
+TEST_CASE("colour: auto means a terminal, NO_COLOR and TERM=dumb turn it off, always and never win") {
+  CHECK(use_color("auto", true, env_of({{"TERM", "xterm-256color"}})));
+  CHECK_FALSE(use_color("auto", false, env_of({})));
+  CHECK_FALSE(use_color("auto", true, env_of({{"NO_COLOR", "1"}})));
+  CHECK(use_color("auto", true, env_of({{"NO_COLOR", ""}})));  // set but empty: no-color.org says ignore it
+  CHECK_FALSE(use_color("auto", true, env_of({{"TERM", "dumb"}})));
+  CHECK(use_color("always", false, env_of({{"NO_COLOR", "1"}})));
+  CHECK_FALSE(use_color("never", true, env_of({})));
+}
+
+TEST_CASE("colour: states and visible widths") {
+  CHECK(color_state("failed", true) == "\033[31mfailed\033[0m");
+  CHECK(color_state("failed", false) == "failed");
+  CHECK(color_state("queued", true) == "queued");  // no colour for the ordinary state
+  CHECK(visible_width(color_state("succeeded", true)) == 9);
+  CHECK(visible_width("plain") == 5);
+  CHECK(visible_width("\033[1mA\033[0m\033[K") == 1);
+}
