@@ -27,7 +27,7 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, nvcc_threads, nvcc, unit_memory_prior, "
-    "poll_interval_ms, log_level, socket, state_dir, kernels_dir";
+    "poll_interval_ms, log_level, socket, state_dir, kernels_dir, executor, slurm";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -125,6 +125,10 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
                                         : key == "state_dir" ? config.state_dir
                                                              : config.kernels_dir;
     field = v.get<std::string>();
+  } else if (key == "executor") {
+    return parse_executor(v, config.executor);
+  } else if (key == "slurm") {
+    return parse_slurm_config(v, config.slurm);
   } else {
     return "unknown key (known keys: " + std::string(kKnownKeys) + ")";
   }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "common/slurm_config.h"
 
 namespace fad {
 
@@ -35,6 +36,8 @@ struct Config {
   std::optional<std::string> socket;
   std::optional<std::string> state_dir;
   std::optional<std::string> kernels_dir;
+  ExecutorKind executor = ExecutorKind::local;  ///< where units run: this machine or Slurm
+  SlurmConfig slurm;                            ///< the `slurm` object (used with executor "slurm")
 };
 
 /// Parses config text. Every problem is collected; the error holds one line per

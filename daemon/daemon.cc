@@ -21,6 +21,7 @@
 #include "daemon/memory_probe.h"
 #include "daemon/request_handler.h"
 #include "daemon/server.h"
+#include "daemon/slurm_executor.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
 #include "daemon/unit_cgroup.h"
@@ -89,9 +90,19 @@ int run_daemon(const DaemonOptions& o) {
     spdlog::info("measuring units with per-unit memory cgroups under {}", cgroups->base());
   else
     spdlog::info("measuring units by polling /proc ({})", no_cgroups);
-  BoostLauncher launcher(io, cgroups.get());
+  // The executor: compilers run here, or as Slurm job steps on a cluster.
+  std::unique_ptr<ProcessLauncher> launcher;
+  if (o.config.executor == ExecutorKind::slurm) {
+    std::vector<std::string> shared{o.kernels_dir};
+    if (!o.config.nvcc.empty() && o.config.nvcc.front() == '/') shared.push_back(o.config.nvcc);
+    spdlog::info("running units as Slurm job steps ({})",
+                 o.config.slurm.job_per_unit ? "one job per unit" : "in one allocation");
+    launcher = std::make_unique<SlurmExecutor>(io, clock, o.config.slurm, o.state_dir, std::move(shared));
+  } else {
+    launcher = std::make_unique<BoostLauncher>(io, cgroups.get());
+  }
   ToolchainCache toolchains;
-  Engine engine(engine_options(o), *store, clock, probe, launcher,
+  Engine engine(engine_options(o), *store, clock, probe, *launcher,
                 [&toolchains](const std::string& nvcc) { return toolchains.get(nvcc); });
   try {
     engine.recover();
@@ -130,6 +141,7 @@ int run_daemon(const DaemonOptions& o) {
     if (shutdown_requested) begin_stop("shutdown request");
     engine.tick();
     if (stopping && engine.idle()) {
+      launcher->shutdown();
       signals.cancel();
       io.stop();
       return;

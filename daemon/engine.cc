@@ -155,15 +155,10 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
   return queue;
 }
 
-void Engine::schedule(double now, const MemorySnapshot& snap) {
-  std::map<std::int64_t, UnitRecord> by_id;
-  std::map<std::int64_t, std::uint64_t> budgets;
-  for (const auto& b : store_.active_builds())
-    if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
-  auto queue = collect_queue(by_id);
+std::vector<RunningUnit> Engine::running_view(double now, const std::string* node) const {
   std::vector<RunningUnit> running;
   for (const auto& [id, r] : running_) {
-    if (r.stop != StopReason::none) continue;
+    if (r.stop != StopReason::none || (node && r.node != *node)) continue;
     RunningUnit ru;
     ru.id = id;
     // Admitted but not started yet (a launcher's compiler): all of its
@@ -180,13 +175,33 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     ru.guess = r.guess;
     running.push_back(std::move(ru));
   }
+  return running;
+}
+
+void Engine::schedule(double now, const MemorySnapshot& snap) {
+  std::map<std::int64_t, UnitRecord> by_id;
+  std::map<std::int64_t, std::uint64_t> budgets;
+  for (const auto& b : store_.active_builds())
+    if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
+  auto queue = collect_queue(by_id);
+  auto running = running_view(now, nullptr);
   if (queue.empty() && running.empty()) {
     last_committed_ = 0;
+    return;
+  }
+  if (auto nodes = launcher_.nodes()) {
+    schedule_nodes(now, *nodes, std::move(queue), by_id, budgets);
     return;
   }
   auto plan = scheduler_.decide(now, snap, queue, running);
   last_capacity_ = plan.capacity;
   last_committed_ = plan.committed;
+  apply_plan(plan, by_id, budgets, now, "", nullptr);
+}
+
+void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& by_id,
+                        const std::map<std::int64_t, std::uint64_t>& budgets, double now, const std::string& node,
+                        std::map<std::int64_t, std::string>* reasons) {
   // A build's own budget (fad run --budget) caps what its units hold together;
   // its first unit always runs (never starve).
   std::map<std::int64_t, std::uint64_t> build_committed;
@@ -206,9 +221,9 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
         used += d.estimate_bytes;
       }
       if (unit.kind == UnitKind::external)
-        admit_external(unit, d, now);
+        admit_external(unit, d, now, node);
       else
-        start_unit(unit, d, now);
+        start_unit(unit, d, now, node);
       continue;
     }
     auto it = running_.find(d.unit);
@@ -237,10 +252,14 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
       case Decision::Kind::start: break;
     }
   }
+  if (reasons) {
+    for (auto& [id, reason] : plan.wait_reasons) reasons->emplace(id, node + ": " + reason);
+    return;
+  }
   for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
 }
 
-void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
+void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node) {
   std::vector<std::string> argv = unit.argv;
   if (unit.kind == UnitKind::compile) {
     argv.push_back("--threads");
@@ -258,7 +277,8 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
     log << "$ " << join(argv, " ") << "\n";
   }
   const auto id = unit.id;
-  auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path}, [this, id](ExitInfo info) { on_exit(id, info); });
+  auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path, node, d.threads, d.estimate_bytes},
+                               [this, id](ExitInfo info) { on_exit(id, info); });
   if (!pgid) {
     spdlog::error("unit {}: {}", unit.name, pgid.error());
     std::ofstream(unit.log_path, std::ios::app) << "fad: " << pgid.error() << "\n";
@@ -268,17 +288,19 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
     return;
   }
   store_.set_unit_pgid(id, *pgid);
+  if (!node.empty()) store_.set_unit_node(id, node);
   Running r;
   r.unit = unit;
   r.pgid = *pgid;
+  r.node = node;
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
   r.guess = d.guess;
   r.paused = build && build->state == BuildState::paused;
   running_.emplace(id, std::move(r));
-  spdlog::info("started {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
-               format_size(d.estimate_bytes), d.reason);
+  spdlog::info("started {} of build {}{} with {} thread(s), estimate {} ({})", unit.name, unit.build_id,
+               node.empty() ? "" : " on " + node, d.threads, format_size(d.estimate_bytes), d.reason);
   append_build_log(unit.build_id, "started " + unit.name + " (threads " + std::to_string(d.threads) + ", estimate " +
                                       format_size(d.estimate_bytes) + ")\n");
 }
@@ -309,6 +331,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
   const double duration = clock_.now() - r.started_at;
   const auto& u = r.unit;
   try {
+    if (!info.peak_source.empty()) store_.set_unit_peak_source(unit_id, info.peak_source);
     switch (r.stop) {
       case StopReason::requeue:
       case StopReason::shutdown:
@@ -324,6 +347,14 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
         update_build(u.build_id);
         return;
       case StopReason::none: break;
+    }
+    if (info.lost) {
+      // Its cluster node or allocation went away under it: run it again,
+      // wherever the scheduler next places it.
+      store_.requeue_unit(unit_id, 0);
+      append_build_log(u.build_id, "lost " + u.name + (r.node.empty() ? "" : " on " + r.node) + " (requeued)\n");
+      update_build(u.build_id);
+      return;
     }
     const auto now_record = info.oom_killed ? store_.unit(unit_id) : std::nullopt;  // attempts incl. this run
     if (info.signaled && now_record && now_record->attempts < kMaxOomAttempts) {

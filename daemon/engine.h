@@ -97,15 +97,33 @@ class Engine {
     bool paused = false;  ///< by the user (fad pause)
     StopReason stop = StopReason::none;
     double stop_sent_at = 0;
-    bool external = false;  ///< run by a launcher; pgid is 0 until it reports
-    bool guess = false;     ///< admitted on the flat prior (the scheduler's margin)
-    double gone_since = 0;  ///< external: when its process group was first seen gone
+    bool external = false;          ///< run by a launcher; pgid is 0 until it reports
+    bool guess = false;             ///< admitted on the flat prior (the scheduler's margin)
+    double gone_since = 0;          ///< external: when its process group was first seen gone
+    std::string node;               ///< the cluster node it runs on ("" = this machine)
+    std::vector<std::string> step;  ///< external on a cluster: what its launcher runs the compiler under
+  };
+  /// What the scheduler saw of one cluster node at the last pass (fad status).
+  struct NodeView {
+    std::uint64_t capacity = 0;
+    std::uint64_t committed = 0;
   };
 
   void measure_running(double now);
   void schedule(double now, const MemorySnapshot& snap);
-  void start_unit(const UnitRecord& unit, const Decision& d, double now);
-  void admit_external(const UnitRecord& unit, const Decision& d, double now);
+  /// The running units as the scheduler sees them; those on `node` only when given.
+  std::vector<RunningUnit> running_view(double now, const std::string* node) const;
+  /// Carries out a plan's decisions (starting units on `node`); wait reasons
+  /// are written unless `reasons` collects them.
+  void apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& by_id,
+                  const std::map<std::int64_t, std::uint64_t>& budgets, double now, const std::string& node,
+                  std::map<std::int64_t, std::string>* reasons);
+  /// A cluster executor's pass: each node scheduled on its own (engine_nodes.cc).
+  void schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, std::vector<QueuedUnit> queue,
+                      std::map<std::int64_t, UnitRecord>& by_id, const std::map<std::int64_t, std::uint64_t>& budgets);
+  json executor_json() const;
+  void start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
+  void admit_external(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
   void check_external(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
@@ -139,6 +157,8 @@ class Engine {
   std::vector<std::int64_t> deferred_exits_;
   /// External builds: when a unit last arrived or ended (for closing idle ones).
   std::map<std::int64_t, double> last_activity_;
+  /// Cluster nodes at the last scheduling pass, by name.
+  std::map<std::string, NodeView> node_view_;
 };
 
 }  // namespace fad

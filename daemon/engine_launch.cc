@@ -150,9 +150,15 @@ Response Engine::launch(const LaunchRequest& req) {
   return ok_response({{"unit_id", unit_id}, {"build_id", build->id}});
 }
 
-void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
+void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now, const std::string& node) {
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall());
   Running r;
+  if (!node.empty()) {
+    // On a cluster the launcher runs its compiler as a step on this node.
+    store_.set_unit_node(unit.id, node);
+    r.node = node;
+    r.step = launcher_.step_command(LaunchSpec{unit.id, {}, unit.log_path, node, d.threads, d.estimate_bytes});
+  }
   r.unit = unit;
   r.started_at = now;
   r.threads = d.threads;
@@ -170,7 +176,12 @@ Response Engine::launch_poll(const UnitRequest& req) {
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
       return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
-    return ok_response({{"state", "admitted"}, {"threads", it->second.threads}});
+    json admitted{{"state", "admitted"}, {"threads", it->second.threads}};
+    if (!it->second.node.empty()) {
+      admitted["node"] = it->second.node;
+      admitted["step"] = it->second.step;
+    }
+    return ok_response(std::move(admitted));
   }
   auto unit = store_.unit(req.unit_id);
   if (!unit || unit->kind != UnitKind::external)
@@ -192,7 +203,7 @@ Response Engine::launch_started(const LaunchStartedRequest& req) {
   // compiler's start lag behind, and staggered spikes must stay staggered.
   it->second.started_at = clock_.now();
   store_.set_unit_pgid(req.unit_id, req.pid);
-  launcher_.adopt(req.pid);
+  launcher_.adopt_unit(req.pid, req.unit_id);
   last_poll_.erase(req.unit_id);
   return ok_response(json::object());
 }
@@ -205,7 +216,10 @@ Response Engine::launch_finished(const LaunchFinishedRequest& req) {
     return error_response(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
   }
   const auto account = launcher_.release(it->second.pgid);
-  on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled, account.peak_bytes, account.oom_killed});
+  // A compiler the OOM killer ended may show as a plain exit code through a
+  // step wrapper; its cgroup knows better.
+  on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled || account.oom_killed, account.peak_bytes,
+                                account.oom_killed, account.lost, account.peak_source});
   // Stopped by fad, or killed by the OOM killer and requeued: the launcher
   // waits for admission again and reruns the compile.
   auto unit = store_.unit(req.unit_id);

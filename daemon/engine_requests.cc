@@ -66,7 +66,8 @@ json Engine::daemon_json() {
           {"pid", static_cast<int>(::getpid())},
           {"uptime_s", static_cast<std::int64_t>(clock_.now() - started_at_)},
           {"running_units", running_.size()},
-          {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_)}};
+          {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_)},
+          {"executor", executor_json()}};
 }
 
 Response Engine::status(const StatusRequest& req) {

@@ -73,6 +73,8 @@ struct UnitRecord {
   double duration_s = 0;
   std::string wait_reason;
   std::optional<std::int64_t> pgid;  ///< process group while running (for crash cleanup)
+  std::string node;                  ///< the cluster node it ran on ("" = this machine)
+  std::string peak_source;           ///< where peak_bytes came from ("" = polling here)
 };
 
 /// A finished unit's measurements, feeding the estimator.

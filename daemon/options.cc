@@ -25,6 +25,7 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   opt("--nvcc", f.nvcc, "Default compiler (nvcc or an nvcc-compatible program)");
   opt("--log-level", f.log_level, "trace|debug|info|warn|error");
   opt("--kernels-dir", f.kernels_dir, "Directory of the bundled kernels (holding manifest.json)");
+  opt("--executor", f.executor, "Where units run: local (this machine) or slurm (job steps; see the slurm config key)");
   app.add_option_function<int>(
          "--cores", [&f](int n) { f.cores = n; },
          "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
@@ -77,6 +78,9 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     c.reserve = *r;
   }
   if (f.nvcc) c.nvcc = *f.nvcc;
+  if (f.executor) {
+    if (auto wrong = parse_executor(*f.executor, c.executor); !wrong.empty()) return make_error("--executor: " + wrong);
+  }
   if (f.cores) o.cores = *f.cores;
   if (f.log_level) {
     if (!is_log_level(*f.log_level))

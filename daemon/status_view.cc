@@ -48,6 +48,9 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
                       {"exit_code", u.exit_code ? json(*u.exit_code) : json(nullptr)},
                       {"wait_reason", u.state == UnitState::queued ? json(u.wait_reason) : json(nullptr)},
                       {"log", u.log_path}});
+      // Where it ran and who measured its peak (a cluster executor); null here.
+      list.back()["node"] = u.node.empty() ? json(nullptr) : json(u.node);
+      list.back()["peak_source"] = u.peak_source.empty() ? json(nullptr) : json(u.peak_source);
     }
     j["unit_list"] = std::move(list);
   }

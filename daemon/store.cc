@@ -91,6 +91,11 @@ ALTER TABLE builds ADD COLUMN session INTEGER;
 ALTER TABLE builds ADD COLUMN command TEXT NOT NULL DEFAULT '';
 ALTER TABLE builds ADD COLUMN budget_bytes INTEGER;
 )sql",
+    // 3: units run on cluster nodes (the Slurm executor).
+    R"sql(
+ALTER TABLE units ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE units ADD COLUMN peak_source TEXT NOT NULL DEFAULT '';
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -130,7 +135,7 @@ BuildRecord read_build(const Statement& s) {
 constexpr std::string_view kUnitColumns =
     "id, build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, content_hash, flags, "
     "compiler, prior_peak, prior_duration_s, state, attempts, threads, estimate_bytes, peak_bytes, requeued_peak, "
-    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid";
+    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, node, peak_source";
 
 UnitRecord read_unit(const Statement& s) {
   UnitRecord u;
@@ -163,6 +168,8 @@ UnitRecord read_unit(const Statement& s) {
   u.duration_s = s.real(26);
   u.wait_reason = s.text(27);
   u.pgid = s.opt_int64(28);
+  u.node = s.text(29);
+  u.peak_source = s.text(30);
   return u;
 }
 
@@ -356,6 +363,14 @@ void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate
 
 void Store::set_unit_pgid(std::int64_t unit_id, std::int64_t pgid) {
   db_.prepare("UPDATE units SET pgid = ? WHERE id = ?").bind(1, pgid).bind(2, unit_id).run();
+}
+
+void Store::set_unit_node(std::int64_t unit_id, const std::string& node) {
+  db_.prepare("UPDATE units SET node = ? WHERE id = ?").bind(1, node).bind(2, unit_id).run();
+}
+
+void Store::set_unit_peak_source(std::int64_t unit_id, const std::string& source) {
+  db_.prepare("UPDATE units SET peak_source = ? WHERE id = ?").bind(1, source).bind(2, unit_id).run();
 }
 
 void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int> exit_code, std::uint64_t peak,
