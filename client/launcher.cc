@@ -28,8 +28,10 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 pid_t g_child_group = 0;
+volatile sig_atomic_t g_interrupted = 0;
 
 void forward_signal(int sig) {
+  g_interrupted = 1;
   if (g_child_group > 0) ::kill(-g_child_group, sig);
 }
 
@@ -142,6 +144,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   for (;;) {
     // 1. Wait for admission.
     int threads = 1;
+    std::vector<std::string> step;  // fadd runs units on a cluster: the step to run the compiler in
     for (;;) {
       auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why);
       if (!poll) {
@@ -151,6 +154,9 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       const auto state = poll->at("state").get<std::string>();
       if (state == "admitted") {
         threads = poll->value("threads", 1);
+        if (auto it = poll->find("step"); it != poll->end() && it->is_array())
+          for (const auto& a : *it)
+            if (a.is_string()) step.push_back(a.get<std::string>());
         break;
       }
       if (state != "queued") {
@@ -162,7 +168,10 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
 
     // 2. Start the compiler in its own process group, held before exec until
     //    fadd has it under accounting (its cgroup then holds the whole tree).
-    const auto run_argv = with_threads(argv, threads);
+    auto run_argv = with_threads(argv, threads);
+    // On a cluster the compiler runs as a Slurm step on the node fadd chose
+    // (srun ... fad-step ... -- COMPILER ARGS); srun is the child fadd watches.
+    run_argv.insert(run_argv.begin(), step.begin(), step.end());
     int go[2];
     if (::pipe2(go, O_CLOEXEC) != 0) return exec_direct(argv);
     const pid_t pid = ::fork();
@@ -202,7 +211,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     const ChildExit exit = wait_child(pid);
     if (!accepted) return exit.code;
     auto done = ask(socket, "launch_finished", LaunchFinishedRequest{unit, exit.code, exit.signaled}.to_json(), &why);
-    if (done && done->value("requeue", false)) {
+    if (done && done->value("requeue", false) && !g_interrupted) {
       std::cerr << "fad: " << fs::path(req.source).filename().string()
                 << " was stopped to relieve memory pressure or killed when memory ran out; it runs again when "
                    "memory allows\n";

@@ -86,8 +86,8 @@ std::string parse_slurm_config(const nlohmann::json& v, SlurmConfig& out) {
 }
 
 std::uint64_t step_memory(const SlurmConfig& config, std::uint64_t estimate) {
-  const auto pct = static_cast<std::uint64_t>(std::ceil(static_cast<double>(estimate) *
-                                                        config.memory_margin_percent / 100.0));
+  const auto pct =
+      static_cast<std::uint64_t>(std::ceil(static_cast<double>(estimate) * config.memory_margin_percent / 100.0));
   return estimate + std::max(pct, config.min_margin);
 }
 

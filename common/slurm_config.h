@@ -17,10 +17,10 @@ struct SlurmConfig {
   /// step in it. "job-per-unit": each unit is a job of its own, for clusters
   /// that forbid pilots (slower: every unit waits in Slurm's queue).
   bool job_per_unit = false;
-  int nodes = 1;                  ///< nodes of the allocation
-  std::string time_limit = "8:00:00";  ///< its time limit (salloc -t)
-  std::string partition;          ///< -p; empty = the cluster's default
-  std::string account;            ///< -A; empty = the user's default
+  int nodes = 1;                        ///< nodes of the allocation
+  std::string time_limit = "8:00:00";   ///< its time limit (salloc -t)
+  std::string partition;                ///< -p; empty = the cluster's default
+  std::string account;                  ///< -A; empty = the user's default
   std::vector<std::string> extra_args;  ///< added to salloc and every srun (e.g. "--qos=build")
   /// Memory a step may use beyond fad's estimate before Slurm's cgroup stops
   /// it: this percentage of the estimate, at least min_margin.

@@ -17,6 +17,10 @@ struct CommandOutput {
   std::string output;  ///< stdout and stderr together, in order
 };
 
+/// `name` searched on PATH when it holds no '/' (the launcher runs a path,
+/// not a shell); `name` unchanged when not found.
+std::string find_program(const std::string& name);
+
 class CommandRunner {
  public:
   virtual ~CommandRunner() = default;

@@ -47,8 +47,9 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
     committed += plan.committed;
     node_view_[node.name] = NodeView{plan.capacity, plan.committed};
     apply_plan(plan, by_id, budgets, now, node.name, &reasons);
-    queue.erase(std::remove_if(queue.begin(), queue.end(), [this](const QueuedUnit& q) { return running_.count(q.id); }),
-                queue.end());
+    queue.erase(
+        std::remove_if(queue.begin(), queue.end(), [this](const QueuedUnit& q) { return running_.count(q.id); }),
+        queue.end());
     if (queue.empty()) break;
   }
   last_capacity_ = capacity;

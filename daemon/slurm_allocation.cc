@@ -41,10 +41,7 @@ const char* to_string(SlurmAllocation::State state) {
 
 SlurmAllocation::SlurmAllocation(SlurmConfig config, CommandRunner& runner, std::string wrapper,
                                  std::vector<std::string> probe_paths)
-    : config_(std::move(config)),
-      runner_(runner),
-      wrapper_(std::move(wrapper)),
-      probe_paths_(std::move(probe_paths)) {}
+    : config_(std::move(config)), runner_(runner), wrapper_(std::move(wrapper)), probe_paths_(std::move(probe_paths)) {}
 
 void SlurmAllocation::demand(double now) {
   last_demand_ = now;

@@ -23,8 +23,7 @@ class SlurmAllocation {
 
   /// `probe_paths`: what every node must see (the state dir, the kernels dir,
   /// the step wrapper); `wrapper`: fad-step's path on the nodes.
-  SlurmAllocation(SlurmConfig config, CommandRunner& runner, std::string wrapper,
-                  std::vector<std::string> probe_paths);
+  SlurmAllocation(SlurmConfig config, CommandRunner& runner, std::string wrapper, std::vector<std::string> probe_paths);
 
   /// There is work: ask for an allocation if none is held or coming.
   void demand(double now);

@@ -54,8 +54,8 @@ std::vector<std::string> srun_prefix(const SlurmConfig& config, const StepReques
                            "--job-name=" + step_name(step.unit_id)});
   if (!step.node.empty()) argv.push_back("--nodelist=" + step.node);
   if (step.job_id > 0) argv.insert(argv.end(), config.extra_args.begin(), config.extra_args.end());
-  argv.insert(argv.end(), {step.wrapper, "--report", step.report_path, "--launched-ms",
-                           std::to_string(step.launched_ms), "--"});
+  argv.insert(argv.end(),
+              {step.wrapper, "--report", step.report_path, "--launched-ms", std::to_string(step.launched_ms), "--"});
   return argv;
 }
 
@@ -81,16 +81,20 @@ std::vector<std::string> squeue_steps_argv(std::int64_t job_id) {
 }
 
 std::vector<std::string> sstat_argv(std::int64_t job_id) {
-  return {"sstat", "--allsteps", "--noheader", "--parsable2", "--jobs=" + std::to_string(job_id),
-          "--format=JobID,MaxRSS"};
+  return {
+      "sstat", "--allsteps", "--noheader", "--parsable2", "--jobs=" + std::to_string(job_id), "--format=JobID,MaxRSS"};
 }
 
 std::vector<std::string> probe_argv(const SlurmConfig& config, std::int64_t job_id, const std::string& node,
                                     const std::string& wrapper, const std::vector<std::string>& paths) {
-  std::vector<std::string> argv{"srun",         "--jobid=" + std::to_string(job_id),
-                                "--overlap",    "--nodes=1",
-                                "--ntasks=1",   "--mem=64M",
-                                "--job-name=fad-probe", "--nodelist=" + node};
+  std::vector<std::string> argv{"srun",
+                                "--jobid=" + std::to_string(job_id),
+                                "--overlap",
+                                "--nodes=1",
+                                "--ntasks=1",
+                                "--mem=64M",
+                                "--job-name=fad-probe",
+                                "--nodelist=" + node};
   argv.insert(argv.end(), config.extra_args.begin(), config.extra_args.end());
   argv.push_back(wrapper);
   argv.push_back("--probe");

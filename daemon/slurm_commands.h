@@ -23,12 +23,12 @@ std::vector<std::string> salloc_argv(const SlurmConfig& config);
 /// What one unit's step asks for.
 struct StepRequest {
   std::int64_t unit_id = 0;
-  std::int64_t job_id = 0;     ///< the allocation; 0 in job-per-unit mode
-  std::string node;            ///< where fad placed it ("" = Slurm chooses, job-per-unit only)
-  int threads = 1;             ///< -c
-  std::uint64_t memory = 0;    ///< --mem, bytes (rounded up to MiB)
-  std::string wrapper;         ///< fad-step
-  std::string report_path;     ///< the wrapper's report file
+  std::int64_t job_id = 0;   ///< the allocation; 0 in job-per-unit mode
+  std::string node;          ///< where fad placed it ("" = Slurm chooses, job-per-unit only)
+  int threads = 1;           ///< -c
+  std::uint64_t memory = 0;  ///< --mem, bytes (rounded up to MiB)
+  std::string wrapper;       ///< fad-step
+  std::string report_path;   ///< the wrapper's report file
   std::int64_t launched_ms = 0;
 };
 

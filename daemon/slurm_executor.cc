@@ -74,11 +74,12 @@ SlurmExecutor::SlurmExecutor(boost::asio::io_context& io, Clock& clock, SlurmCon
       wrapper_(config_.step_wrapper.empty() ? default_wrapper() : config_.step_wrapper),
       local_(io, nullptr),
       runner_(local_, dir_ + "/commands"),
-      allocation_(config_, runner_, wrapper_, [&] {
-        probe_paths.push_back(state_dir);
-        probe_paths.push_back(wrapper_);
-        return probe_paths;
-      }()),
+      allocation_(config_, runner_, wrapper_,
+                  [&] {
+                    probe_paths.push_back(state_dir);
+                    probe_paths.push_back(wrapper_);
+                    return probe_paths;
+                  }()),
       timer_(io) {
   std::error_code ec;
   fs::create_directories(dir_ + "/steps", ec);
@@ -167,12 +168,13 @@ Result<int> SlurmExecutor::launch(const LaunchSpec& spec, std::function<void(Exi
   step.log_path = spec.log_path;
   step.memory = step_memory(config_, spec.estimate_bytes);
   step.threads = spec.threads;
-  slurm::StepRequest req{spec.unit_id,        config_.job_per_unit ? 0 : allocation_.job_id(),
-                         spec.node,           spec.threads,
-                         step.memory,         wrapper_,
-                         step.report_path,    epoch_ms()};
+  slurm::StepRequest req{spec.unit_id,     config_.job_per_unit ? 0 : allocation_.job_id(),
+                         spec.node,        spec.threads,
+                         step.memory,      wrapper_,
+                         step.report_path, epoch_ms()};
   auto argv = slurm::srun_prefix(config_, req);
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+  argv[0] = find_program(argv[0]);
   {
     std::ofstream log(spec.log_path, std::ios::app);
     log << "fad: as a Slurm step: " << join(slurm::srun_prefix(config_, req), " ") << "\n";
@@ -181,15 +183,20 @@ Result<int> SlurmExecutor::launch(const LaunchSpec& spec, std::function<void(Exi
   step.log_offset = fs::file_size(spec.log_path, ec);
   if (ec) step.log_offset = 0;
   const auto unit = spec.unit_id;
-  auto pid = local_.launch(LaunchSpec{spec.unit_id, argv, spec.log_path}, [this, unit, on_exit](ExitInfo srun) {
-    for (auto it = steps_.begin(); it != steps_.end(); ++it) {
-      if (it->second.unit_id != unit || it->second.external) continue;
-      Step done = std::move(it->second);
-      steps_.erase(it);
-      on_exit(finish(done, srun));
-      return;
-    }
-  });
+  Result<int> pid = make_error("");
+  try {
+    pid = local_.launch(LaunchSpec{spec.unit_id, argv, spec.log_path}, [this, unit, on_exit](ExitInfo srun) {
+      for (auto it = steps_.begin(); it != steps_.end(); ++it) {
+        if (it->second.unit_id != unit || it->second.external) continue;
+        Step done = std::move(it->second);
+        steps_.erase(it);
+        on_exit(finish(done, srun));
+        return;
+      }
+    });
+  } catch (const std::exception& e) {
+    pid = make_error(e.what());
+  }
   if (!pid) return make_error("cannot start srun: " + pid.error());
   steps_.emplace(*pid, std::move(step));
   return *pid;
@@ -207,7 +214,7 @@ ExitInfo SlurmExecutor::finish(Step& step, const ExitInfo& srun) {
   ExitInfo info;
   info.peak_bytes = step.peak;
   info.peak_source = step.report.peak >= step.sstat_peak && !step.report.source.empty() ? step.report.source
-                     : step.sstat_peak > 0                                             ? "sstat"
+                     : step.sstat_peak > 0                                              ? "sstat"
                                                                                         : "";
   const bool wrapper_done = step.report.done && step.report.error.empty();
   if (end == slurm::StepEnd::out_of_memory || step.report.oom_kills > 0) {
@@ -280,9 +287,9 @@ std::vector<std::string> SlurmExecutor::step_command(const LaunchSpec& spec) {
   step.report_path = new_report_path(spec.unit_id);
   step.memory = step_memory(config_, spec.estimate_bytes);
   step.threads = spec.threads;
-  slurm::StepRequest req{spec.unit_id, config_.job_per_unit ? 0 : allocation_.job_id(),
-                         spec.node,    spec.threads,
-                         step.memory,  wrapper_,
+  slurm::StepRequest req{spec.unit_id,     config_.job_per_unit ? 0 : allocation_.job_id(),
+                         spec.node,        spec.threads,
+                         step.memory,      wrapper_,
                          step.report_path, epoch_ms()};
   external_[spec.unit_id] = std::move(step);
   return slurm::srun_prefix(config_, req);
@@ -304,7 +311,7 @@ GroupAccount SlurmExecutor::release(int pgid) {
   GroupAccount account;
   account.peak_bytes = step.peak;
   account.peak_source = step.report.peak >= step.sstat_peak && !step.report.source.empty() ? step.report.source
-                        : step.sstat_peak > 0                                             ? "sstat"
+                        : step.sstat_peak > 0                                              ? "sstat"
                                                                                            : "";
   account.oom_killed = step.report.oom_kills > 0;
   // srun's messages went to the launcher's terminal: the report must tell.
@@ -340,12 +347,13 @@ std::string SlurmExecutor::status_json() {
     for (const auto& [pgid, step] : steps_) running += step.node == n.name;
     nodes.push_back({{"name", n.name}, {"cpus", n.cpus}, {"memory_bytes", n.memory}, {"running_units", running}});
   }
-  nlohmann::json j{{"kind", "slurm"},
-                   {"mode", config_.job_per_unit ? "job-per-unit" : "allocation"},
-                   {"state", config_.job_per_unit ? "jobs" : to_string(allocation_.state())},
-                   {"job_id", allocation_.job_id() > 0 ? nlohmann::json(allocation_.job_id()) : nlohmann::json(nullptr)},
-                   {"nodes", std::move(nodes)},
-                   {"wait_reason", wait_reason()}};
+  nlohmann::json j{
+      {"kind", "slurm"},
+      {"mode", config_.job_per_unit ? "job-per-unit" : "allocation"},
+      {"state", config_.job_per_unit ? "jobs" : to_string(allocation_.state())},
+      {"job_id", allocation_.job_id() > 0 ? nlohmann::json(allocation_.job_id()) : nlohmann::json(nullptr)},
+      {"nodes", std::move(nodes)},
+      {"wait_reason", wait_reason()}};
   return j.dump();
 }
 

@@ -79,9 +79,9 @@ class SlurmExecutor final : public ProcessLauncher {
   LauncherCommandRunner runner_;
   SlurmAllocation allocation_;
   boost::asio::steady_timer timer_;
-  std::map<int, Step> steps_;                   ///< by srun's pid (the engine's pgid)
-  std::map<std::int64_t, Step> external_;       ///< step commands handed out, not started yet
-  std::vector<ExecutorNode> partition_nodes_;   ///< job-per-unit mode
+  std::map<int, Step> steps_;                  ///< by srun's pid (the engine's pgid)
+  std::map<std::int64_t, Step> external_;      ///< step commands handed out, not started yet
+  std::vector<ExecutorNode> partition_nodes_;  ///< job-per-unit mode
   std::string partition_reason_ = "reading the partition's nodes";
   double next_sstat_ = 0, next_nodes_ = 0;
   bool sstat_running_ = false, nodes_running_ = false;

@@ -121,7 +121,10 @@ std::optional<std::uint64_t> parse_memory(std::string_view text) {
   double unit = 1024;  // KiB without a suffix
   const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
   if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
-    unit = last == 'K' ? 1024.0 : last == 'M' ? 1024.0 * 1024 : last == 'G' ? 1024.0 * 1024 * 1024 : 1024.0 * 1024 * 1024 * 1024;
+    unit = last == 'K'   ? 1024.0
+           : last == 'M' ? 1024.0 * 1024
+           : last == 'G' ? 1024.0 * 1024 * 1024
+                         : 1024.0 * 1024 * 1024 * 1024;
     text.remove_suffix(1);
   }
   std::string number(text);

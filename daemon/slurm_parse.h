@@ -29,9 +29,9 @@ std::optional<std::uint64_t> parse_memory(std::string_view text);
 /// One node of `scontrol show node -o`.
 struct NodeInfo {
   std::string name;
-  int cpus = 0;                 ///< CPUTot
-  std::uint64_t memory = 0;     ///< RealMemory, bytes
-  std::string state;            ///< e.g. "IDLE", "ALLOCATED", "DOWN+DRAIN"
+  int cpus = 0;              ///< CPUTot
+  std::uint64_t memory = 0;  ///< RealMemory, bytes
+  std::string state;         ///< e.g. "IDLE", "ALLOCATED", "DOWN+DRAIN"
 };
 std::vector<NodeInfo> parse_show_node(std::string_view text);
 

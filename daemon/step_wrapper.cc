@@ -154,8 +154,8 @@ int run_step(const StepOptions& options) {
   g_child_group = 0;
   if (!cgroup.empty()) {
     // The cgroup's own high-water mark catches spikes between two samples.
-    report.peak = std::max(report.peak,
-                           cgroup_value(cgroup + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes")).value_or(0));
+    report.peak =
+        std::max(report.peak, cgroup_value(cgroup + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes")).value_or(0));
     report.oom_kills =
         parse_oom_kills(read_small_file(cgroup + (v2 ? "/memory.events" : "/memory.oom_control"))).value_or(0);
   }

@@ -9,6 +9,8 @@ packages=(
   libboost1.81-dev libboost-filesystem1.81-dev
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libcli11-dev catch2
   python3-venv clang-format
+  # a real single-host Slurm cluster for the Slurm executor's tests (scripts/slurm-local.sh)
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()
