@@ -240,9 +240,20 @@ ExitInfo SlurmExecutor::finish(Step& step, const ExitInfo& srun) {
     info.signaled = srun.signaled;
     if (!step.report.error.empty()) std::ofstream(step.log_path, std::ios::app) << "fad: " << step.report.error << "\n";
   }
+  journal(step, info);
   std::error_code ec;
   fs::remove(step.report_path, ec);
   return info;
+}
+
+void SlurmExecutor::journal(const Step& step, const ExitInfo& info) {
+  // One line per step, for operators and the step-overhead benchmark:
+  // launched_ms (fadd started srun) to started_ms (the compiler started on its node).
+  std::ofstream(dir_ + "/steps.log", std::ios::app)
+      << "unit=" << step.unit_id << " step=" << step.report.step << " node=" << step.report.node
+      << " mem=" << step.memory << " launched_ms=" << step.report.launched_ms
+      << " started_ms=" << step.report.started_ms << " peak=" << info.peak_bytes << " source=" << info.peak_source
+      << " exit=" << info.exit_code << " oom=" << info.oom_killed << " lost=" << info.lost << "\n";
 }
 
 SlurmExecutor::Step* SlurmExecutor::step_of(int pgid) {

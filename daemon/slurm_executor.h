@@ -67,6 +67,7 @@ class SlurmExecutor final : public ProcessLauncher {
   void refresh_partition_nodes();
   void read_report(Step& step);
   ExitInfo finish(Step& step, const ExitInfo& srun);
+  void journal(const Step& step, const ExitInfo& info);
   std::string new_report_path(std::int64_t unit_id);
   Step* step_of(int pgid);
 

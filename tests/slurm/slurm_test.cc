@@ -18,9 +18,11 @@ using namespace fad::test;
 
 namespace {
 
-const std::map<std::string, std::string> kClusterEnv{
-    {"FAD_SLURM_DIR", "/tmp/fad-slurm-tests"}, {"FAD_SLURM_PORT", "17817"}, {"FAD_SLURM_NODES", "4"},
-    {"FAD_SLURM_NODE_CPUS", "2"},             {"FAD_SLURM_NODE_MEM_MB", "3072"}};
+const std::map<std::string, std::string> kClusterEnv{{"FAD_SLURM_DIR", "/tmp/fad-slurm-tests"},
+                                                     {"FAD_SLURM_PORT", "17817"},
+                                                     {"FAD_SLURM_NODES", "4"},
+                                                     {"FAD_SLURM_NODE_CPUS", "2"},
+                                                     {"FAD_SLURM_NODE_MEM_MB", "3072"}};
 const std::string kSlurmConf = "/tmp/fad-slurm-tests/etc/slurm.conf";
 
 /// Starts the test cluster (idempotent); "" when up, else why not.
