@@ -52,6 +52,24 @@ const json& units_of(const json& build) {
   return u && u->is_object() ? *u : kEmpty;
 }
 
+/// A cluster executor's allocation and its nodes; "" when units run locally.
+std::string executor_lines(const json& daemon) {
+  const json* e = field(daemon, "executor");
+  if (!e || !e->is_object()) return "";
+  std::string out = "executor: " + text(*e, "kind") + " (" + text(*e, "mode") + "), allocation " +
+                    (field(*e, "job_id") ? "job " + text(*e, "job_id") : std::string("none")) + ", " +
+                    text(*e, "state");
+  if (const json* why = field(*e, "wait_reason"); why && why->is_string() && !why->get<std::string>().empty())
+    out += ": " + why->get<std::string>();
+  out += "\n";
+  if (const json* nodes = field(*e, "nodes"); nodes && nodes->is_array())
+    for (const auto& n : *nodes)
+      out += "  node " + text(n, "name") + ": " + size_cell(n, "committed_bytes") + " committed of " +
+             size_cell(n, "memory_bytes") + ", " + text(n, "cpus") + " cpus, " + text(n, "running_units") +
+             " running\n";
+  return out;
+}
+
 std::string daemon_lines(const json& status) {
   const json* d = field(status, "daemon");
   if (!d) return "";
@@ -71,6 +89,7 @@ std::string daemon_lines(const json& status) {
     out << "; pressure " << buf << "%";
   }
   out << "\n";
+  out << executor_lines(*d);
   return out.str();
 }
 
@@ -151,9 +170,18 @@ std::string render_build_status(const json& status) {
   const json* list = field(b, "unit_list");
   if (!list || !list->is_array() || list->empty()) return out;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& unit : *list)
+  // Units on a cluster also show their node and who measured their peak.
+  bool nodes = false;
+  for (const auto& unit : *list) nodes |= field(unit, "node") != nullptr;
+  for (const auto& unit : *list) {
     rows.push_back({text(unit, "name"), text(unit, "state"), text(unit, "threads"), size_cell(unit, "estimate_bytes"),
                     size_cell(unit, "peak_bytes"), text(unit, "attempts"), text(unit, "wait_reason")});
+    if (nodes) rows.back().insert(rows.back().begin() + 2, {text(unit, "node"), text(unit, "peak_source")});
+  }
+  if (nodes)
+    return out + "\n" +
+           format_table(
+               {"UNIT", "STATE", "NODE", "PEAK FROM", "THREADS", "ESTIMATE", "PEAK", "ATTEMPTS", "WAITING FOR"}, rows);
   return out + "\n" + format_table({"UNIT", "STATE", "THREADS", "ESTIMATE", "PEAK", "ATTEMPTS", "WAITING FOR"}, rows);
 }
 
