@@ -22,8 +22,8 @@ bool has(const std::vector<std::string>& argv, const std::string& arg) {
 TEST_CASE("slurm: a unit's step asks for fad's threads and memory on fad's node, in the allocation", "[slurm]") {
   SlurmConfig config;
   config.extra_args = {"--qos=build"};
-  StepRequest req{42, 812, "gpu07", 4, (3ull << 30) + 1, "/opt/fad/bin/fad-step", "/state/slurm/steps/u42.report",
-                  1700000000000};
+  StepRequest req{
+      42, 812, "gpu07", 4, (3ull << 30) + 1, "/opt/fad/bin/fad-step", "/state/slurm/steps/u42.report", 1700000000000};
   auto argv = srun_prefix(config, req);
   CHECK(argv.front() == "srun");
   for (const char* arg : {"--jobid=812", "--exact", "--overlap", "--nodes=1", "--ntasks=1", "--cpus-per-task=4",
@@ -54,8 +54,8 @@ TEST_CASE("slurm: the pilot allocation holds whole nodes and survives a node's f
   config.time_limit = "12:00:00";
   config.account = "ml";
   auto argv = salloc_argv(config);
-  for (const char* arg : {"salloc", "--no-shell", "--no-kill", "--exclusive", "--mem=0", "--nodes=4",
-                          "--time=12:00:00", "--account=ml"})
+  for (const char* arg :
+       {"salloc", "--no-shell", "--no-kill", "--exclusive", "--mem=0", "--nodes=4", "--time=12:00:00", "--account=ml"})
     CHECK(has(argv, arg));
   CHECK(scancel_argv("812.3", "STOP") == std::vector<std::string>{"scancel", "--quiet", "--signal=STOP", "812.3"});
   CHECK(scancel_argv("812.3", "") == std::vector<std::string>{"scancel", "--quiet", "812.3"});
