@@ -242,3 +242,34 @@ TEST_CASE("fad run: a ninja build's compiles run as Slurm steps on the nodes fad
   for (int i = 0; i < 6; ++i) CHECK(fs::exists(dir / ("u" + std::to_string(100 + i) + ".o")));
   CHECK(d.terminate() == 0);
 }
+
+TEST_CASE("job-per-unit mode: each unit is a Slurm job of its own, with fad's --mem", "[slurm]") {
+  if (auto why = start_cluster(); !why.empty()) {
+    WARN("SKIP: " << why << "; job-per-unit mode was not tested");
+    return;
+  }
+  Daemon d;
+  d.write_kernels({{"jpu_a", "peak_mb=40 duration_s=1.5"}, {"jpu_b", "peak_mb=40 duration_s=1.5"}});
+  write_config(d, R"(, "mode": "job-per-unit")");
+  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  const auto id = d.submit({"--arch", "9.0"});
+  // Each unit shows in squeue as a job (not a step) named after it.
+  std::set<std::string> jobs;
+  bool done = wait_for(
+      [&] {
+        auto q = run({"squeue", "--noheader", "--format=%j|%m"}, {{"SLURM_CONF", kSlurmConf}}, 30);
+        std::istringstream lines(q.out);
+        for (std::string line; std::getline(lines, line);)
+          if (line.rfind("fad-u", 0) == 0) jobs.insert(line);
+        const auto state = d.status(id).at("state");
+        return state != "running" && state != "queued";
+      },
+      std::chrono::seconds(120));
+  const auto b = d.status(id);
+  INFO(b.dump(2) << d.daemon_log());
+  REQUIRE(done);
+  CHECK(b.at("state") == "succeeded");
+  CHECK(jobs.size() >= 2);
+  CHECK(d.status_all().at("daemon").at("executor").at("mode") == "job-per-unit");
+  CHECK(d.terminate() == 0);
+}
