@@ -38,8 +38,10 @@ namespace {
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr auto kTellWaitAfter = std::chrono::seconds(5);
 pid_t g_child_group = 0;
+volatile sig_atomic_t g_interrupted = 0;
 
 void forward_signal(int sig) {
+  g_interrupted = 1;
   if (g_child_group > 0) ::kill(-g_child_group, sig);
 }
 
@@ -227,6 +229,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     std::uint64_t estimate = prior;
     const auto waiting_since = std::chrono::steady_clock::now();
     bool told = false;
+    std::vector<std::string> step;  // fadd runs units on a cluster: the step to run the compiler in
     for (;;) {
       auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why);
       if (!poll) {
@@ -237,6 +240,9 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       if (state == "admitted") {
         threads = poll->value("threads", 1);
         estimate = poll->value("estimate_bytes", estimate);
+        if (auto it = poll->find("step"); it != poll->end() && it->is_array())
+          for (const auto& a : *it)
+            if (a.is_string()) step.push_back(a.get<std::string>());
         break;
       }
       if (state != "queued") {
@@ -257,6 +263,9 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     auto claim = MemoryClaim::hold(claims_dir(), estimate);
     auto run_argv = with_threads(argv, threads);
     run_argv.insert(run_argv.end(), extra.begin(), extra.end());
+    // On a cluster the compiler runs as a Slurm step on the node fadd chose
+    // (srun ... fad-step ... -- COMPILER ARGS); srun is the child fadd watches.
+    run_argv.insert(run_argv.begin(), step.begin(), step.end());
     auto proc = CompilerProcess::start(run_argv, cache != nullptr);
     if (!proc) return exec_direct(argv);
     forward_signals_to(proc->pid());
@@ -281,7 +290,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       return exit.code;
     }
     auto done = ask(socket, "launch_finished", LaunchFinishedRequest{unit, exit.code, exit.signaled}.to_json(), &why);
-    if (done && done->value("requeue", false)) {
+    if (done && done->value("requeue", false) && !g_interrupted) {
       std::cerr << "fad: " << fs::path(req.source).filename().string()
                 << " was stopped to relieve memory pressure or killed when memory ran out; it runs again when "
                    "memory allows\n";

@@ -38,6 +38,24 @@ std::string archs_cell(const json& j) {
   return out;
 }
 
+/// A cluster executor's allocation and its nodes; "" when units run locally.
+std::string executor_lines(const json& daemon) {
+  const json* e = field(daemon, "executor");
+  if (!e || !e->is_object()) return "";
+  std::string out = "executor: " + text(*e, "kind") + " (" + text(*e, "mode") + "), allocation " +
+                    (field(*e, "job_id") ? "job " + text(*e, "job_id") : std::string("none")) + ", " +
+                    text(*e, "state");
+  if (const json* why = field(*e, "wait_reason"); why && why->is_string() && !why->get<std::string>().empty())
+    out += ": " + why->get<std::string>();
+  out += "\n";
+  if (const json* nodes = field(*e, "nodes"); nodes && nodes->is_array())
+    for (const auto& n : *nodes)
+      out += "  node " + text(n, "name") + ": " + size_cell(n, "committed_bytes") + " committed of " +
+             size_cell(n, "memory_bytes") + ", " + text(n, "cpus") + " cpus, " + text(n, "running_units") +
+             " running\n";
+  return out;
+}
+
 std::string daemon_lines(const json& status) {
   const json* d = field(status, "daemon");
   if (!d) return "";
@@ -58,6 +76,7 @@ std::string daemon_lines(const json& status) {
   out << "\n";
   if (const json* warnings = field(*d, "warnings"); warnings && warnings->is_array())
     for (const auto& w : *warnings) out << "warning: " << (w.is_string() ? w.get<std::string>() : w.dump()) << "\n";
+  out << executor_lines(*d);
   return out.str();
 }
 
@@ -166,6 +185,9 @@ std::string render_build_status(const json& status, bool color) {
   const json& list = array_of(b, "unit_list");
   if (list.empty()) return out;
   std::vector<std::vector<std::string>> rows;
+  // Units on a cluster also show their node and who measured their peak.
+  bool nodes = false;
+  for (const auto& unit : list) nodes |= field(unit, "node") != nullptr;
   for (const auto& unit : list) {
     // A unit that never started has no threads or peak yet: "-", not "0".
     const bool never_ran = str(unit, "state") == "queued" && count(unit, "attempts") == 0;
@@ -174,11 +196,12 @@ std::string render_build_status(const json& status, bool color) {
                     size_cell(unit, "current_bytes"), never_ran ? "-" : size_cell(unit, "peak_bytes"),
                     estimate_cell(unit), text(unit, "estimate_source"), unit_time_cell(unit), text(unit, "attempts"),
                     text(unit, "wait_reason")});
+    if (nodes) rows.back().insert(rows.back().begin() + 2, {text(unit, "node"), text(unit, "peak_source")});
   }
-  return out + "\n" +
-         format_table(
-             {"UNIT", "STATE", "THREADS", "NOW", "PEAK", "ESTIMATE", "SOURCE", "TIME", "ATTEMPTS", "WAITING FOR"},
-             rows);
+  std::vector<std::string> header{"UNIT",     "STATE",  "THREADS", "NOW",      "PEAK",
+                                  "ESTIMATE", "SOURCE", "TIME",    "ATTEMPTS", "WAITING FOR"};
+  if (nodes) header.insert(header.begin() + 2, {"NODE", "PEAK FROM"});
+  return out + "\n" + format_table(header, rows);
 }
 
 std::string render_history(const json& history, bool color) {

@@ -29,7 +29,7 @@ using json = nlohmann::json;
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, nvcc_threads, nvcc, unit_memory_prior, "
     "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir, cache_dir, cache_size, "
-    "retention, log_max_size, log_max_files";
+    "retention, log_max_size, log_max_files, executor, slurm";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -165,6 +165,10 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
                                         : key == "kernels_dir" ? config.kernels_dir
                                                                : config.cache_dir;
     field = v.get<std::string>();
+  } else if (key == "executor") {
+    return parse_executor(v, config.executor);
+  } else if (key == "slurm") {
+    return parse_slurm_config(v, config.slurm);
   } else {
     return "unknown key (known keys: " + std::string(kKnownKeys) + ")";
   }

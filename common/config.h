@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "common/slurm_config.h"
 
 namespace fad {
 
@@ -45,8 +46,10 @@ struct Config {
   unsigned socket_mode = 0600;
   std::optional<std::string> state_dir;
   std::optional<std::string> kernels_dir;
-  std::optional<std::string> cache_dir;    ///< the compile cache; nullopt = the default (see cache_settings.h)
-  std::uint64_t cache_size = 10ull << 30;  ///< the compile cache's size limit; 0 = no cache
+  std::optional<std::string> cache_dir;         ///< the compile cache; nullopt = the default (see cache_settings.h)
+  std::uint64_t cache_size = 10ull << 30;       ///< the compile cache's size limit; 0 = no cache
+  ExecutorKind executor = ExecutorKind::local;  ///< where units run: this machine or Slurm
+  SlurmConfig slurm;                            ///< the `slurm` object (used with executor "slurm")
 };
 
 /// Parses config text. Every problem is collected; the error holds one line per

@@ -26,6 +26,7 @@
 #include "daemon/memory_probe.h"
 #include "daemon/request_handler.h"
 #include "daemon/server.h"
+#include "daemon/slurm_executor.h"
 #include "daemon/store.h"
 #include "daemon/systemd_notify.h"
 #include "daemon/toolchain.h"
@@ -154,10 +155,20 @@ int run_daemon(const DaemonOptions& o) {
                    format_size(limit.high));
   } else
     spdlog::info("measuring units by polling /proc ({})", no_cgroups);
-  BoostLauncher launcher(io, cgroups.get());
+  // The executor: compilers run here, or as Slurm job steps on a cluster.
+  std::unique_ptr<ProcessLauncher> launcher;
+  if (o.config.executor == ExecutorKind::slurm) {
+    std::vector<std::string> shared{o.kernels_dir};
+    if (!o.config.nvcc.empty() && o.config.nvcc.front() == '/') shared.push_back(o.config.nvcc);
+    spdlog::info("running units as Slurm job steps ({})",
+                 o.config.slurm.job_per_unit ? "one job per unit" : "in one allocation");
+    launcher = std::make_unique<SlurmExecutor>(io, clock, o.config.slurm, o.state_dir, std::move(shared));
+  } else {
+    launcher = std::make_unique<BoostLauncher>(io, cgroups.get());
+  }
   ToolchainProber toolchains(io);
   Engine engine(
-      engine_options(o), *store, clock, probe, launcher,
+      engine_options(o), *store, clock, probe, *launcher,
       [&toolchains](const ToolchainQuery& query, ToolchainCallback done) { toolchains.get(query, std::move(done)); });
   try {
     engine.recover();
@@ -197,6 +208,7 @@ int run_daemon(const DaemonOptions& o) {
     if (shutdown_requested) begin_stop("shutdown request");
     engine.tick();
     if (stopping && engine.idle()) {
+      launcher->shutdown();
       signals.cancel();
       io.stop();
       return;

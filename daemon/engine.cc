@@ -258,17 +258,10 @@ void Engine::observe_running(double now) {
   estimator_.observe_running(evidence);
 }
 
-void Engine::schedule(double now, const MemorySnapshot& snap) {
-  std::map<std::int64_t, UnitRecord> by_id;
-  std::map<std::int64_t, std::uint64_t> budgets;
-  const auto builds = store_.active_builds();
-  for (const auto& b : builds)
-    if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
-  // Between users, the queue is ordered by fair share (policy/fair_share.h).
-  auto queue = fair_queue(collect_queue(by_id), builds);
+std::vector<RunningUnit> Engine::running_view(double now, const std::string* node) const {
   std::vector<RunningUnit> running;
   for (const auto& [id, r] : running_) {
-    if (r.stop != StopReason::none) continue;
+    if (r.stop != StopReason::none || (node && r.node != *node)) continue;
     RunningUnit ru;
     ru.id = id;
     ru.build_id = r.unit.build_id;
@@ -291,6 +284,18 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     ru.since_spike_bytes = spikes.since_drop;
     running.push_back(std::move(ru));
   }
+  return running;
+}
+
+void Engine::schedule(double now, const MemorySnapshot& snap) {
+  std::map<std::int64_t, UnitRecord> by_id;
+  std::map<std::int64_t, std::uint64_t> budgets;
+  const auto builds = store_.active_builds();
+  for (const auto& b : builds)
+    if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
+  // Between users, the queue is ordered by fair share (policy/fair_share.h).
+  auto queue = fair_queue(collect_queue(by_id), builds);
+  auto running = running_view(now, nullptr);
   if (queue.empty() && running.empty()) {
     // Idle: still report the budget the next build would get.
     last_capacity_ = scheduler_.decide(now, snap, {}, {}).capacity;
@@ -299,10 +304,19 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     return;
   }
   observe_running(now);
+  if (auto nodes = launcher_.nodes()) {
+    schedule_nodes(now, *nodes, std::move(queue), by_id, budgets);
+    return;
+  }
   auto plan = scheduler_.decide(now, snap, queue, running, budgets);
   last_capacity_ = plan.capacity;
   last_committed_ = plan.committed;
   forecasts_ = std::move(plan.forecasts);
+  apply_plan(plan, by_id, now, "", nullptr);
+}
+
+void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& by_id, double now,
+                        const std::string& node, std::map<std::int64_t, std::string>* reasons) {
   for (const auto& d : plan.decisions) {
     if (d.kind == Decision::Kind::start) {
       auto it = by_id.find(d.unit);
@@ -316,9 +330,9 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
       alone_.erase(unit.id);
       forecasts_.erase(unit.id);
       if (unit.kind == UnitKind::external)
-        admit_external(unit, d, now);
+        admit_external(unit, d, now, node);
       else
-        start_unit(unit, d, now);
+        start_unit(unit, d, now, node);
       continue;
     }
     auto it = running_.find(d.unit);
@@ -349,12 +363,16 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
       case Decision::Kind::start: break;
     }
   }
+  if (reasons) {
+    for (auto& [id, reason] : plan.wait_reasons) reasons->emplace(id, node + ": " + reason);
+    return;
+  }
   best_effort([&] {
     for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
   });
 }
 
-void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
+void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node) {
   std::vector<std::string> argv = unit.argv;
   if (unit.kind == UnitKind::compile) {
     argv.push_back("--threads");
@@ -373,8 +391,8 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
     store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
   const auto id = unit.id;
-  auto pgid =
-      launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds}, [this, id](ExitInfo info) { on_exit(id, info); });
+  auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes},
+                               [this, id](ExitInfo info) { on_exit(id, info); });
   if (!pgid) {
     spdlog::error("unit {}: {}", unit.name, pgid.error());
     write_owned_file(unit.log_path, "fad: " + pgid.error() + "\n", owner);
@@ -384,10 +402,12 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
     return;
   }
   store_.set_unit_pgid(id, *pgid);
+  if (!node.empty()) store_.set_unit_node(id, node);
   Running r;
   r.unit = unit;
   r.unit.estimate_source = source;
   r.pgid = *pgid;
+  r.node = node;
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
@@ -397,8 +417,8 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now) {
   r.attempt = unit.attempts + 1;
   r.estimate_bytes = d.estimate_bytes;
   running_.emplace(id, std::move(r));
-  spdlog::info("started {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
-               format_size(d.estimate_bytes), d.reason);
+  spdlog::info("started {} of build {}{} with {} thread(s), estimate {} ({})", unit.name, unit.build_id,
+               node.empty() ? "" : " on " + node, d.threads, format_size(d.estimate_bytes), d.reason);
   append_build_log(unit.build_id, "started " + unit.name + " (threads " + std::to_string(d.threads) + ", estimate " +
                                       format_size(d.estimate_bytes) + ")\n");
 }
@@ -459,6 +479,12 @@ void Engine::prepare_end(Ended& e) {
     });
   }
   e.outcome = decide_exit(facts);
+  if (e.info.lost && e.run.stop == StopReason::none) {
+    // Its cluster node or allocation went away under it: run it again,
+    // wherever the scheduler next places it.
+    e.outcome = ExitOutcome{};
+    e.outcome.action = ExitOutcome::Action::requeue;
+  }
   using Action = ExitOutcome::Action;
   e.ok = e.outcome.action == Action::succeed;
   const char* attempt_outcome = e.outcome.action == Action::cancelled ? "cancelled"
@@ -536,6 +562,7 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
   const auto& u = r.unit;
   if (!e.recorded) {
     using Action = ExitOutcome::Action;
+    if (!e.info.peak_source.empty()) store_.set_unit_peak_source(unit_id, e.info.peak_source);
     switch (e.outcome.action) {
       case Action::requeue:
         // Stopped by fad or starved by the OOM killer, not failed: run it
@@ -549,6 +576,8 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
               "least {}",
               u.name, u.build_id, format_size(r.peak), format_size(e.outcome.floor));
           append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
+        } else if (e.info.lost) {
+          append_build_log(u.build_id, "lost " + u.name + (r.node.empty() ? "" : " on " + r.node) + " (requeued)\n");
         } else {
           append_build_log(u.build_id, "stopped " + u.name + " (requeued)\n");
         }

@@ -150,6 +150,8 @@ class Engine {
     double started_epoch = 0;          ///< started_at as epoch seconds, for reports
     int attempt = 1;                   ///< which run of the unit this is
     std::uint64_t estimate_bytes = 0;  ///< the peak it was admitted with
+    std::string node;                  ///< the cluster node it runs on ("" = this machine)
+    std::vector<std::string> step;     ///< external on a cluster: what its launcher runs the compiler under
   };
   /// A unit that ended, with what its end means, until the database has it.
   struct Ended {
@@ -163,11 +165,26 @@ class Engine {
     std::optional<HistoryRecord> history;  ///< the same, as stored
     bool recorded = false;                 ///< the unit's own row is written
   };
+  /// What the scheduler saw of one cluster node at the last pass (fad status).
+  struct NodeView {
+    std::uint64_t capacity = 0;
+    std::uint64_t committed = 0;
+  };
 
   void measure_running(double now);
   void schedule(double now, const MemorySnapshot& snap);
-  void start_unit(const UnitRecord& unit, const Decision& d, double now);
-  void admit_external(const UnitRecord& unit, const Decision& d, double now);
+  /// The running units as the scheduler sees them; those on `node` only when given.
+  std::vector<RunningUnit> running_view(double now, const std::string* node) const;
+  /// Carries out a plan's decisions (starting units on `node`); wait reasons
+  /// are written unless `reasons` collects them.
+  void apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& by_id, double now, const std::string& node,
+                  std::map<std::int64_t, std::string>* reasons);
+  /// A cluster executor's pass: each node scheduled on its own (engine_nodes.cc).
+  void schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, std::vector<QueuedUnit> queue,
+                      std::map<std::int64_t, UnitRecord>& by_id, const std::map<std::int64_t, std::uint64_t>& budgets);
+  json executor_json() const;
+  void start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
+  void admit_external(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
   Response record_cached_launch(const BuildRecord& build, const UnitRecord& unit, std::int64_t unit_id,
                                 const LaunchRequest& req);
   /// Writes the unit's log head: the launcher's call and `note`, owned by the build's owner.
@@ -262,6 +279,8 @@ class Engine {
   std::map<std::int64_t, Forecast> forecasts_;
   /// Units stopped as the last one running while the machine was short: they rerun alone.
   std::set<std::int64_t> alone_;
+  /// Cluster nodes at the last scheduling pass, by name.
+  std::map<std::string, NodeView> node_view_;
 };
 
 }  // namespace fad

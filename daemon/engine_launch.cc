@@ -186,11 +186,18 @@ void Engine::log_launch_call(const BuildRecord& build, const UnitRecord& u, cons
   write_owned_file(u.log_path, text, files, true);
 }
 
-void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now) {
+void Engine::admit_external(const UnitRecord& unit, const Decision& d, double now, const std::string& node) {
   const std::string source = estimate_source_id(d.source, d.imported);
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
   store_.mark_build_started(unit.build_id, clock_.wall());
   Running r;
+  if (!node.empty()) {
+    // On a cluster the launcher runs its compiler as a step on this node.
+    store_.set_unit_node(unit.id, node);
+    r.node = node;
+    r.step =
+        launcher_.step_command(LaunchSpec{unit.id, {}, unit.log_path, std::nullopt, node, d.threads, d.estimate_bytes});
+  }
   r.unit = unit;
   r.unit.estimate_source = source;
   r.started_at = now;
@@ -222,8 +229,13 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
       return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
-    return ok_response(
-        {{"state", "admitted"}, {"threads", it->second.threads}, {"estimate_bytes", it->second.predicted.peak()}});
+    json admitted{
+        {"state", "admitted"}, {"threads", it->second.threads}, {"estimate_bytes", it->second.predicted.peak()}};
+    if (!it->second.node.empty()) {
+      admitted["node"] = it->second.node;
+      admitted["step"] = it->second.step;
+    }
+    return ok_response(std::move(admitted));
   }
   auto unit = store_.unit(req.unit_id);
   if (!unit || unit->kind != UnitKind::external)
@@ -260,7 +272,7 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
   it->second.started_at = clock_.now();
   it->second.started_epoch = epoch_now();
   store_.set_unit_pgid(req.unit_id, req.pid);
-  launcher_.adopt(req.pid);
+  launcher_.adopt_unit(req.pid, req.unit_id);
   last_poll_.erase(req.unit_id);
   return ok_response(json::object());
 }
@@ -274,7 +286,10 @@ Response Engine::launch_finished(const Caller& caller, const LaunchFinishedReque
     return error_response(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
   }
   const auto account = launcher_.release(it->second.pgid);
-  on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled, account.peak_bytes, account.oom_killed});
+  // A compiler the OOM killer ended may show as a plain exit code through a
+  // step wrapper; its cgroup knows better.
+  on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled || account.oom_killed, account.peak_bytes,
+                                account.oom_killed, account.lost, account.peak_source});
   // Stopped by fad, or killed by the OOM killer and requeued: the launcher
   // waits for admission again and reruns the compile.
   auto unit = store_.unit(req.unit_id);

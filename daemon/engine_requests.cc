@@ -144,7 +144,8 @@ json Engine::daemon_json() {
           {"running_units", running_.size()},
           {"state_dir", options_.state_dir},
           {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_, used)},
-          {"warnings", std::move(warnings)}};
+          {"warnings", std::move(warnings)},
+          {"executor", executor_json()}};
 }
 
 Response Engine::status(const Caller&, const StatusRequest& req) {

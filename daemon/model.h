@@ -81,7 +81,9 @@ struct UnitRecord {
   std::uint64_t source_bytes = 0;    ///< size of the source file (a cheap feature for ordering)
   /// Where the estimate it last started with came from (estimate_source_id); empty before.
   std::string estimate_source;
-  bool cached = false;  ///< its outputs came from the compile cache: never scheduled
+  bool cached = false;      ///< its outputs came from the compile cache: never scheduled
+  std::string node;         ///< the cluster node it ran on ("" = this machine)
+  std::string peak_source;  ///< where peak_bytes came from ("" = polling here)
 };
 
 /// A finished unit's measurements, feeding the estimator.

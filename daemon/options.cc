@@ -30,6 +30,8 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
   opt("--log-file", f.log_file, "FILE",
       "Log to this file instead of stderr, rotated past log_max_size (config, default 10M), "
       "keeping log_max_files (default 3) old files");
+  opt("--executor", f.executor, "local|slurm",
+      "Where units run: local (this machine) or slurm (job steps; see the slurm config key)");
   app.add_option_function<int>(
          "--cores", [&f](int n) { f.cores = n; },
          "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
@@ -90,6 +92,9 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     c.reserve = *r;
   }
   if (f.nvcc) c.nvcc = *f.nvcc;
+  if (f.executor) {
+    if (auto wrong = parse_executor(*f.executor, c.executor); !wrong.empty()) return make_error("--executor: " + wrong);
+  }
   if (f.cores) o.cores = *f.cores;
   if (f.log_file) {
     if (f.log_file->empty()) return make_error("--log-file: the path is empty");

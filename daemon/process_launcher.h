@@ -1,5 +1,8 @@
 // Starting, signalling and measuring compiler processes, behind an interface so
-// the daemon loop is tested against a launcher that only records.
+// the daemon loop is tested against a launcher that only records. This is the
+// engine's executor boundary: the local implementation (BoostLauncher) runs
+// units as processes here; a cluster one (SlurmExecutor) runs them as job steps
+// on the nodes it names, and the engine then schedules each node on its own.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,12 @@ struct LaunchSpec {
   std::string log_path;           ///< stdout and stderr are appended here
   /// Run as this user (a root fadd compiling another user's build); nullopt:
   /// as fadd itself.
-  std::optional<Credentials> run_as;
+  std::optional<Credentials> run_as{};
+  /// Where a cluster executor runs it, with the threads and memory fad's
+  /// scheduler granted (a step is sized by them); the local one ignores them.
+  std::string node{};
+  int threads = 1;
+  std::uint64_t estimate_bytes = 0;
 };
 
 struct ExitInfo {
@@ -32,6 +40,11 @@ struct ExitInfo {
   /// The kernel's OOM killer ended it (its unit cgroup counted a kill): it
   /// did not fail, memory ran out under it.
   bool oom_killed = false;
+  /// Its node or its allocation went away under it (a cluster executor): not
+  /// the unit's doing; it runs again, without counting as a failed attempt.
+  bool lost = false;
+  /// Where peak_bytes came from ("cgroup", "sstat", "rss", ...); "" = polling.
+  std::string peak_source{};
 };
 
 /// Who a process is, as the kernel says (/proc/PID/stat and status).
@@ -45,6 +58,16 @@ struct ProcessInfo {
 struct GroupAccount {
   std::uint64_t peak_bytes = 0;  ///< 0 when unknown
   bool oom_killed = false;
+  bool lost = false;          ///< see ExitInfo::lost
+  std::string peak_source{};  ///< see ExitInfo::peak_source
+};
+
+/// A machine a cluster executor runs units on, as fad's scheduler sees it:
+/// what the allocation holds there.
+struct ExecutorNode {
+  std::string name;
+  int cpus = 1;
+  std::uint64_t memory = 0;  ///< bytes
 };
 
 class ProcessLauncher {
@@ -68,6 +91,25 @@ class ProcessLauncher {
   /// The parent, group and owner of process `pid`; nullopt when it does not
   /// exist. Checked before fadd takes a launcher's process under its control.
   virtual std::optional<ProcessInfo> process_info(int pid);
+
+  // ---- Cluster executors (the local one keeps these defaults). ----
+  /// The nodes units run on. nullopt: this machine (the engine samples its
+  /// memory and schedules once). A list, empty while there is no allocation:
+  /// the engine schedules each node on its own and names it in LaunchSpec.
+  /// Asked only while there is work, so an executor may take the call as demand.
+  virtual std::optional<std::vector<ExecutorNode>> nodes() { return std::nullopt; }
+  /// Why nothing can start now ("waiting for the Slurm allocation"); "" when units may start.
+  virtual std::string wait_reason() { return ""; }
+  /// The command a launcher (`fad launch`) puts before its compiler to run it
+  /// where `spec` says (srun ... fad-step ... --); empty: run it directly.
+  virtual std::vector<std::string> step_command(const LaunchSpec& /*spec*/) { return {}; }
+  /// adopt(), knowing the unit (a cluster executor finds its step by it).
+  virtual void adopt_unit(int pgid, std::int64_t /*unit_id*/) { adopt(pgid); }
+  /// The executor's state for `fad status` (the allocation and its nodes), as
+  /// JSON text; "" for the local machine.
+  virtual std::string status_json() { return ""; }
+  /// Stops what the executor holds beyond units (a cluster allocation) at shutdown.
+  virtual void shutdown() {}
 };
 
 /// Sums VmRSS over every process of a process group by scanning `proc_root`.

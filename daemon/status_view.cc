@@ -44,7 +44,10 @@ json unit_json(const UnitRecord& u, const LiveUnit* live) {
       {"estimate_source",
        u.estimate_source.empty() || u.state == UnitState::queued ? json(nullptr) : json(u.estimate_source)},
       {"predicted_duration_s", live && live->predicted_duration_s ? json(*live->predicted_duration_s) : json(nullptr)},
-      {"cached", u.cached}};
+      {"cached", u.cached},
+      // Where it ran and who measured its peak (a cluster executor); null here.
+      {"node", u.node.empty() ? json(nullptr) : json(u.node)},
+      {"peak_source", u.peak_source.empty() ? json(nullptr) : json(u.peak_source)}};
   if (u.state == UnitState::queued && live) {
     if (live->estimate_bytes) j["estimate_bytes"] = *live->estimate_bytes;
     if (live->estimate_source) j["estimate_source"] = *live->estimate_source;

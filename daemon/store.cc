@@ -139,6 +139,11 @@ CREATE INDEX unit_events_by_unit ON unit_events(unit_id);
 ALTER TABLE builds ADD COLUMN started_at TEXT;
 ALTER TABLE samples ADD COLUMN capacity INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 8: units run on cluster nodes (the Slurm executor).
+    R"sql(
+ALTER TABLE units ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE units ADD COLUMN peak_source TEXT NOT NULL DEFAULT '';
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -181,7 +186,8 @@ BuildRecord read_build(const Statement& s) {
 constexpr std::string_view kUnitColumns =
     "id, build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, content_hash, flags, "
     "compiler, prior_peak, prior_duration_s, state, attempts, threads, estimate_bytes, peak_bytes, requeued_peak, "
-    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, source_bytes, estimate_source, cached";
+    "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, source_bytes, estimate_source, cached, node, "
+    "peak_source";
 
 UnitRecord read_unit(const Statement& s) {
   UnitRecord u;
@@ -217,6 +223,8 @@ UnitRecord read_unit(const Statement& s) {
   u.source_bytes = static_cast<std::uint64_t>(s.int64(29));
   u.estimate_source = s.text(30);
   u.cached = s.int64(31) != 0;
+  u.node = s.text(32);
+  u.peak_source = s.text(33);
   return u;
 }
 
@@ -459,6 +467,14 @@ void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate
 
 void Store::set_unit_pgid(std::int64_t unit_id, std::int64_t pgid) {
   db_.prepare("UPDATE units SET pgid = ? WHERE id = ?").bind(1, pgid).bind(2, unit_id).run();
+}
+
+void Store::set_unit_node(std::int64_t unit_id, const std::string& node) {
+  db_.prepare("UPDATE units SET node = ? WHERE id = ?").bind(1, node).bind(2, unit_id).run();
+}
+
+void Store::set_unit_peak_source(std::int64_t unit_id, const std::string& source) {
+  db_.prepare("UPDATE units SET peak_source = ? WHERE id = ?").bind(1, source).bind(2, unit_id).run();
 }
 
 void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int> exit_code, std::uint64_t peak,

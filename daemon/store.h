@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -102,6 +102,10 @@ class Store {
   void start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at,
                   const std::string& estimate_source = "");
   void set_unit_pgid(std::int64_t unit_id, std::int64_t pgid);
+  /// The cluster node a unit runs on (Slurm executor); kept after it ends.
+  void set_unit_node(std::int64_t unit_id, const std::string& node);
+  /// Where a finished unit's peak was measured ("cgroup", "sstat", ...).
+  void set_unit_peak_source(std::int64_t unit_id, const std::string& source);
   /// running -> succeeded/failed, with exit code, peak and duration; when `history`
   /// is given (a clean success), it is recorded in the same transaction.
   void finish_unit(std::int64_t unit_id, UnitState state, std::optional<int> exit_code, std::uint64_t peak,

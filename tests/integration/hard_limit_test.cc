@@ -117,7 +117,8 @@ TEST_CASE("a memory hog in fadd's own cgroup is left its memory: fad plans withi
   CHECK(container.limit_hits() == 0);
   CHECK(hog.alive());
   int reruns = 0;
-  for (const auto& u : d.status(id).at("unit_list")) reruns += u.at("attempts").get<int>() > 1;
+  const json build_now = d.status(id);  // named: a range-for over a temporary's member would dangle
+  for (const auto& u : build_now.at("unit_list")) reruns += u.at("attempts").get<int>() > 1;
   CHECK(reruns == 0);
   d.terminate();
 }

@@ -24,9 +24,10 @@ TEST_CASE("over budget: newest units are suspended, then requeued with their pea
     for (auto& u : manifest["units"]) u["prior"] = {{"peak_bytes", 100u << 20}, {"duration_s", 20}};
     std::ofstream(fs::path(d.kernels_dir()) / "manifest.json") << manifest.dump(2);
   }
-  // A reserve leaves the cgroup hard limit (budget + half the reserve) room above
-  // the budget: fad, not the kernel, must be the one to react here.
-  d.start({"--memory-budget", "512M", "--reserve", "2G", "--cores", "16"});
+  // The reserve puts the cgroup hard limit (budget + half the reserve, 2.5 GiB)
+  // above all five units' peaks together: fad, not the kernel, reacts here,
+  // however slowly a loaded machine lets it.
+  d.start({"--memory-budget", "512M", "--reserve", "4G", "--cores", "16"});
   const auto id = d.submit({"--arch", "9.0"});
   const auto b = d.wait_final(id, 300);
   const auto log = d.daemon_log();

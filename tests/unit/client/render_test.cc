@@ -226,3 +226,25 @@ TEST_CASE("cached units and cache hits are shown in a build's status and in hist
   CHECK(has(line_starting(history, "ID"), "CACHED"));
   CHECK(has(line_starting(history, "9 "), " 1 "));
 }
+
+TEST_CASE("status on a Slurm cluster: the allocation, its nodes, and each unit's node") {
+  json one = kStatus;
+  one["builds"].erase(1);
+  one["daemon"]["executor"] = json::parse(R"({"kind": "slurm", "mode": "allocation", "state": "active",
+    "job_id": 812, "wait_reason": "", "nodes": [
+      {"name": "gpu07", "cpus": 32, "memory_bytes": 68719476736, "committed_bytes": 21474836480, "running_units": 3},
+      {"name": "gpu08", "cpus": 32, "memory_bytes": 68719476736, "committed_bytes": 0, "running_units": 0}]})");
+  one["builds"][0]["unit_list"][0]["node"] = "gpu07";
+  one["builds"][0]["unit_list"][0]["peak_source"] = "cgroup";
+  std::string text = render_build_status(one);
+  INFO(text);
+  CHECK(has(text, "executor: slurm (allocation), allocation job 812, active"));
+  CHECK(has(line_starting(text, "  node gpu07"), "20.0 GiB committed of 64.0 GiB, 32 cpus, 3 running"));
+  CHECK(has(line_starting(text, "UNIT"), "NODE"));
+  std::string running = line_starting(text, "attn_fwd_hdim128");
+  CHECK(has(running, "gpu07"));
+  CHECK(has(running, "cgroup"));
+  // Without an executor (this machine), no executor line and no NODE column.
+  CHECK_FALSE(has(render_build_status(kStatus), "executor:"));
+  CHECK_FALSE(has(line_starting(render_build_status(kStatus), "UNIT"), "NODE"));
+}

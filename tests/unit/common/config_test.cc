@@ -254,3 +254,40 @@ TEST_CASE("cache_dir and cache_size: the compile cache's keys", "[config]") {
   CHECK(bad.error().find("key 'cache_size'") != std::string::npos);
   CHECK(bad.error().find("key 'cache_dir': expected a non-empty path string") != std::string::npos);
 }
+
+TEST_CASE("config: the executor and the slurm object", "[config]") {
+  auto r = parse_config(R"({"executor": "slurm", "slurm": {"mode": "job-per-unit", "nodes": 4,
+      "time_limit": "1-00:00:00", "partition": "build", "account": "ml", "extra_args": ["--qos=build"],
+      "memory_margin": "512M", "step_wrapper": "/opt/fad/bin/fad-step"}})",
+                        "f.json");
+  REQUIRE(r.ok());
+  CHECK(r->executor == fad::ExecutorKind::slurm);
+  CHECK(r->slurm.job_per_unit);
+  CHECK(r->slurm.nodes == 4);
+  CHECK(r->slurm.time_limit == "1-00:00:00");
+  CHECK(r->slurm.partition == "build");
+  CHECK(r->slurm.account == "ml");
+  CHECK(r->slurm.extra_args == std::vector<std::string>{"--qos=build"});
+  CHECK(r->slurm.step_wrapper == "/opt/fad/bin/fad-step");
+  // A size margin is added as is; the default is 15% with at least 128 MiB.
+  CHECK(fad::step_memory(r->slurm, 4 * kGiB) == 4 * kGiB + (512ull << 20));
+  fad::SlurmConfig defaults;
+  CHECK(fad::step_memory(defaults, 4 * kGiB) == 4 * kGiB + static_cast<std::uint64_t>(0.15 * 4 * kGiB) + 1);
+  CHECK(fad::step_memory(defaults, 100ull << 20) == (100ull << 20) + (128ull << 20));
+
+  auto shipped = fad::load_config(std::string(FAD_SOURCE_DIR) + "/config/fad.json");
+  REQUIRE(shipped.ok());
+  CHECK(shipped->executor == fad::ExecutorKind::local);
+}
+
+TEST_CASE("config: bad slurm values are each named", "[config]") {
+  auto r = parse_config(R"({"executor": "kubernetes",
+  "slurm": {"nodes": 0, "time_limit": "soon", "extra_args": "--qos", "mode": "pilot", "colour": 1}})",
+                        "f.json");
+  auto lines = error_lines(r);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "f.json:1: key 'executor': expected \"local\" or \"slurm\", got \"kubernetes\"");
+  for (const char* key : {"'nodes'", "'time_limit'", "'extra_args'", "'mode'", "'colour': unknown key"})
+    CHECK(lines[1].find(key) != std::string::npos);
+  CHECK_FALSE(parse_config(R"({"slurm": []})", "f.json").ok());
+}

@@ -121,7 +121,24 @@ class RecordingLauncher final : public ProcessLauncher {
   void adopt(int pgid) override { adopted.insert(pgid); }
   GroupAccount release(int pgid) override {
     adopted.erase(pgid);
-    return {released_peak, released_oom_killed};
+    return {released_peak, released_oom_killed, released_lost};
+  }
+  // A cluster executor when `cluster` is set: its nodes, why nothing starts,
+  // and the step command a launcher gets.
+  std::optional<std::vector<ExecutorNode>> nodes() override { return cluster; }
+  std::string wait_reason() override { return cluster_wait; }
+  std::vector<std::string> step_command(const LaunchSpec& spec) override {
+    return {"srun", "--nodelist=" + spec.node, "--mem=" + std::to_string(spec.estimate_bytes), "--"};
+  }
+  void adopt_unit(int pgid, std::int64_t unit_id) override {
+    adopted.insert(pgid);
+    adopted_units[pgid] = unit_id;
+  }
+  std::string status_json() override {
+    if (!cluster) return "";
+    std::string nodes;
+    for (const auto& n : *cluster) nodes += (nodes.empty() ? "" : ",") + std::string("{\"name\":\"") + n.name + "\"}";
+    return "{\"kind\":\"test\",\"nodes\":[" + nodes + "]}";
   }
 
   /// The unit name of a launch: its log file is ".../logs/<name>.log".
@@ -174,13 +191,17 @@ class RecordingLauncher final : public ProcessLauncher {
   }
 
   std::vector<Launch> launches;
-  std::vector<std::pair<int, int>> signals;  ///< (pgid, signal)
-  std::map<int, std::uint64_t> memory;       ///< group_memory per pgid
-  std::set<int> gone;                        ///< groups group_alive() reports as vanished
-  std::set<int> adopted;                     ///< external groups being accounted
-  std::map<int, ProcessInfo> processes;      ///< what process_info() reports per pid
-  std::uint64_t released_peak = 0;           ///< what release() reports as the exact peak
-  bool released_oom_killed = false;          ///< what release() reports about the OOM killer
+  std::vector<std::pair<int, int>> signals;          ///< (pgid, signal)
+  std::map<int, std::uint64_t> memory;               ///< group_memory per pgid
+  std::set<int> gone;                                ///< groups group_alive() reports as vanished
+  std::set<int> adopted;                             ///< external groups being accounted
+  std::map<int, ProcessInfo> processes;              ///< what process_info() reports per pid
+  std::uint64_t released_peak = 0;                   ///< what release() reports as the exact peak
+  bool released_oom_killed = false;                  ///< what release() reports about the OOM killer
+  bool released_lost = false;                        ///< what release() reports about a lost node
+  std::optional<std::vector<ExecutorNode>> cluster;  ///< set: a cluster executor with these nodes
+  std::string cluster_wait;                          ///< its wait reason
+  std::map<int, std::int64_t> adopted_units;         ///< adopt_unit's pgid -> unit
   int next_pgid = 1000;
   bool fail_next = false;
 };

@@ -105,7 +105,8 @@ TEST_CASE("store: a schema 6 database migrates to the report tables and keeps it
     // Back to what a fadd of schema 6 left: no report tables or columns.
     store.db().exec(
         "DROP TABLE unit_samples; DROP TABLE unit_events; ALTER TABLE builds DROP COLUMN started_at; "
-        "ALTER TABLE samples DROP COLUMN capacity; PRAGMA user_version = 6;");
+        "ALTER TABLE samples DROP COLUMN capacity; ALTER TABLE units DROP COLUMN node; "
+        "ALTER TABLE units DROP COLUMN peak_source; PRAGMA user_version = 6;");
   }
   Store store(path);
   CHECK(store.schema_version() == kSchemaVersion);

@@ -1,0 +1,80 @@
+// The pilot allocation fad holds on a Slurm cluster: asked for when there is
+// work (salloc --no-shell), checked with one probe step per node (are fadd's
+// paths visible there?), watched while held (scontrol show job), asked for
+// again when it ends (time limit, cancelled, all its nodes lost), and given
+// back after a quiet spell. slurmctld being unreachable is a state with a
+// retry, never an error. All commands run through a CommandRunner, so nothing
+// here blocks the daemon's loop and the logic is tested with scripted answers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/slurm_config.h"
+#include "daemon/command_runner.h"
+#include "daemon/process_launcher.h"
+
+namespace fad {
+
+class SlurmAllocation {
+ public:
+  enum class State { none, requesting, probing, active, unreachable, refused };
+
+  /// `probe_paths`: what every node must see (the state dir, the kernels dir,
+  /// the step wrapper); `wrapper`: fad-step's path on the nodes.
+  SlurmAllocation(SlurmConfig config, CommandRunner& runner, std::string wrapper, std::vector<std::string> probe_paths);
+
+  /// There is work: ask for an allocation if none is held or coming.
+  void demand(double now);
+  /// Periodic housekeeping (about once a second): retries, watching the job,
+  /// giving it back after `idle_release_s` without demand.
+  void poll(double now);
+  /// Something suggests the job or a node is gone (a step's srun said so):
+  /// check at the next poll instead of waiting for the regular interval.
+  void suspect() { next_check_ = 0; }
+  /// Cancels the allocation (fadd stops, or it was idle).
+  void release();
+
+  State state() const { return state_; }
+  bool active() const { return state_ == State::active; }
+  std::int64_t job_id() const { return job_id_; }
+  /// The nodes units may use now: the job's nodes that are up, each with what
+  /// the job holds there. Empty unless active.
+  const std::vector<ExecutorNode>& nodes() const { return nodes_; }
+  /// Why units wait ("" when active).
+  const std::string& wait_reason() const { return wait_reason_; }
+  /// Seconds without demand after which the allocation is given back.
+  double idle_release_s = 300;
+  /// Seconds between checks of a held job, and between retries.
+  double check_every_s = 10;
+  double retry_every_s = 5;
+
+ private:
+  void request(double now);
+  void check(double now);
+  void on_job(const CommandOutput& out, double now);
+  void probe(double now);
+  void lose(const std::string& why, double now);
+
+  SlurmConfig config_;
+  CommandRunner& runner_;
+  std::string wrapper_;
+  std::vector<std::string> probe_paths_;
+  State state_ = State::none;
+  std::int64_t job_id_ = 0;
+  std::vector<ExecutorNode> nodes_;
+  std::string wait_reason_ = "no Slurm allocation yet";
+  double last_demand_ = -1e18;
+  double next_check_ = 0;
+  double next_retry_ = 0;
+  bool checking_ = false;
+  int probes_pending_ = 0;
+  std::vector<std::string> probe_problems_;
+  /// Bumped whenever the allocation changes, so answers about an old one are dropped.
+  std::uint64_t generation_ = 0;
+};
+
+const char* to_string(SlurmAllocation::State state);
+
+}  // namespace fad
