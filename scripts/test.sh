@@ -13,12 +13,19 @@ scripts/check-format.sh
 
 echo "== build and test (RelWithDebInfo) =="
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo scripts/build.sh
-(cd build && ctest --output-on-failure -j2 --timeout 900)
+# The Slurm tests share one local cluster and time Slurm's own step launch:
+# they run on their own, one at a time, after the rest.
+slurm_tests='fad_slurm_tests|slurm_local_stop'
+(cd build && ctest --output-on-failure -j2 --timeout 900 -E "$slurm_tests")
+(cd build && ctest --output-on-failure --timeout 900 -R "$slurm_tests")
 
 if [[ "${FAD_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== build and test (ASan + UBSan) =="
   BUILD_DIR=build-asan BUILD_TYPE=Debug scripts/build.sh -DFAD_SANITIZE=ON
-  # The real-nvcc builds already ran above; under sanitizers they only add time.
+  # The real-nvcc builds, the PyTorch build, the SASS check and the Slurm
+  # cluster already ran above; under sanitizers they only add time (the code
+  # they drive is the same fadd the other tests exercise).
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-     FAD_SKIP_REAL_NVCC=1 ctest --output-on-failure -j2 --timeout 900 -E kernels_emulation)
+     FAD_SKIP_REAL_NVCC=1 ctest --output-on-failure -j2 --timeout 900 \
+     -E "kernels_emulation|kernels_sass|PyTorch CUDA extension|$slurm_tests")
 fi
