@@ -1,4 +1,5 @@
 // A compile call's use of the cache; see cached_compile.h.
+#include "common/file_read.h"
 #include "common/cached_compile.h"
 
 #include <fcntl.h>
@@ -28,25 +29,6 @@ constexpr std::size_t kManifestEntries = 16;
 bool regular_file_in(const std::string& path, const std::string& cwd) {
   struct stat st {};
   return ::stat(absolute_in(path, cwd).c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::optional<std::string> read_whole(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
 }
 
 /// Writes `bytes` to `path` under a temporary name in its directory, then
@@ -94,7 +76,7 @@ CachedCompile::CachedCompile(CompileCache& cache, const std::vector<std::string>
     : cache_(cache), cwd_(cwd), own_depfile_(std::move(own_depfile)) {
   plan_ = plan_cache(argv, cwd, regular_file_in);
   if (!plan_.cacheable) return;
-  auto source = read_whole(absolute_in(plan_.source, cwd));
+  auto source = read_whole_file(absolute_in(plan_.source, cwd));
   if (!source) {
     plan_.cacheable = false;
     plan_.reason = "cannot read the source " + plan_.source;
@@ -151,7 +133,7 @@ std::optional<CompileResult> CachedCompile::restore() {
   auto hash_of = [&](const std::string& path) -> const std::optional<std::string>& {
     auto it = hashes.find(path);
     if (it != hashes.end()) return it->second;
-    auto text = read_whole(path);
+    auto text = read_whole_file(path);
     return hashes.emplace(path, text ? std::optional<std::string>(sha256_hex(*text)) : std::nullopt).first->second;
   };
   for (const auto& entry : manifest ? manifest->entries : std::vector<CacheManifestEntry>{}) {
@@ -179,7 +161,7 @@ Status CachedCompile::store(std::chrono::system_clock::time_point started, const
                             const std::string& stderr_text) {
   if (!plan_.cacheable) return ok_status();
   const std::string depfile_path = depfile_to_read();
-  auto depfile = read_whole(depfile_path);
+  auto depfile = read_whole_file(depfile_path);
   if (!depfile) return make_error("the compile wrote no dependency file " + depfile_path);
   const std::int64_t started_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
@@ -190,13 +172,13 @@ Status CachedCompile::store(std::chrono::system_clock::time_point started, const
     if (::stat(abs.c_str(), &st) != 0) return make_error("a file the compile read is gone: " + abs);
     // Changed while the compile ran: which version went into the object is unknown.
     if (ns_of(st.st_mtim) >= started_ns || ns_of(st.st_ctim) >= started_ns) return ok_status();
-    auto text = read_whole(abs);
+    auto text = read_whole_file(abs);
     if (!text) return make_error("cannot read " + abs);
     if (uses_time_macros(*text)) return ok_status();  // the object holds the time of the compile
     files.emplace_back(mark_root(path, plan_.root), sha256_hex(*text));
   }
   CompileResult result;
-  auto object = read_whole(absolute_in(plan_.output, cwd_));
+  auto object = read_whole_file(absolute_in(plan_.output, cwd_));
   if (!object) return make_error("the compile wrote no " + plan_.output);
   result.object = std::move(*object);
   if (!plan_.user_depfile.empty()) {

@@ -4,6 +4,7 @@
 //   DIR/lock           flock'ed while the counters change or files are evicted
 // Readers take no lock: a file is replaced by rename, so a reader sees the old
 // or the new one, and one evicted under it stays readable through its open fd.
+#include "common/file_read.h"
 #include "common/compile_cache.h"
 
 #include <fcntl.h>
@@ -59,25 +60,6 @@ bool write_all(int fd, const std::string& bytes) {
     done += static_cast<std::size_t>(n);
   }
   return true;
-}
-
-std::optional<std::string> slurp(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
 }
 
 std::map<std::string, std::uint64_t> parse_counters(const std::string& text) {
@@ -149,7 +131,7 @@ void store_counters(const std::string& dir, bool shared, const std::map<std::str
 }
 
 std::map<std::string, std::uint64_t> load_counters(const std::string& dir) {
-  return parse_counters(slurp(dir + "/stats").value_or(""));
+  return parse_counters(read_whole_file(dir + "/stats").value_or(""));
 }
 
 }  // namespace
@@ -215,7 +197,7 @@ void CompileCache::make_dir(const fs::path& dir) const {
 }
 
 std::optional<std::string> CompileCache::read_file(const std::string& path) {
-  auto bytes = slurp(path);
+  auto bytes = read_whole_file(path);
   // Least recently used: a use refreshes the modification time eviction sorts by.
   if (bytes) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return bytes;
@@ -285,7 +267,7 @@ Status CompileCache::put_result(const std::string& result_key, const CompileResu
 }
 
 std::optional<std::string> CompileCache::note(const std::string& name) {
-  auto text = slurp(settings_.dir + "/c/" + name);
+  auto text = read_whole_file(settings_.dir + "/c/" + name);
   if (!text || text->size() < 65 || (*text)[64] != '\n') return std::nullopt;
   std::string body = text->substr(65);
   if (sha256_hex(body) != text->substr(0, 64)) return std::nullopt;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,11 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
 /// except that a longer file is not an error: the slice is what fits.
 Result<std::string> read_file_slice(const std::string& path, std::uint64_t offset, std::size_t max_bytes,
                                     std::uint64_t* size = nullptr);
+
+/// The whole file at `path`, however large, or nullopt when it cannot be
+/// opened or read. Blocking and uncapped: only for files the caller itself
+/// trusts by path (the compile cache's own entries, the compile it runs).
+std::optional<std::string> read_whole_file(const std::string& path);
 
 /// read_regular_file, or "" for any failure: for files that may legitimately
 /// be absent (PSI on WSL, cgroup files, a process that just exited).
