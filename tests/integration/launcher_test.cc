@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <set>
 
 #include <catch2/catch.hpp>
 
@@ -70,10 +71,16 @@ TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain 
 
 TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integration][launcher]") {
   TempDir tmp;
-  const std::string marker = "/tmp/fad-" + std::to_string(::getuid()) + "/launch-warned-" + std::to_string(::getsid(0));
-  ::unlink(marker.c_str());
   auto dir = write_ninja_project(tmp.path() / "p", 6, "", std::string(FAD_FAD_BIN) + " launch");
-  auto r = run({"ninja", "-C", dir.string(), "-j", "4"}, {{"FAD_SOCKET", (tmp.path() / "nobody.sock").string()}});
+  std::set<fs::path> markers_before;
+  std::error_code list_ec;
+  for (const auto& e : fs::directory_iterator("/tmp/fad-" + std::to_string(::getuid()), list_ec))
+    markers_before.insert(e.path());
+  // A session of its own: the "said once" marker is per terminal session, and
+  // launcher tests running beside this one share ctest's session and clear it
+  // whenever they reach fadd.
+  auto r = run({"setsid", "--wait", "ninja", "-C", dir.string(), "-j", "4"},
+               {{"FAD_SOCKET", (tmp.path() / "nobody.sock").string()}});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(count_objects(dir) == 6);
@@ -83,7 +90,13 @@ TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integr
        pos = all.find("compiling without fad", pos + 1))
     ++count;
   CHECK(count == 1);
-  ::unlink(marker.c_str());
+  // The marker of that session (named by a pid we do not know) would outlive it.
+  const fs::path warned = "/tmp/fad-" + std::to_string(::getuid());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(warned, ec))
+    if (e.path().filename().string().rfind("launch-warned-", 0) == 0 && !markers_before.count(e.path()) &&
+        e.path().filename() != "launch-warned-" + std::to_string(::getsid(0)))
+      fs::remove(e.path(), ec);
 }
 
 TEST_CASE("fad-nvcc passes non-compile calls and exit codes through unchanged", "[integration][launcher]") {
