@@ -2,24 +2,49 @@
 #include "daemon/instance_lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/file_read.h"
 
 namespace fad {
 
-Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir) {
+namespace {
+std::string recorded_holder(const std::string& path) {
+  std::string holder = read_small_file(path);
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  return holder;
+}
+
+// The recorded fadd is gone for sure (no such process); anything else, a live
+// pid or one we may not signal, counts as alive.
+bool holder_is_dead(const std::string& holder) {
+  if (holder.empty() || holder.find_first_not_of("0123456789") != std::string::npos || holder.size() > 9) return false;
+  return ::kill(static_cast<pid_t>(std::stol(holder)), 0) != 0 && errno == ESRCH;
+}
+}  // namespace
+
+Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double dead_holder_wait_s) {
   const std::string path = state_dir + "/fadd.lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return make_error("cannot open " + path + ": " + std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    std::string holder = read_small_file(path);
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(dead_holder_wait_s);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const std::string holder = recorded_holder(path);
+    if (holder_is_dead(holder) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     ::close(fd);
+    if (holder_is_dead(holder))
+      return make_error("the state dir " + state_dir + " is still locked by a child of fadd " + holder +
+                        ", which is gone; find it with 'fuser " + path + "' and stop it");
     return make_error("another fadd is already running (pid " + (holder.empty() ? std::string("?") : holder) +
                       ") on the state dir " + state_dir + "; stop it with 'fad daemon stop'");
   }

@@ -1,5 +1,11 @@
 // One fadd per state directory: an exclusive flock on STATE/fadd.lock, held for
 // the daemon's life and released by the kernel even on kill -9.
+//
+// A child fadd forked an instant before it died holds a copy of the lock until
+// it execs (the fd is close-on-exec) or notices fadd is gone and exits; that
+// takes milliseconds. So when the pid recorded in the file is no longer alive,
+// acquire waits a little for those copies to close instead of refusing a
+// restart that is in fact alone.
 #pragma once
 
 #include <string>
@@ -10,8 +16,9 @@ namespace fad {
 
 class InstanceLock {
  public:
-  /// Takes the lock or fails naming the pid that holds it.
-  static Result<InstanceLock> acquire(const std::string& state_dir);
+  /// Takes the lock or fails naming the pid that holds it. Fails at once when
+  /// that pid lives; waits up to `dead_holder_wait_s` when it does not.
+  static Result<InstanceLock> acquire(const std::string& state_dir, double dead_holder_wait_s = 5.0);
   InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   InstanceLock& operator=(InstanceLock&&) = delete;
   ~InstanceLock();

@@ -1,0 +1,110 @@
+// The state-dir lock against a live fadd, and against the copy a dying fadd's
+// child holds for the instant between fork and exec.
+#include "daemon/instance_lock.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+
+namespace fs = std::filesystem;
+using fad::InstanceLock;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "fad-lock-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// A "fadd" (a child process) that takes the lock, forks a grandchild that
+/// keeps a copy of the lock's fd without exec'ing, and dies. The grandchild
+/// lets go when release() closes the pipe it waits on.
+class DeadHolder {
+ public:
+  explicit DeadHolder(const std::string& dir) {
+    REQUIRE(::pipe(pipe_) == 0);
+    fadd_ = ::fork();
+    REQUIRE(fadd_ >= 0);
+    if (fadd_ == 0) {
+      ::close(pipe_[1]);
+      auto lock = InstanceLock::acquire(dir, 0);
+      if (!lock) ::_exit(2);
+      if (::fork() == 0) {
+        char c;
+        while (::read(pipe_[0], &c, 1) > 0) {}
+        ::_exit(0);
+      }
+      ::_exit(0);  // the grandchild still holds the lock
+    }
+    ::close(pipe_[0]);
+    int status = 0;
+    REQUIRE(::waitpid(fadd_, &status, 0) == fadd_);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  ~DeadHolder() { release(); }
+  void release() {
+    if (pipe_[1] >= 0) ::close(pipe_[1]);
+    pipe_[1] = -1;
+  }
+  pid_t fadd() const { return fadd_; }
+
+ private:
+  int pipe_[2] = {-1, -1};
+  pid_t fadd_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("instance lock: a live holder is refused at once, naming its pid", "[instance_lock]") {
+  TempDir dir;
+  auto first = InstanceLock::acquire(dir.path.string());
+  REQUIRE(first);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto second = InstanceLock::acquire(dir.path.string(), 60);
+  REQUIRE_FALSE(second);
+  // Refused without waiting out the 60 s meant for a dead holder.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+  CHECK_THAT(second.error(), Catch::Contains("another fadd is already running (pid " + std::to_string(::getpid())));
+}
+
+TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it",
+          "[instance_lock]") {
+  TempDir dir;
+  DeadHolder holder(dir.path.string());
+  // Taken now, a restart would be refused: this is the window a kill -9 leaves.
+  REQUIRE_FALSE(InstanceLock::acquire(dir.path.string(), 0));
+  // The child lets go a moment after the restart began, as a real one does on
+  // exec or exit; acquire must wait for it rather than refuse.
+  auto releaser = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    holder.release();
+  });
+  auto lock = InstanceLock::acquire(dir.path.string(), 60);
+  releaser.get();
+  INFO((lock ? std::string() : lock.error()));
+  CHECK(lock);
+}
+
+TEST_CASE("instance lock: a child that never lets go gets a clear error after the wait", "[instance_lock]") {
+  TempDir dir;
+  DeadHolder holder(dir.path.string());
+  auto lock = InstanceLock::acquire(dir.path.string(), 0.2);
+  REQUIRE_FALSE(lock);
+  CHECK_THAT(lock.error(), Catch::Contains("still locked by a child of fadd " + std::to_string(holder.fadd())));
+  CHECK_THAT(lock.error(), Catch::Contains("fuser"));
+}
