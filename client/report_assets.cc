@@ -25,7 +25,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #444; }
 .outcome-cancelled { fill: #9e9e9e; }
 .outcome-requeued { fill: #fb8c00; }
 .outcome-oom { fill: #8e0000; }
-.outcome-shutdown, .outcome-lost { fill: #78909c; }
+.outcome-shutdown, .outcome-lost, .outcome-disk_full { fill: #78909c; }
 .outcome-running, .outcome-paused, .outcome-suspended { fill: #1e88e5; }
 .unit-row:hover text { fill: #000; font-weight: 600; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; color: #444; font-size: 12px; margin: 4px 0; }

@@ -14,6 +14,7 @@
 #include "common/size.h"
 #include "common/text.h"
 #include "daemon/build_files.h"
+#include "daemon/disk_space.h"
 #include "common/time_text.h"
 #include "daemon/planner.h"
 #include "policy/exit_outcome.h"
@@ -471,9 +472,15 @@ void Engine::prepare_end(Ended& e) {
   facts.oom_killed = e.info.oom_killed;
   facts.peak = e.run.peak;
   facts.external = u.kind == UnitKind::external;
-  if (e.info.oom_killed) {
+  if (facts.stop == StopCause::none && !facts.external && (e.info.exit_code != 0 || e.info.signaled)) {
+    // A compiler that cannot write its object fails like a broken source;
+    // asked now, while the disk is still full, the difference is plain.
+    facts.disk_full = !storage_problem_.empty() || disk_nearly_full(options_.state_dir) ||
+                      disk_nearly_full(fs::path(u.output_path).parent_path().string());
+  }
+  if (e.info.oom_killed || facts.disk_full) {
     // Attempts include this run; unreadable (a broken database) counts as the last.
-    facts.attempts = kMaxOomAttempts;
+    facts.attempts = std::max(kMaxOomAttempts, kMaxDiskFullAttempts);
     best_effort([&] {
       if (const auto record = store_.unit(u.id)) facts.attempts = record->attempts;
     });
@@ -489,6 +496,7 @@ void Engine::prepare_end(Ended& e) {
   e.ok = e.outcome.action == Action::succeed;
   const char* attempt_outcome = e.outcome.action == Action::cancelled ? "cancelled"
                                 : e.outcome.oom_rerun                 ? "oom"
+                                : e.outcome.disk_rerun                ? "disk_full"
                                 : e.outcome.action == Action::requeue
                                     ? (e.run.stop == StopReason::shutdown ? "shutdown" : "requeued")
                                     : "failed";
@@ -576,6 +584,12 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
               "least {}",
               u.name, u.build_id, format_size(r.peak), format_size(e.outcome.floor));
           append_build_log(u.build_id, "OOM-killed " + u.name + " at " + format_size(r.peak) + " (requeued)\n");
+        } else if (e.outcome.disk_rerun) {
+          spdlog::warn(
+              "unit {} of build {} failed (exit code {}) while the disk was full; requeued to run once "
+              "there is room",
+              u.name, u.build_id, e.info.exit_code);
+          append_build_log(u.build_id, "failed on a full disk: " + u.name + " (requeued)\n");
         } else if (e.info.lost) {
           append_build_log(u.build_id, "lost " + u.name + (r.node.empty() ? "" : " on " + r.node) + " (requeued)\n");
         } else {

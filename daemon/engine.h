@@ -199,6 +199,8 @@ class Engine {
   void commit_end(std::int64_t unit_id, Ended& e);
   void record_end(std::int64_t unit_id, Ended e);
   void retry_unrecorded();
+  /// Shows units in unrecorded_ as they ended, in a status about to be sent.
+  void overlay_unrecorded(std::vector<UnitRecord>& units) const;
   void storage_failed(const std::string& what);
   void storage_ok();
   /// Runs `write`; a StoreError it throws (a full disk) is noted, not raised.

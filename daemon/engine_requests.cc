@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 
@@ -13,6 +14,8 @@
 #include "daemon/credentials.h"
 #include "common/time_text.h"
 #include "daemon/engine.h"
+
+#include <algorithm>
 #include "daemon/responses.h"
 #include "daemon/manifest.h"
 #include "daemon/planner.h"
@@ -123,8 +126,31 @@ Response Engine::shutdown(const Caller& caller) {
                         "only root or " + user_name(options_.daemon_uid) + " (who runs this fadd) may stop it");
 }
 
+void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
+  // Ended units whose end the database has not taken yet (a full disk) are
+  // shown as they ended, not as the "running" their row still says.
+  using Action = ExitOutcome::Action;
+  for (auto& u : units) {
+    const auto it = unrecorded_.find(u.id);
+    if (it == unrecorded_.end() || it->second.recorded) continue;
+    const Ended& e = it->second;
+    switch (e.outcome.action) {
+      case Action::requeue: u.state = UnitState::queued; continue;
+      case Action::cancelled: u.state = UnitState::cancelled; break;
+      case Action::succeed:
+      case Action::fail:
+      case Action::fail_build: u.state = e.ok ? UnitState::succeeded : UnitState::failed; break;
+    }
+    u.exit_code = e.info.exit_code;
+    u.peak_bytes = std::max(u.peak_bytes, e.run.peak);
+    u.duration_s = e.duration;
+    u.finished_at = e.finished_at;
+  }
+}
+
 json Engine::owned_build_json(const BuildRecord& b, bool with_units) {
-  const auto units = store_.units(b.id);
+  auto units = store_.units(b.id);
+  overlay_unrecorded(units);
   json j = build_json(b, units, with_units, live_units(b, units, with_units));
   j["started_at"] = opt_json(store_.build_started_at(b.id));
   const uid_t owner = owner_of(b);

@@ -27,6 +27,11 @@ ExitOutcome decide_exit(const UnitExit& e) {
     return out;
   }
   if (e.exit_code == 0 && !e.signaled) return out;
+  if (e.disk_full && !e.external && e.attempts < kMaxDiskFullAttempts) {
+    out.action = Action::requeue;
+    out.disk_rerun = true;
+    return out;
+  }
   out.action = e.external ? Action::fail : Action::fail_build;
   return out;
 }

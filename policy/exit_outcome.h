@@ -25,6 +25,7 @@ struct UnitExit {
   int attempts = 1;         ///< runs so far, this one included
   std::uint64_t peak = 0;   ///< highest memory seen for this run
   bool external = false;    ///< run by `fad launch`: its build tool decides about the rest
+  bool disk_full = false;   ///< the disk of its output or of fad's state was (nearly) full as it ended
 };
 
 struct ExitOutcome {
@@ -37,19 +38,29 @@ struct ExitOutcome {
   };
   Action action = Action::succeed;
   std::uint64_t floor = 0;
-  bool alone = false;      ///< requeue: it must rerun alone
-  bool oom_rerun = false;  ///< requeue: the kernel's OOM killer ended it
+  bool alone = false;       ///< requeue: it must rerun alone
+  bool oom_rerun = false;   ///< requeue: the kernel's OOM killer ended it
+  bool disk_rerun = false;  ///< requeue: it failed while its disk was full
 };
 
 /// Runs in all a unit the OOM killer ends may take: by the last one its own
 /// peak was its estimate, so it does not fit even alone.
 inline constexpr int kMaxOomAttempts = 3;
 
+/// Runs in all a unit that fails on a full disk may take: enough to ride out
+/// a disk that filled and was cleared, few enough that a unit which truly
+/// fails beside a nearly full disk still fails soon.
+inline constexpr int kMaxDiskFullAttempts = 3;
+
 /// The outcome of a unit's end. OOM kills are not failures: the unit is rerun
 /// with its peak + 25% as the floor (the kill cut it short of its true peak),
 /// up to kMaxOomAttempts runs in all. A stop under pressure keeps the observed
-/// peak as the floor; a stop for shutdown keeps nothing. Any other non-zero
-/// exit or signal is a failure, which stops the rest of a bundled build.
+/// peak as the floor; a stop for shutdown keeps nothing. A unit fadd runs
+/// itself that fails while the disk is full did not fail on its merits (a
+/// compiler cannot write its object): it is requeued, up to
+/// kMaxDiskFullAttempts runs; a launched unit's failure is its build tool's.
+/// Any other non-zero exit or signal is a failure, which stops the rest of a
+/// bundled build.
 ExitOutcome decide_exit(const UnitExit& exit);
 
 }  // namespace fad

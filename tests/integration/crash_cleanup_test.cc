@@ -175,3 +175,64 @@ TEST_CASE("a full disk under the state dir loses no finished compile, and fadd s
   CHECK(integrity.out == "ok\n");
   d.terminate();
 }
+
+TEST_CASE(
+    "a full state disk under a submitted build: no unit shown running without a process, none failed, and "
+    "the build succeeds once space returns",
+    "[integration][crash][diskfull]") {
+  if (::geteuid() != 0) {
+    WARN("SKIP: mounting a small tmpfs as the state dir needs root; the submitted full-disk test did not run");
+    return;
+  }
+  Daemon d;
+  std::vector<FakeUnit> units;
+  for (int i = 0; i < 40; ++i) units.push_back({"fwd_u" + std::to_string(i), "peak_mb=5 duration_s=1"});
+  d.write_kernels(units);
+  fs::create_directories(d.state_dir());
+  Mount mount;
+  if (::mount("tmpfs", d.state_dir().c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0) {
+    WARN("SKIP: cannot mount a tmpfs here (" << std::strerror(errno) << "); the full-disk test did not run");
+    return;
+  }
+  mount.path = d.state_dir();
+  // Outputs and logs live in the state dir here, so the compilers meet the full disk too.
+  d.write_config(R"({"unit_memory_prior": "64M"})");
+  d.start({"--cores", "4", "--memory-budget", "8G"});
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(wait_for(
+      [&] {
+        const json b = d.status(id);
+        return b.at("units").at("succeeded").get<int>() >= 3 && b.at("units").at("running").get<int>() >= 2;
+      },
+      std::chrono::seconds(60)));
+
+  const auto filler = d.state_dir() + "/filler";
+  {
+    std::ofstream out(filler, std::ios::binary);
+    const std::string chunk(64 * 1024, 'x');
+    while (out.write(chunk.data(), chunk.size())) {}
+  }
+  // Nothing new starts while the database cannot be written; what ran ends.
+  REQUIRE(wait_for([&] { return !d.status_all().at("daemon").at("warnings").empty(); }, std::chrono::seconds(30)));
+  REQUIRE(wait_for([&] { return d.status_all().at("daemon").at("running_units") == 0 && compilers_of(d).empty(); },
+                   std::chrono::seconds(30)));
+  const json full = d.status(id);
+  for (const auto& u : full.at("unit_list")) {
+    INFO(u.dump());
+    CHECK(u.at("state") != "running");  // its compiler is gone: showing it running would be a ghost
+    CHECK(u.at("state") != "failed");   // a compiler that cannot write its object did not fail on its merits
+  }
+  CHECK(full.at("state") != "failed");
+
+  fs::remove(filler);
+  const json done = d.wait_final(id, 120);
+  CHECK(done.at("state") == "succeeded");
+  CHECK(done.at("units").at("succeeded") == 41);  // 40 compiles and the link
+  int reruns = 0;
+  for (const auto& u : done.at("unit_list")) reruns += u.at("attempts").get<int>() > 1;
+  WARN("FIGURE submitted build on a full disk: " << reruns << " unit(s) rerun after failing on the full disk, "
+                                                 << done.at("units").at("succeeded") << " succeeded");
+  auto integrity = run({"sqlite3", d.state_dir() + "/fad.db", "PRAGMA integrity_check;"});
+  CHECK(integrity.out == "ok\n");
+  d.terminate();
+}

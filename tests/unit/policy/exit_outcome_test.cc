@@ -67,5 +67,28 @@ TEST_CASE("exit outcome: fad's own stops are never failures, whatever the exit s
   CHECK(decide_exit(e).action == Action::cancelled);  // a cancel that raced its success stays a cancel
 }
 
+TEST_CASE("exit outcome: a failure on a full disk reruns a unit fadd runs, with no floor, up to three runs") {
+  UnitExit e = ended(1);
+  e.disk_full = true;
+  for (int attempt = 1; attempt < kMaxDiskFullAttempts; ++attempt) {
+    e.attempts = attempt;
+    auto out = decide_exit(e);
+    CHECK(out.action == Action::requeue);
+    CHECK(out.disk_rerun);
+    CHECK_FALSE(out.oom_rerun);
+    CHECK(out.floor == 0);  // its memory had nothing to do with it
+  }
+  e.attempts = kMaxDiskFullAttempts;
+  CHECK(decide_exit(e).action == Action::fail_build);
+  // A launched compile's failure is its build tool's to handle, disk or not.
+  e.attempts = 1;
+  e.external = true;
+  CHECK(decide_exit(e).action == Action::fail);
+  // A success on a full disk is a success.
+  UnitExit fine = ended(0);
+  fine.disk_full = true;
+  CHECK(decide_exit(fine).action == Action::succeed);
+}
+
 }  // namespace
 }  // namespace fad
