@@ -82,8 +82,7 @@ TEST_CASE("instance lock: a live holder is refused at once, naming its pid", "[i
   CHECK_THAT(second.error(), Catch::Contains("another fadd is already running (pid " + std::to_string(::getpid())));
 }
 
-TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it",
-          "[instance_lock]") {
+TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it", "[instance_lock]") {
   TempDir dir;
   DeadHolder holder(dir.path.string());
   // Taken now, a restart would be refused: this is the window a kill -9 leaves.
