@@ -37,6 +37,16 @@ constexpr std::size_t kSearchPoints = 128;
 /// meet at their peaks; beside measured units only (whose estimates hold) it
 /// needs none.
 constexpr double kGuessMargin = 1.25;
+/// A unit never runs exactly on its recorded timeline: CPU contention and I/O
+/// put it ahead or behind, and spikes laid half a second apart on paper meet in
+/// practice (in the trace benchmark two units predicted at 3.5 GiB together
+/// reached 3.8 GiB and were OOM-killed). So every admitted prediction is
+/// widened by this fraction of its duration, at least kMinDriftS, either side:
+/// a candidate and a running unit may drift twice that apart, the tolerance
+/// load.cc allows a running unit's measurement (5%). kMinDriftS is about the
+/// monitor's sampling interval, the resolution of a recorded timeline.
+constexpr double kDriftFraction = 0.025;
+constexpr double kMinDriftS = 0.5;
 
 /// Raises an estimate to a requeued unit's observed peak: it got that far before.
 Profile at_least(const Profile& p, std::uint64_t peak) {
@@ -94,6 +104,7 @@ Estimate estimate_unit(const Estimator& estimator, const QueuedUnit& unit, int t
   Estimate est = estimator.estimate(unit.key, threads, unit.manifest_prior);
   if (est.source == EstimateSource::prior && guesses_running > 0) est.profile = est.profile.scaled(kGuessMargin, 1.0);
   est.profile = at_least(est.profile, unit.requeued_peak);
+  est.profile = est.profile.widened(std::max(kMinDriftS, kDriftFraction * est.profile.duration_s));
   return est;
 }
 

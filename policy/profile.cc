@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 
 namespace fad {
@@ -119,6 +120,41 @@ Profile Profile::thinned(std::size_t max_points) const {
     for (std::size_t j = i; j < std::min(points.size(), i + window); ++j) top = std::max(top, points[j].second);
     // Holding the window's maximum from its first time over-estimates, never under.
     out.points.emplace_back(points[i].first, top);
+  }
+  return out;
+}
+
+Profile Profile::widened(double window) const {
+  if (points.empty() || duration_s <= 0 || !(window > 0)) return *this;
+  // Each step [start, end) at value v covers [start - window, end + window):
+  // a sweep over those edges, holding the covered values in a multiset.
+  struct Edge {
+    double t;
+    bool opens;
+    std::uint64_t v;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(2 * points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    double start = i == 0 ? 0.0 : points[i].first;
+    double end = std::min(i + 1 < points.size() ? points[i + 1].first : duration_s, duration_s);
+    if (end <= start) continue;
+    edges.push_back({std::max(0.0, start - window), true, points[i].second});
+    edges.push_back({std::min(duration_s, end + window), false, points[i].second});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+  std::multiset<std::uint64_t> covering;
+  Profile out;
+  out.duration_s = duration_s;
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    if (edges[k].opens)
+      covering.insert(edges[k].v);
+    else
+      covering.erase(covering.find(edges[k].v));
+    if (k + 1 < edges.size() && edges[k + 1].t == edges[k].t) continue;
+    if (edges[k].t >= duration_s) break;
+    std::uint64_t v = covering.empty() ? 0 : *covering.rbegin();
+    if (out.points.empty() || out.points.back().second != v) out.points.emplace_back(edges[k].t, v);
   }
   return out;
 }

@@ -37,6 +37,10 @@ struct Profile {
   /// At most `max_points` points, keeping each window's maximum so peaks survive.
   Profile thinned(std::size_t max_points) const;
 
+  /// Each value replaced by the highest within `window` seconds either side
+  /// (inside the life): the profile of a unit that may run up to `window`
+  /// ahead of or behind its timeline. Peak and duration are unchanged.
+  Profile widened(double window) const;
   /// Pointwise maximum of two profiles; the duration is the longer one.
   static Profile max_of(const Profile& a, const Profile& b);
   /// Pointwise sum of profiles that all start at t = 0 (a load over time).

@@ -70,6 +70,27 @@ TEST_CASE("Profile::thinned keeps each window's maximum") {
   CHECK(spike().thinned(10).points == spike().points);
 }
 
+TEST_CASE("Profile::widened holds each value a window either side") {
+  Profile p = spike();  // 1 GiB, 4 GiB over [10, 20), 2 GiB to 100
+  Profile w = p.widened(2);
+  CHECK(w.at(7.9) == 1 * kGiB);
+  CHECK(w.at(8) == 4 * kGiB);
+  CHECK(w.at(21.9) == 4 * kGiB);
+  CHECK(w.at(22) == 2 * kGiB);
+  CHECK(w.at(99.9) == 2 * kGiB);
+  CHECK(w.at(100) == 0);
+  CHECK(w.peak() == p.peak());
+  CHECK(w.duration_s == p.duration_s);
+  for (double t = 0; t < 100; t += 0.25) CHECK(w.at(t) >= p.at(t));
+  CHECK(p.widened(0).points == p.points);
+
+  // Two spikes laid just apart on paper meet once either unit runs a little off
+  // its timeline; widened, the pair is seen to meet.
+  Profile later = spike();
+  CHECK(p.peak_with(later, 10.5) == 6 * kGiB);
+  CHECK(p.peak_with(later.widened(1), 10.5) == 8 * kGiB);
+}
+
 TEST_CASE("Profile serialize and parse round trip") {
   Profile p = spike();
   p.points.emplace_back(33.25, 123456789012ull);
