@@ -38,6 +38,14 @@ Pressure detect_pressure(const SchedulerConfig& config, const MemorySnapshot& me
   Pressure p;
   const bool psi_high = memory.psi_some_avg10 && *memory.psi_some_avg10 > config.psi_threshold;
   p.machine_short = c.available < c.reserve || c.fad_usage > c.machine;
+  // Critical: within a quarter of the reserve of a limit whose overrun is an
+  // OOM kill: the units' own cgroup limit, fadd's cgroup limit, or the
+  // machine's memory and swap together (swap counts here even without
+  // swap_use: the kernel swaps before it kills).
+  const std::uint64_t margin = c.reserve / 4;
+  p.critical = c.fad_usage + margin > units_memory_limit(config, memory).max ||
+               (memory.cgroup_limit && memory.cgroup_usage + margin > *memory.cgroup_limit) ||
+               memory.available + memory.swap_free < c.reserve / 2;
   p.active = psi_high || p.machine_short || c.fad_usage > c.capacity;
   // Name the trigger that fired: stalls, the machine (or fadd's cgroup)
   // running short, or fad's own units outgrowing their budget (estimates too low).

@@ -1,5 +1,11 @@
 // Step 2 of a decision, under memory pressure: admit nothing; stop the newest
-// suspended unit past its grace, else freeze the newest running one. The
+// suspended unit past its grace, else freeze the newest running one. When the
+// pressure is critical (the OOM killer is moments away) there is no grace:
+// freezing stops a unit's growth but frees nothing, and without swap the older
+// units' own growth still runs into the limit, where the kernel kills the
+// biggest unit, usually the oldest and most advanced. Stopping the newest
+// ourselves loses the least work (the trace benchmark lost an 11 s unit that
+// way, 0.7 s after freezing a 5 s one). The
 // oldest running unit is left alone so that the build makes progress, with one
 // exception: when it is the last one running and the machine itself is short
 // of what it holds (others need the memory; fad's own budget is not enough
@@ -33,7 +39,7 @@ Decision act(Decision::Kind kind, const RunningUnit& unit, std::string reason, b
 }  // namespace
 
 void respond_to_pressure(const SchedulerConfig& config, double now, const Pressure& pressure,
-                         const std::vector<RunningUnit>& running, SchedulePlan& plan) {
+                         const std::vector<RunningUnit>& running, double& last_critical_stop, SchedulePlan& plan) {
   // Units the user paused are the user's: never chosen here.
   const RunningUnit* oldest = nullptr;
   for (const auto& unit : running)
@@ -52,7 +58,17 @@ void respond_to_pressure(const SchedulerConfig& config, double now, const Pressu
   auto overdue = std::find_if(suspended.begin(), suspended.end(),
                               [&](const RunningUnit* u) { return now - u->suspended_at > config.suspend_grace_s; });
   const bool may_suspend = now - last_suspend >= kSuspendSpacingS;
-  if (overdue != suspended.end()) {
+  if (pressure.critical && (!suspended.empty() || !active.empty())) {
+    if (now - last_critical_stop < kSuspendSpacingS) return;
+    last_critical_stop = now;
+    // Newest of all, frozen or not: it has done the least work.
+    const RunningUnit* newest = suspended.empty() ? active.front()
+                                : active.empty()  ? suspended.front()
+                                                  : std::min(suspended.front(), active.front(), newest_first);
+    plan.decisions.push_back(
+        act(Decision::Kind::requeue, *newest,
+            "newest running unit, stopped and requeued: the kernel's OOM killer is near (" + pressure.why + ")"));
+  } else if (overdue != suspended.end()) {
     plan.decisions.push_back(act(Decision::Kind::requeue, **overdue,
                                  "suspended over " + grace + " s under " + pressure.why + ": stop and requeue"));
   } else if (!active.empty()) {

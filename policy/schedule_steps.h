@@ -39,14 +39,22 @@ struct Pressure {
   /// The machine itself is short (not only fad's budget): the condition under
   /// which even the last running unit may be stopped.
   bool machine_short = false;
+  /// The kernel's OOM killer is moments away: fad's units, or fadd's cgroup,
+  /// within a quarter of the reserve of their hard limit, or less than half
+  /// the reserve left in memory and swap. Freezing frees nothing then; the
+  /// newest unit is stopped at once.
+  bool critical = false;
   std::string why;  ///< e.g. "memory pressure (PSI 25%)"
 };
 
 Pressure detect_pressure(const SchedulerConfig& config, const MemorySnapshot& memory, const Capacity& capacity);
 
 /// Under pressure: suspend, or stop and requeue, at most one unit per call.
+/// `last_critical_stop` is when a unit was last stopped for critical pressure
+/// (updated here): a stopped unit leaves the running list before its memory is
+/// freed, so the next stop waits for the monitor to show the effect.
 void respond_to_pressure(const SchedulerConfig& config, double now, const Pressure& pressure,
-                         const std::vector<RunningUnit>& running, SchedulePlan& plan);
+                         const std::vector<RunningUnit>& running, double& last_critical_stop, SchedulePlan& plan);
 
 /// What a running (or suspended, as if resumed now) unit is predicted to use
 /// from now on, time relative to now, corrected by what it measures.

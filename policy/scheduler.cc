@@ -26,7 +26,7 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
 
   // 2. Pressure: nothing starts; suspend or stop.
   if (pressure.active) {
-    steps::respond_to_pressure(config_, now, pressure, running, plan);
+    steps::respond_to_pressure(config_, now, pressure, running, last_critical_stop_, plan);
     steps::forecast(config_, estimator_, queue, running, plan);
     for (const auto& unit : queue) plan.wait_reasons[unit.id] = "paused by memory pressure";
     std::vector<Profile> parts;

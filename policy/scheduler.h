@@ -158,7 +158,9 @@ class Scheduler {
   /// and a unit suspended longer than suspend_grace_s is requeued. The oldest
   /// is touched only when it is the last one running and the machine itself
   /// (not fad's budget) is short of what it holds: it is then suspended, and
-  /// after the grace requeued to rerun alone (QueuedUnit::alone).
+  /// after the grace requeued to rerun alone (QueuedUnit::alone). When the
+  /// OOM killer is near (Pressure::critical), the newest unit but the oldest
+  /// is requeued at once, without a grace.
   SchedulePlan decide(double now, const MemorySnapshot& memory, const std::vector<QueuedUnit>& queue,
                       const std::vector<RunningUnit>& running,
                       const std::map<std::int64_t, std::uint64_t>& build_budgets = {});
@@ -168,6 +170,8 @@ class Scheduler {
  private:
   SchedulerConfig config_;
   const Estimator& estimator_;
+  /// When a unit was last stopped because the OOM killer was near.
+  double last_critical_stop_ = -1e9;
 };
 
 }  // namespace fad

@@ -106,6 +106,61 @@ TEST_CASE("Scheduler: when the machine stays short, the last running unit is fro
   }
 }
 
+TEST_CASE("Scheduler: with the OOM killer near, the newest unit is stopped at once, not frozen") {
+  Harness h;
+  h.config.suspend_grace_s = 10;
+  h.config.reserve = Reserve{kGiB, 0};
+  h.memory.total = 64 * kGiB;
+  h.memory.available = 50 * kGiB;
+  h.memory.cgroup_limit = 10 * kGiB;  // fad may hold 9 GiB; its units' hard limit is 9.5, critical past 9.25
+  h.running = {running_unit(1, 0, 5 * kGiB), running_unit(2, 40, 2 * kGiB), running_unit(3, 50, 2 * kGiB + kGiB / 10)};
+  Scheduler s(h.config, h.estimator);
+
+  SECTION("just over what the machine leaves fad: frozen, as before") {
+    h.memory.cgroup_usage = 9 * kGiB + kGiB / 10;
+    auto plan = s.decide(60, h.memory, h.queue, h.running);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
+    CHECK(plan.decisions[0].unit == 3);
+  }
+  SECTION("past a quarter of the reserve beyond it: the newest is stopped, the oldest runs on") {
+    h.running[2].suspended = true;  // frozen a moment ago: freezing freed nothing
+    h.running[2].suspended_at = 59;
+    h.running[0].current_bytes = 5 * kGiB + kGiB / 5;  // the oldest still grows
+    h.memory.cgroup_usage = 9 * kGiB + 3 * kGiB / 10;
+    auto plan = s.decide(60, h.memory, h.queue, h.running);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].kind == Decision::Kind::requeue);
+    CHECK(plan.decisions[0].unit == 3);
+    CHECK_FALSE(plan.decisions[0].alone);
+    CHECK_THAT(plan.decisions[0].reason, Catch::Contains("OOM killer is near"));
+
+    // It leaves the running list at once, its memory only when it exits, and
+    // the oldest grows on: fadd's cgroup nears its limit. No second stop
+    // before the monitor can show what the first one freed.
+    h.running.pop_back();
+    h.memory.cgroup_usage = 9 * kGiB + 8 * kGiB / 10;
+    CHECK(s.decide(61, h.memory, h.queue, h.running).decisions.empty());
+    // Still critical after the monitor has had its moment: the next newest goes.
+    plan = s.decide(62.5, h.memory, h.queue, h.running);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].kind == Decision::Kind::requeue);
+    CHECK(plan.decisions[0].unit == 2);
+    // The oldest is never stopped for it.
+    h.running.pop_back();
+    for (double now : {65.0, 68.0}) CHECK(s.decide(now, h.memory, h.queue, h.running).decisions.size() <= 1);
+    for (const auto& d : s.decide(71, h.memory, h.queue, h.running).decisions) CHECK(d.kind != Decision::Kind::requeue);
+  }
+  SECTION("less than half the reserve available on the machine is critical too") {
+    h.memory.cgroup_limit.reset();
+    h.memory.available = kGiB / 3;
+    auto plan = s.decide(60, h.memory, h.queue, h.running);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].kind == Decision::Kind::requeue);
+    CHECK(plan.decisions[0].unit == 3);
+  }
+}
+
 TEST_CASE("units' hard limit: the budget, plus half the reserve, never past the memory less half the reserve") {
   SchedulerConfig c;
   MemorySnapshot m;

@@ -141,8 +141,11 @@ TEST_CASE("Scheduler under pressure suspends the newest, never the oldest, then 
 TEST_CASE("Scheduler: units outgrowing their estimates are pressure, and the reason says so") {
   Harness h;
   h.config.budget = 10 * kGiB;
-  // Admitted on 5 GiB estimates, both now hold 6 GiB: the machine has room, the budget has not.
-  h.running = {running_unit(1, 0, 6 * kGiB), running_unit(2, 5, 6 * kGiB)};
+  // Admitted on 5 GiB estimates, both now hold 5.2 GiB: the machine has room, the
+  // budget has not, and the units' hard limit (budget + half the reserve, 11 GiB)
+  // is not near enough for the OOM killer.
+  h.config.reserve = Reserve{2 * kGiB, 0};
+  h.running = {running_unit(1, 0, 5 * kGiB + kGiB / 5), running_unit(2, 5, 5 * kGiB + kGiB / 5)};
   h.memory.available = 40 * kGiB;
   Scheduler s(h.config, h.estimator);
   auto plan = s.decide(10, h.memory, h.queue, h.running);
@@ -150,7 +153,7 @@ TEST_CASE("Scheduler: units outgrowing their estimates are pressure, and the rea
   CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
   CHECK(plan.decisions[0].unit == 2);
   CHECK(plan.decisions[0].reason ==
-        "newest running unit, suspended under memory pressure (fad's units use 12.0 GiB of 10.0 GiB)");
+        "newest running unit, suspended under memory pressure (fad's units use 10.4 GiB of 10.0 GiB)");
 }
 
 TEST_CASE("Scheduler: the only running unit is never suspended for stalls or fad's budget") {
