@@ -18,9 +18,11 @@ Policies:
              max(1, min(cpus // 2, int(free_GiB / (5 * 4)))) jobs.
   pool-tT    a ninja pool sized memory / peak: floor(0.9 * limit / biggest unit's peak at T).
   memavail-tT  a launcher that starts the next compile (T threads) while the
-             cgroup's free memory exceeds 5 GiB per thread (scaled), checking once a second.
+             cgroup's free memory exceeds 5 GiB per thread (scaled), or when
+             nothing runs, checking once a second.
   fad-cold   fadd (started inside the cgroup, the machine's real core count, the
-             cgroup limit as its budget) with an empty state dir; the workload is
+             cgroup limit as its budget) with an empty state dir and an empty
+             compile cache of its own; the workload is
              a ninja project whose compiles go through `fad run` / `fad launch`.
   fad-warm   the same with history imported (`fad history import`) from a fad
              build of the previous version of the sources (other content, same
@@ -29,8 +31,9 @@ Policies:
 The best safe fixed setting (the oracle) is the jN-tT with the lowest median
 makespan among those that finished every repetition with no OOM kill.
 
-OOM kills are counted the same way for every policy: kernel log lines whose
-oom_memcg is the benchmark's cgroup or one below it. Repetitions are
+OOM kills are counted the same way for every policy: the kernel's oom_kill
+counter (/proc/vmstat) before and after each run, so the machine should be
+otherwise quiet. Repetitions are
 interleaved (every policy once per round, in a rotated order) so that the
 noise of a shared machine hits every policy alike. Needs root and a cgroup v1
 memory controller; the raw results go to --json.
@@ -168,14 +171,19 @@ class Cgroup:
                 print(f"warning: cannot remove {d}: {e}", file=sys.stderr)
 
 
-def kernel_oom_kills(cg):
-    """OOM kills the kernel logged for this cgroup or one below it: every
-    policy's kills, counted the same way (under cgroup v1 a parent's oom_kill
-    counter does not see kills in the cgroups below it)."""
-    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
-    name = "/" + os.path.relpath(cg.path, CG_ROOT)
-    pattern = re.compile(r"oom_memcg=" + re.escape(name) + r"[,/]")
-    return sum(1 for line in out.splitlines() if "oom-kill:" in line and pattern.search(line))
+def oom_kill_count():
+    """OOM kills so far, counted the same way for every policy: the kernel's
+    own oom_kill counter in /proc/vmstat. It is machine-wide and monotonic, so
+    the benchmark wants an otherwise quiet machine; the kernel log cannot be
+    used, because its ring buffer drops old lines during an OOM storm (a
+    difference of counts then goes wrong), and under cgroup v1 a parent's
+    oom_kill counter does not see kills in the cgroups below it."""
+    with open("/proc/vmstat") as f:
+        for line in f:
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+    sys.exit("this kernel's /proc/vmstat has no oom_kill counter (Linux 4.13 or later needed)")
 
 
 class Sampler(threading.Thread):
@@ -291,7 +299,7 @@ def run_launcher(args, cg, entries, threads, may_start, label):
     tries = [0] * len(entries)
     running = {}
     sigkills = failed = finished = 0
-    oom0 = kernel_oom_kills(cg)
+    oom0 = oom_kill_count()
     cg.reset()
     sampler = Sampler(cg)
     t0 = time.monotonic()
@@ -327,7 +335,7 @@ def run_launcher(args, cg, entries, threads, may_start, label):
     shutil.rmtree(objdir, ignore_errors=True)
     return {
         "makespan_s": makespan, "peak_anon_bytes": sampler.peak(), "peak_usage_bytes": cg.max_usage(),
-        "oom_kills": kernel_oom_kills(cg) - oom0, "sigkills": sigkills, "limit_hits": cg.failcnt(),
+        "oom_kills": oom_kill_count() - oom0, "sigkills": sigkills, "limit_hits": cg.failcnt(),
         "mean_anon_bytes": sampler.mean(), "units_finished": finished, "units_failed": failed,
         "did_not_finish": gave_up or finished < len(entries), "anon_mib": sampler.series(),
     }
@@ -346,7 +354,9 @@ def memavail(args, cg, entries, threads, label):
         if now < state["next"]:
             return False
         state["next"] = now + 1.0  # a launcher script that checks once a second
-        return cg.free() > threshold
+        # With nothing running it starts one whatever is free: where the
+        # threshold exceeds the machine (t2 here), it would otherwise never start.
+        return n == 0 or cg.free() > threshold
 
     return run_launcher(args, cg, entries, threads, may_start, label)
 
@@ -398,7 +408,10 @@ def run_fad(args, cg, entries, version, label, history_in=None, history_out=None
     daemon = [os.path.join(args.build_dir, "fadd"), "--config", cfg, "--socket", sock, "--state-dir", state,
               "--cores", str(args.cores)]
     log = open(os.path.join(state, "fadd.stderr"), "w")
-    proc = subprocess.Popen(cg.wrap(daemon), env=args.fake_env, stdout=log, stderr=subprocess.STDOUT)
+    # A compile cache of its own, empty: a cache shared between runs would
+    # serve every later round's units without compiling them.
+    fad_env = dict(args.fake_env, FAD_CACHE_DIR=os.path.join(state, "cache"))
+    proc = subprocess.Popen(cg.wrap(daemon), env=fad_env, stdout=log, stderr=subprocess.STDOUT)
     result = {}
     try:
         wait_socket(sock, proc)
@@ -407,12 +420,12 @@ def run_fad(args, cg, entries, version, label, history_in=None, history_out=None
                            capture_output=True)
         write_sources(args.workdir, args.kinds, version)
         project = write_ninja(args.workdir, entries, client, args.fake)
-        oom0 = kernel_oom_kills(cg)
+        oom0 = oom_kill_count()
         cg.reset()
         sampler = Sampler(cg)
         sampler.start()
         t0 = time.monotonic()
-        env = dict(args.fake_env, FAD_SOCKET=sock)
+        env = dict(fad_env, FAD_SOCKET=sock)
         run = subprocess.run(cg.wrap([client, "run", "--socket", sock, "--name", label, "--",
                                       "ninja", "-C", project, "-j", str(args.ninja_jobs)]),
                              env=env, capture_output=True, text=True)
@@ -430,9 +443,10 @@ def run_fad(args, cg, entries, version, label, history_in=None, history_out=None
         done = sum(1 for u in units if u.get("state") == "succeeded")
         result = {
             "makespan_s": makespan, "peak_anon_bytes": sampler.peak(), "peak_usage_bytes": cg.max_usage(),
-            "oom_kills": kernel_oom_kills(cg) - oom0, "limit_hits": cg.failcnt(),
+            "oom_kills": oom_kill_count() - oom0, "limit_hits": cg.failcnt(),
             "mean_anon_bytes": sampler.mean(), "units_finished": done,
             "reruns": sum(max(0, int(u.get("attempts", 1)) - 1) for u in units),
+            "cache_hits": sum(1 for u in units if u.get("cached")),
             "did_not_finish": run.returncode != 0 or done < len(entries), "exit_code": run.returncode,
             "estimate_sources": sorted({u.get("estimate_source") or "-" for u in units}),
             "units": units, "anon_mib": sampler.series(),
@@ -531,8 +545,16 @@ def main():
     cg = Cgroup(f"fad-bench-{os.getpid()}", args.limit_bytes)
     history = os.path.join(args.workdir, "history-v1.json")
     runs = {p: [] for p in policies}
+    # SIGUSR1 ends the benchmark after the round in progress, so a long run can
+    # be cut short on a busy machine and still report whole rounds only.
+    stop = []
+    signal.signal(signal.SIGUSR1, lambda *_: stop.append(True))
+    rounds_done = 0
     try:
         for rnd in range(args.repetitions):
+            if stop:
+                print(f"stopped by SIGUSR1 after {rnd} round(s)", flush=True)
+                break
             k = (rnd * 3) % len(policies)
             order = policies[k:] + policies[:k]
             if "fad-warm" in order and not os.path.exists(history):
@@ -563,6 +585,7 @@ def main():
                 runs.setdefault(p, []).append(r)
                 print(f"{r['makespan_s']:.1f} s, {r['oom_kills']} OOM kills"
                       + (" DNF" if r.get("did_not_finish") else ""), flush=True)
+            rounds_done = rnd + 1
     finally:
         cg.remove()
 
@@ -591,7 +614,8 @@ def main():
         with open(args.out, "w") as f:
             json.dump({"config": {k: v for k, v in vars(args).items() if k != "fake_env"}, "units": kinds,
                        "fa_jobs": fa_jobs, "pools": pools, "peaks_bytes": peaks, "table": table,
-                       "summary": summary, "runs": runs}, f, indent=1, default=str)
+                       "summary": summary, "rounds_completed": rounds_done, "runs": runs},
+                      f, indent=1, default=str)
         print(f"results: {args.out}")
 
 
