@@ -283,6 +283,9 @@ class Engine {
   std::set<std::int64_t> alone_;
   /// Cluster nodes at the last scheduling pass, by name.
   std::map<std::string, NodeView> node_view_;
+  /// Per node: when its scheduler last stopped a unit with the OOM killer near
+  /// (a stopped step leaves the running list before its memory is freed).
+  std::map<std::string, double> node_critical_stop_;
 };
 
 }  // namespace fad

@@ -44,7 +44,10 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
     SchedulerConfig config = scheduler_.config();
     config.cores = node.cpus;
     Scheduler scheduler(config, estimator_);
+    if (auto stop = node_critical_stop_.find(node.name); stop != node_critical_stop_.end())
+      scheduler.set_last_critical_stop(stop->second);
     auto plan = scheduler.decide(now, snap, queue, running_view(now, &node.name), budgets);
+    node_critical_stop_[node.name] = scheduler.last_critical_stop();
     capacity += plan.capacity;
     committed += plan.committed;
     node_view_[node.name] = NodeView{plan.capacity, plan.committed};

@@ -166,11 +166,14 @@ class Scheduler {
                       const std::map<std::int64_t, std::uint64_t>& build_budgets = {});
 
   const SchedulerConfig& config() const { return config_; }
+  /// When a unit was last stopped because the OOM killer was near; carried
+  /// between the per-node schedulers a Slurm allocation creates every tick.
+  double last_critical_stop() const { return last_critical_stop_; }
+  void set_last_critical_stop(double at) { last_critical_stop_ = at; }
 
  private:
   SchedulerConfig config_;
   const Estimator& estimator_;
-  /// When a unit was last stopped because the OOM killer was near.
   double last_critical_stop_ = -1e9;
 };
 

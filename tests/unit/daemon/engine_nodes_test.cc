@@ -5,6 +5,7 @@
 // executor's reason is shown.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <set>
 
 #include "daemon/engine.h"
@@ -163,6 +164,34 @@ TEST_CASE("engine on a cluster: a launched compile is admitted onto a node with 
   auto done = f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 143, false});
   REQUIRE(done.ok);
   CHECK(done.result.at("requeue") == true);
+}
+
+TEST_CASE("engine on a cluster: with a node's OOM killer near, one unit is stopped per monitor interval",
+          "[engine][cluster]") {
+  EngineFixture f;
+  f.launcher.cluster = std::vector<ExecutorNode>{{"n1", 64, 4 * kGiB}};
+  f.make_engine().recover();
+  f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.live().size() >= 3);
+  // Every unit outgrows its estimate: the node is full, the OOM killer near.
+  for (const auto& l : f.launcher.launches) f.launcher.memory[l.pgid] = 1100ull << 20;
+  auto stops = [&] {
+    std::size_t n = 0;
+    for (const auto& [pgid, sig] : f.launcher.signals) n += sig == SIGTERM;
+    return n;
+  };
+  f.clock.advance(0.5);
+  f.engine->tick();
+  CHECK(stops() == 1);
+  // The stopped step still holds its memory until it exits; the node's next
+  // scheduler (a new one every tick) must not stop another meanwhile.
+  f.clock.advance(0.5);
+  f.engine->tick();
+  CHECK(stops() == 1);
+  f.clock.advance(2);
+  f.engine->tick();
+  CHECK(stops() == 2);
 }
 
 }  // namespace fad
