@@ -103,7 +103,9 @@ TEST_CASE("engine: a unit suspended under memory pressure shows suspended, and t
   const auto id = f.submit();
   f.engine->tick();
   f.clock.advance(1);
-  f.probe.snap.available = 1ull << 30;  // below the reserve: the newest unit is frozen
+  // Below the reserve (6.4 GiB) but above half of it, where fad would
+  // requeue instead: the newest unit is frozen.
+  f.probe.snap.available = 4ull << 30;
   f.engine->tick();
   const json s = build_status(f, id);
   int suspended = 0;
