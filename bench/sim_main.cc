@@ -3,12 +3,14 @@
 // setting a user could pick (N jobs x T nvcc threads), the launchers a user
 // could use instead of fad, and fad cold and warm, and names the best safe
 // fixed setting (the fastest with no OOM kill): the oracle fad must beat.
-// Usage: fad_sim [--json] [TRACES_DIR]
+// Usage: fad_sim [--json] [--fad-threads N] [--only CONFIG,...] [TRACES_DIR]
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -96,24 +98,47 @@ const Row* best_of(const std::vector<Row>& rows, const std::string& prefix) {
 
 int main(int argc, char** argv) {
   bool as_json = false;
+  int fad_threads = 0;
+  std::set<std::string> only;
   std::string dir = FAD_TRACES_DIR;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: fad_sim [--json] [TRACES_DIR]\n"
+          "usage: fad_sim [--json] [--fad-threads N] [--only CONFIG,...] [TRACES_DIR]\n"
           "Simulates 96- and 290-unit builds on 16-64 cores and 32-128 GiB with the real\n"
           "scheduler and estimator. Policies: every fixed setting jN-tT (N jobs, T nvcc\n"
           "threads; T 1 and 2), FlashAttention's setup.py heuristic, a ninja pool sized\n"
           "memory / peak, a MemAvailable-threshold launcher, pause-at-85%% with\n"
           "cancel-and-retry, fad cold and fad warm (history of the previous version of\n"
           "the sources). Prints a table, or with --json one object per configuration.\n"
+          "--fad-threads N pins fad's nvcc_threads to N (default: fad chooses per unit).\n"
+          "--only runs just the named configurations, e.g. --only 96u-16c-64G,290u-64c-128G.\n"
           "TRACES_DIR defaults to bench/traces.\n");
       return 0;
     }
-    if (a == "--json")
+    if (a == "--json") {
       as_json = true;
-    else if (!a.empty() && a[0] == '-') {
+    } else if (a == "--fad-threads" || a == "--only") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "fad_sim: %s needs a value (see fad_sim --help)\n", a.c_str());
+        return 2;
+      }
+      const std::string v = argv[++i];
+      if (a == "--only") {
+        std::stringstream list(v);
+        for (std::string name; std::getline(list, name, ',');)
+          if (!name.empty()) only.insert(name);
+        continue;
+      }
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 64) {
+        std::fprintf(stderr, "fad_sim: --fad-threads must be a whole number from 1 to 64, not '%s'\n", v.c_str());
+        return 2;
+      }
+      fad_threads = static_cast<int>(n);
+    } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "fad_sim: unknown option %s (see fad_sim --help)\n", a.c_str());
       return 2;
     } else {
@@ -128,6 +153,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<sim::Trace> traces = {{*one, 1, 1}, {*two, 2, 2}};
+  const std::vector<int> counts = {96, 290}, core_counts = {16, 32, 64};
+  const std::vector<std::uint64_t> memories = {32, 64, 128};
+  auto config_name = [](int count, int cores, std::uint64_t gib) {
+    return std::to_string(count) + "u-" + std::to_string(cores) + "c-" + std::to_string(gib) + "G";
+  };
+  for (const auto& name : only) {
+    bool known = false;
+    for (int count : counts)
+      for (int cores : core_counts)
+        for (std::uint64_t gib : memories) known = known || name == config_name(count, cores, gib);
+    if (!known) {
+      std::fprintf(stderr, "fad_sim: --only: no configuration named '%s' (names look like 96u-16c-64G)\n",
+                   name.c_str());
+      return 2;
+    }
+  }
   auto started = std::chrono::steady_clock::now();
 
   // 2. Every workload on every machine under every policy.
@@ -136,15 +177,15 @@ int main(int argc, char** argv) {
     std::printf("%-12s %7s | %-24s | %-17s %-17s %-17s %-17s %-17s | %-15s %-15s\n", "config", "bound",
                 "best safe fixed", "fa setup.py", "pool mem/peak", "MemAvailable", "pause85+retry", "fastest fixed",
                 "fad cold", "fad warm");
-  for (int count : {96, 290}) {
+  for (int count : counts) {
     const auto units = sim::make_workload(traces, count, kSeed, 1);
     const auto previous = sim::make_workload(traces, count, kSeed, 0);  // the sources' previous version
-    for (int cores : {16, 32, 64}) {
-      for (std::uint64_t gib : {32, 64, 128}) {
+    for (int cores : core_counts) {
+      for (std::uint64_t gib : memories) {
+        const std::string config = config_name(count, cores, gib);
+        if (!only.empty() && !only.count(config)) continue;
         const sim::Machine machine{cores, gib * kGiB};
         const double bound = sim::lower_bound(units, machine);
-        char config[64];
-        std::snprintf(config, sizeof config, "%du-%dc-%lluG", count, cores, static_cast<unsigned long long>(gib));
 
         std::vector<sim::Policy> policies;
         for (int t : {1, 2})
@@ -169,11 +210,15 @@ int main(int argc, char** argv) {
           fad::Estimator none(fad::EstimatorConfig{});
           rows.push_back({p, sim::simulate(units, machine, p, none)});
         }
+        sim::Policy fad_policy;
+        fad_policy.fad_threads = fad_threads;
         fad::Estimator cold(fad::EstimatorConfig{});
-        rows.push_back({{sim::PolicyKind::fad, "fad-cold"}, sim::simulate(units, machine, {}, cold)});
+        fad_policy.name = "fad-cold";
+        rows.push_back({fad_policy, sim::simulate(units, machine, fad_policy, cold)});
         fad::Estimator warm(fad::EstimatorConfig{});
-        sim::simulate(previous, machine, {}, warm);  // warm: history from the previous version's build
-        rows.push_back({{sim::PolicyKind::fad, "fad-warm"}, sim::simulate(units, machine, {}, warm)});
+        sim::simulate(previous, machine, fad_policy, warm);  // warm: history from the previous version's build
+        fad_policy.name = "fad-warm";
+        rows.push_back({fad_policy, sim::simulate(units, machine, fad_policy, warm)});
 
         const Row* oracle = nullptr;
         const Row* fastest = nullptr;
@@ -182,16 +227,19 @@ int main(int argc, char** argv) {
           if (row.result.finished && (!fastest || row.result.makespan_s < fastest->result.makespan_s)) fastest = &row;
           if (safe(row) && (!oracle || row.result.makespan_s < oracle->result.makespan_s)) oracle = &row;
         }
-        json entry = {
-            {"config", config},         {"units", count},
-            {"cores", cores},           {"memory_bytes", machine.memory},
-            {"lower_bound_s", bound},   {"best_safe_fixed", oracle ? json(oracle->policy.name) : json(nullptr)},
-            {"policies", json::array()}};
+        json entry = {{"config", config},
+                      {"units", count},
+                      {"cores", cores},
+                      {"memory_bytes", machine.memory},
+                      {"lower_bound_s", bound},
+                      {"best_safe_fixed", oracle ? json(oracle->policy.name) : json(nullptr)},
+                      {"fad_nvcc_threads", fad_threads > 0 ? json(fad_threads) : json(nullptr)},
+                      {"policies", json::array()}};
         for (const auto& row : rows) entry["policies"].push_back(policy_json(row, machine));
         out.push_back(std::move(entry));
         if (!as_json) {
           const std::string fixed = oracle ? oracle->policy.name + " " + cell(oracle, bound) : std::string("none safe");
-          std::printf("%-12s %6.0fs | %-24s | %-17s %-17s %-17s %-17s %-17s | %-15s %-15s\n", config, bound,
+          std::printf("%-12s %6.0fs | %-24s | %-17s %-17s %-17s %-17s %-17s | %-15s %-15s\n", config.c_str(), bound,
                       fixed.c_str(), cell(best_of(rows, "fa-setup"), bound).c_str(),
                       cell(best_of(rows, "pool-"), bound).c_str(), cell(best_of(rows, "memavail-"), bound).c_str(),
                       cell(best_of(rows, "pause85-"), bound).c_str(), cell(fastest, bound).c_str(),

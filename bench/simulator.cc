@@ -276,6 +276,7 @@ SimResult simulate(const std::vector<SimUnit>& units, const Machine& machine, co
 
   SchedulerConfig config;
   config.cores = machine.cores;
+  config.nvcc_threads = policy.fad_threads;
   Scheduler scheduler(config, estimator);
   auto capacity = static_cast<std::uint64_t>(static_cast<double>(machine.memory) * 0.9);
 

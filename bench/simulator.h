@@ -48,6 +48,7 @@ struct Policy {
   int jobs = 0;                 ///< fixed_jobs: N
   int threads = 1;              ///< nvcc --threads for every policy but fad
   std::uint64_t threshold = 0;  ///< mem_available: start while available > threshold
+  int fad_threads = 0;          ///< fad: the nvcc_threads config key (0: fad chooses per unit)
 };
 
 struct SimResult {
