@@ -387,9 +387,22 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   make_daemon_dir(fs::path(unit.log_path).parent_path().string(), owner);
   const std::string source = estimate_source_id(d.source, d.imported);
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
-  store_.mark_build_started(unit.build_id, clock_.wall());
-  if (build && build->state == BuildState::queued)
-    store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
+  try {
+    store_.mark_build_started(unit.build_id, clock_.wall());
+    if (build && build->state == BuildState::queued)
+      store_.set_build_state(unit.build_id, BuildState::running, std::nullopt);
+  } catch (const StoreError& err) {
+    // Its row says running and nothing runs: it goes back to the queue like a
+    // unit that ended, kept in memory until the database takes it.
+    storage_failed(err.what());
+    Ended e;
+    e.run.unit = unit;
+    e.run.started_at = now;
+    e.finished_at = clock_.wall();
+    e.outcome.action = ExitOutcome::Action::requeue;
+    unrecorded_.insert_or_assign(unit.id, std::move(e));
+    return;
+  }
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
   const auto id = unit.id;
   auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes},
@@ -402,8 +415,6 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
     update_build(unit.build_id);
     return;
   }
-  store_.set_unit_pgid(id, *pgid);
-  if (!node.empty()) store_.set_unit_node(id, node);
   Running r;
   r.unit = unit;
   r.unit.estimate_source = source;
@@ -418,10 +429,20 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.attempt = unit.attempts + 1;
   r.estimate_bytes = d.estimate_bytes;
   running_.emplace(id, std::move(r));
+  // Tracked before anything else can fail: a process fad does not know of
+  // would be a unit shown running forever.
+  try {
+    store_.set_unit_pgid(id, *pgid);
+    if (!node.empty()) store_.set_unit_node(id, node);
+  } catch (const StoreError& err) {
+    storage_failed(err.what());  // it runs and is tracked; only a crash now loses its group id
+  }
   spdlog::info("started {} of build {}{} with {} thread(s), estimate {} ({})", unit.name, unit.build_id,
                node.empty() ? "" : " on " + node, d.threads, format_size(d.estimate_bytes), d.reason);
-  append_build_log(unit.build_id, "started " + unit.name + " (threads " + std::to_string(d.threads) + ", estimate " +
-                                      format_size(d.estimate_bytes) + ")\n");
+  best_effort([&] {
+    append_build_log(unit.build_id, "started " + unit.name + " (threads " + std::to_string(d.threads) + ", estimate " +
+                                        format_size(d.estimate_bytes) + ")\n");
+  });
 }
 
 void Engine::stop_unit(Running& r, StopReason reason, double now) {
