@@ -395,12 +395,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
     // Its row says running and nothing runs: it goes back to the queue like a
     // unit that ended, kept in memory until the database takes it.
     storage_failed(err.what());
-    Ended e;
-    e.run.unit = unit;
-    e.run.started_at = now;
-    e.finished_at = clock_.wall();
-    e.outcome.action = ExitOutcome::Action::requeue;
-    unrecorded_.insert_or_assign(unit.id, std::move(e));
+    record_end(unit.id, never_started(unit, now, ExitOutcome::Action::requeue));
     return;
   }
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
@@ -410,9 +405,8 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   if (!pgid) {
     spdlog::error("unit {}: {}", unit.name, pgid.error());
     write_owned_file(unit.log_path, "fad: " + pgid.error() + "\n", owner);
-    store_.finish_unit(id, UnitState::failed, std::nullopt, 0, 0, clock_.wall(), std::nullopt);
-    store_.set_pending_units(unit.build_id, UnitState::cancelled, false);
-    update_build(unit.build_id);
+    // Recorded like any failed end, so a full disk now cannot leave it shown running.
+    record_end(id, never_started(unit, now, ExitOutcome::Action::fail_build));
     return;
   }
   Running r;
@@ -443,6 +437,16 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
     append_build_log(unit.build_id, "started " + unit.name + " (threads " + std::to_string(d.threads) + ", estimate " +
                                         format_size(d.estimate_bytes) + ")\n");
   });
+}
+
+Engine::Ended Engine::never_started(const UnitRecord& unit, double now, ExitOutcome::Action action) {
+  Ended e;
+  e.run.unit = unit;
+  e.run.started_at = now;
+  e.finished_at = clock_.wall();
+  e.outcome.action = action;
+  e.launched = false;
+  return e;
 }
 
 void Engine::stop_unit(Running& r, StopReason reason, double now) {
@@ -631,14 +635,17 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         // requeues. External builds are the build tool's to stop (ninja -k).
         if (!e.ok && e.outcome.action == Action::fail_build)
           store_.set_pending_units(u.build_id, UnitState::cancelled, false);
-        store_.finish_unit(unit_id, e.ok ? UnitState::succeeded : UnitState::failed, e.info.exit_code, r.peak,
-                           e.duration, e.finished_at, e.history);
+        store_.finish_unit(unit_id, e.ok ? UnitState::succeeded : UnitState::failed,
+                           e.launched ? std::optional<int>(e.info.exit_code) : std::nullopt, r.peak, e.duration,
+                           e.finished_at, e.history);
         e.recorded = true;
         if (e.learned) estimator_.learn(*e.learned);
-        if (!e.ok) spdlog::warn("unit {} of build {} failed with exit code {}", u.name, u.build_id, e.info.exit_code);
-        std::string summary = (e.ok ? "finished " : "FAILED ") + u.name + " in " + std::to_string(int(e.duration)) +
-                              " s, peak " + format_size(r.peak) +
-                              (e.ok ? "" : ", exit code " + std::to_string(e.info.exit_code)) + "\n";
+        if (!e.ok && e.launched)
+          spdlog::warn("unit {} of build {} failed with exit code {}", u.name, u.build_id, e.info.exit_code);
+        std::string summary = !e.launched ? "FAILED " + u.name + ": could not start\n"
+                                          : (e.ok ? "finished " : "FAILED ") + u.name + " in " +
+                                                std::to_string(int(e.duration)) + " s, peak " + format_size(r.peak) +
+                                                (e.ok ? "" : ", exit code " + std::to_string(e.info.exit_code)) + "\n";
         std::uint64_t log_size = 0;
         auto excerpt = read_file_slice(u.log_path, 0, kLogExcerptBytes, &log_size);
         if (excerpt) summary += *excerpt;

@@ -164,6 +164,7 @@ class Engine {
     std::optional<Observation> learned;    ///< what the estimator learns once recorded
     std::optional<HistoryRecord> history;  ///< the same, as stored
     bool recorded = false;                 ///< the unit's own row is written
+    bool launched = true;                  ///< false: it never ran (no exit code to record)
   };
   /// What the scheduler saw of one cluster node at the last pass (fad status).
   struct NodeView {
@@ -198,6 +199,8 @@ class Engine {
   void prepare_end(Ended& e);
   void commit_end(std::int64_t unit_id, Ended& e);
   void record_end(std::int64_t unit_id, Ended e);
+  /// The end of a unit whose start could not go through: nothing ran.
+  Ended never_started(const UnitRecord& unit, double now, ExitOutcome::Action action);
   void retry_unrecorded();
   /// Shows units in unrecorded_ as they ended, in a status about to be sent.
   void overlay_unrecorded(std::vector<UnitRecord>& units) const;

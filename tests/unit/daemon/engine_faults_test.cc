@@ -1,5 +1,5 @@
 // The engine when the world misbehaves: the database cannot be written (a full
-// disk), a launcher's compiler vanishes after a cancel, a launcher names a
+// disk, also between two writes of one step), a launcher's compiler vanishes after a cancel, a launcher names a
 // process that is not its own child, a launch names a source fadd must not open.
 #include <catch2/catch.hpp>
 
@@ -21,6 +21,14 @@ using test::kCompileUnits;
 void database_writable(EngineFixture& f, bool writable) {
   f.store->db().exec(writable ? "PRAGMA query_only = 0" : "PRAGMA query_only = 1");
 }
+
+/// Makes the writes a trigger `condition` selects fail as a full disk does
+/// (the rest go through), so a fault can land between two writes; `lift` removes it.
+void refuse_writes(EngineFixture& f, const std::string& condition) {
+  f.store->db().exec("CREATE TEMP TRIGGER full_disk BEFORE " + condition +
+                     " BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
+}
+void lift(EngineFixture& f) { f.store->db().exec("DROP TRIGGER temp.full_disk"); }
 
 LaunchRequest launch_of(const std::string& source) {
   LaunchRequest l;
@@ -103,6 +111,63 @@ TEST_CASE("engine faults: a submit or launch while the database cannot be writte
   f.engine->tick();
   CHECK(f.engine->storage_problem().empty());
   CHECK(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
+}
+
+TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit({"9.0"});
+  // The unit's row says running; the build's row, written next, cannot be.
+  refuse_writes(f, "UPDATE ON builds");
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());
+  CHECK(f.engine->running_count() == 0);
+  CHECK_THAT(f.engine->storage_problem(), Contains("cannot write the database"));
+  for (int i = 0; i < 2; ++i) f.engine->tick();
+  CHECK(f.launcher.launches.empty());
+  for (const auto& u : f.store->units(id)) {
+    INFO(u.name);
+    CHECK(u.state == UnitState::queued);  // no row shown running with nothing behind it
+  }
+
+  lift(f);
+  f.engine->tick();
+  f.engine->tick();
+  CHECK(f.engine->storage_problem().empty());
+  REQUIRE(f.launcher.live() == kCompileUnits);
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
+  f.engine->tick();
+  REQUIRE(f.launcher.find("link"));
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  CHECK(f.build_state(id) == BuildState::succeeded);
+}
+
+TEST_CASE("engine faults: a unit that cannot start while its failure cannot be written is failed once it can",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  refuse_writes(f, "UPDATE OF state ON units WHEN NEW.state = 'failed'");
+  f.launcher.fail_next = true;
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());
+  CHECK(f.engine->running_count() == 0);
+  CHECK_THAT(f.engine->storage_problem(), Contains("cannot write the database"));
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());  // nothing else of the failed build starts
+
+  lift(f);
+  f.engine->tick();
+  CHECK(f.engine->storage_problem().empty());
+  const auto failed = f.unit(id, "a_one");
+  CHECK(failed->state == UnitState::failed);
+  CHECK_FALSE(failed->exit_code);  // it never ran: no exit code to show
+  CHECK(f.unit(id, "a_two")->state == UnitState::cancelled);
+  CHECK(f.build_state(id) == BuildState::failed);
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Contains("FAILED a_one: could not start"));
+  CHECK(f.launcher.launches.empty());
 }
 
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
