@@ -12,6 +12,12 @@
 // caps what its units hold together, laid over time like the capacity; a unit
 // held back only by its build's budget reserves nothing, so other builds use
 // the memory meanwhile.
+//
+// Threads (nvcc_threads auto): nvcc's --threads compiles a unit's archs at
+// once, for more memory and somewhat more core-seconds than in turns. A unit
+// gets more than its fewest only from cores nothing else would use: those
+// memory leaves idle beside the next units in order, or, at the end of a
+// build, those the drained queue leaves idle (the unit would be the tail).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -200,20 +206,11 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     return;
   }
 
-  // Which resource the queue needs most of, in seconds of the whole machine:
-  // its core-seconds over the cores, its memory-seconds over the capacity.
-  // Thread counts are chosen to spend less of the scarcer one.
-  double cpu_work = 0, memory_work = 0;
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    cpu_work += base[i].profile.duration_s * lowest_of(queue[i]) / config.cores;
-    memory_work += base[i].profile.mean() * base[i].profile.duration_s / std::max<double>(capacity, 1);
-  }
-  const double cpu_weight = cpu_work + memory_work > 0 ? cpu_work / (cpu_work + memory_work) : 0.5;
-  auto cost = [&](const Estimate& est, int t) {
-    const double cpu = t * est.profile.duration_s / config.cores;
-    const double memory = est.profile.mean() * est.profile.duration_s / std::max<double>(capacity, 1);
-    return cpu_weight * cpu + (1 - cpu_weight) * memory;
-  };
+  // When the queue's work at its fewest threads would keep every core busy
+  // for this long; a unit that alone runs longer would be the build's tail.
+  double queue_work = load.cpu.mean() * load.cpu.duration_s;
+  for (std::size_t i = 0; i < queue.size(); ++i) queue_work += base[i].profile.duration_s * lowest_of(queue[i]);
+  const double drain_s = queue_work / std::max(config.cores, 1);
 
   const std::vector<std::size_t> order = longest_first_within_builds(ranks);
   std::optional<Reservation> head;
@@ -238,14 +235,31 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     const Profile& build_load = load.by_build[unit.build_id];
     const std::uint64_t build_paused = paused_by_build[unit.build_id];
 
-    // Of the thread counts that fit now (auto; or the fixed one), the one that
-    // spends least of the scarcer resource.
+    // Of the thread counts that fit now (auto; or the fixed one): the most
+    // that take only cores nothing else would use, else the fewest.
     const int lowest = lowest_of(unit);
     const int highest = std::min(max_threads, free_cores);
     std::optional<std::pair<int, Estimate>> chosen;
-    double chosen_cost = 0;
     // Not base[i]: a guess started in this very decision adds the guess margin.
     const Estimate smallest = estimate(unit, lowest);
+    // More nvcc threads than the fewest cost cores the rest of the queue could
+    // use now (nvcc's threads are far from perfectly parallel): they are taken
+    // only from cores that memory would otherwise leave idle, i.e. beyond what
+    // the next units in order, at their fewest threads, would start on beside it.
+    auto spare_cores_for = [&](const Estimate& est, int t) {
+      std::uint64_t room = sub_sat(capacity, load.memory.at(0) + est.peak());
+      int cores = free_cores - t;
+      for (std::size_t k = rank + 1; k < order.size() && k <= rank + kBackfillDepth && cores >= 0; ++k) {
+        const std::size_t j = order[k];
+        if (base[j].peak() > room) break;
+        room -= base[j].peak();
+        cores -= lowest_of(queue[j]);
+      }
+      return cores >= 0;
+    };
+    // Or from cores the queue leaves idle at the end: one that would finish
+    // after the rest has drained takes all the threads it can now.
+    const bool tail = smallest.profile.duration_s > drain_s;
     bool blocked_by_head = false, blocked_by_budget = false;
     for (int t = highest; t >= lowest; --t) {
       Estimate est = t == lowest ? smallest : estimate(unit, t);
@@ -264,12 +278,10 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
           continue;
         }
       }
-      // On a tie: fewer threads when cores are the scarcer resource (they leave
-      // cores to other units), more when memory is (they finish sooner).
-      const double c = cost(est, t);
-      if (!chosen || c < chosen_cost || (c == chosen_cost && cpu_weight > 0.5)) {
-        chosen_cost = c;
+      // The most threads that only take spare cores; else the fewest that fit.
+      if (t == lowest || tail || spare_cores_for(est, t)) {
         chosen.emplace(t, std::move(est));
+        break;
       }
     }
 
@@ -280,9 +292,7 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     if (chosen && chosen->first < max_threads && max_threads <= config.cores && !blocked_by_budget) {
       Estimate all = estimate(unit, max_threads);
       const double finish_now = chosen->second.profile.duration_s;
-      const double all_cost = cost(all, max_threads);
-      if (all.profile.duration_s < finish_now &&
-          (all_cost < chosen_cost || (all_cost == chosen_cost && cpu_weight <= 0.5))) {
+      if (all.profile.duration_s < finish_now && spare_cores_for(all, max_threads)) {
         auto s =
             earliest_start(load, all.profile, max_threads, capacity, config.cores, finish_now - all.profile.duration_s);
         if (s && (!head || head->memory.peak_with(all.profile, *s) <= capacity)) {

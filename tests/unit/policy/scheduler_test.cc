@@ -226,6 +226,35 @@ TEST_CASE("Scheduler chooses nvcc threads") {
     CHECK(plan.decisions[0].threads == 1);
     CHECK(plan.decisions[0].estimate_bytes == 4 * kGiB);
   }
+  SECTION("auto: the fewest threads when the units behind it need the cores") {
+    // At 1 thread it runs 480 s; the queue keeps all 4 cores busy for 570 s.
+    h.config.cores = 4;
+    h.estimator.learn({key("one"), 1, Profile::flat(2 * kGiB, 600)});
+    for (std::int64_t id = 2; id <= 4; ++id) h.enqueue(id, key("one"), std::nullopt, 1);
+    auto plan = h.step(0);
+    REQUIRE(plan.decisions.size() == 4);
+    CHECK(plan.decisions[0].unit == 1);
+    CHECK(plan.decisions[0].threads == 1);
+  }
+  SECTION("auto: more threads from cores memory leaves idle") {
+    h.config.cores = 4;
+    h.config.budget = 7 * kGiB;  // with it at 2 threads (6 GiB), nothing else fits
+    h.estimator.learn({key("one"), 1, Profile::flat(2 * kGiB, 600)});
+    for (std::int64_t id = 2; id <= 4; ++id) h.enqueue(id, key("one"), std::nullopt, 1);
+    auto plan = h.step(0);
+    REQUIRE(plan.decisions.size() == 1);
+    CHECK(plan.decisions[0].threads == 2);
+  }
+  SECTION("auto: all threads for a unit that would otherwise be the build's tail") {
+    // The 300 s of short units behind it drain in 195 s; at 1 thread it would run 480 s.
+    h.config.cores = 4;
+    h.estimator.learn({key("one"), 1, Profile::flat(2 * kGiB, 100)});
+    for (std::int64_t id = 2; id <= 4; ++id) h.enqueue(id, key("one"), std::nullopt, 1);
+    auto plan = h.step(0);
+    REQUIRE(plan.decisions.size() == 3);
+    CHECK(plan.decisions[0].unit == 1);
+    CHECK(plan.decisions[0].threads == 2);
+  }
   SECTION("fixed value is clamped to the arch count") {
     h.config.nvcc_threads = 8;
     auto plan = h.step(0);
