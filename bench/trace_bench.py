@@ -505,6 +505,8 @@ def main():
     args.limit_bytes = parse_size(args.limit)
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="fad-trace-bench-"))
     os.makedirs(args.workdir, exist_ok=True)
+    # Absolute: the generated build.ninja runs its commands from the project dir.
+    args.build_dir = os.path.abspath(args.build_dir)
     args.fake = os.path.join(args.build_dir, "tests", "fad-fake-nvcc")
     for exe in (args.fake, os.path.join(args.build_dir, "fadd"), os.path.join(args.build_dir, "fad")):
         if not os.access(exe, os.X_OK):
