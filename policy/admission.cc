@@ -287,12 +287,16 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
 
     // Fewer threads than archs compiles them in turns: longer, one spike per
     // turn. When all archs at once would start soon enough to finish first,
-    // the unit waits for that instead (the earliest completion wins).
+    // the unit waits for that instead (the earliest completion wins), if the
+    // cores it waits for are ones nothing else would use: spare beside the
+    // next units, or left idle by the drained queue (the tail, which on
+    // 64 cores otherwise started on the last free core and ran alone for
+    // minutes at the end of the build).
     std::optional<std::pair<double, Estimate>> wait_for_all;
     if (chosen && chosen->first < max_threads && max_threads <= config.cores && !blocked_by_budget) {
       Estimate all = estimate(unit, max_threads);
       const double finish_now = chosen->second.profile.duration_s;
-      if (all.profile.duration_s < finish_now && spare_cores_for(all, max_threads)) {
+      if (all.profile.duration_s < finish_now && (tail || spare_cores_for(all, max_threads))) {
         auto s =
             earliest_start(load, all.profile, max_threads, capacity, config.cores, finish_now - all.profile.duration_s);
         if (s && (!head || head->memory.peak_with(all.profile, *s) <= capacity)) {

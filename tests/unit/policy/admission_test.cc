@@ -151,6 +151,34 @@ TEST_CASE("Scheduler: a multi-arch unit waits to compile its archs at once when 
   }
 }
 
+TEST_CASE("Scheduler: the build's tail waits for a second core rather than compile its archs in turns") {
+  Harness h;
+  h.config.cores = 2;
+  h.config.budget = 32 * kGiB;
+  auto two = key("two", 2);
+  h.estimator.learn({two, 2, Profile::flat(6 * kGiB, 100)});
+  // One core is busy for 20 more seconds. At 1 thread the unit would run 200 s
+  // and be the tail; on both cores from 20 s on it ends at 120 s.
+  h.running = {running_unit(9, 0, kGiB, 20)};
+  h.enqueue(1, two);
+  SECTION("alone in the queue, it waits") {
+    auto plan = h.step(0);
+    CHECK(started(plan).empty());
+    CHECK_THAT(plan.wait_reasons.at(1), Catch::StartsWith("waits ~20 s to compile its 2 archs at once (2 threads)"));
+    h.running.clear();
+    plan = h.step(20);
+    REQUIRE(started(plan) == std::vector<std::int64_t>{1});
+    CHECK(plan.decisions[0].threads == 2);
+  }
+  SECTION("with units behind it that would use the core, it starts now on one") {
+    h.estimator.learn({key("one"), 1, Profile::flat(kGiB, 100)});
+    for (std::int64_t id = 2; id <= 4; ++id) h.enqueue(id, key("one"));
+    auto plan = h.step(0);
+    REQUIRE(started(plan) == std::vector<std::int64_t>{1});
+    CHECK(plan.decisions[0].threads == 1);
+  }
+}
+
 TEST_CASE("Scheduler: every queued unit has a forecast, started units carry their estimate's source") {
   Harness h;
   h.config.budget = 10 * kGiB;
