@@ -13,8 +13,10 @@
 #include <thread>
 
 #include "client/connection.h"
+#include "client/exit_codes.h"
 #include "client/launcher.h"
 #include "client/progress.h"
+#include "common/json_fields.h"
 #include "common/launch_protocol.h"
 #include "common/size.h"
 #include "common/text.h"
@@ -104,6 +106,8 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
         if (!size || *size == 0) return "--budget: " + (size ? std::string("must be more than 0") : size.error());
         out->budget = v;
       } else if (a == "--name") {
+        if (v.size() > kMaxBuildNameBytes)
+          return "--name: at most " + std::to_string(kMaxBuildNameBytes) + " bytes (see 'fad run --help')";
         out->name = v;
       } else {
         out->socket = v;
@@ -139,12 +143,19 @@ int run_build_command(const RunOptions& o) {
   if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
   auto opened = call_daemon(o.socket, Request{"open_build", open.to_json()});
   std::optional<std::int64_t> id;
-  if (auto* r = std::get_if<Response>(&opened); r && r->ok) id = r->result.at("id").get<std::int64_t>();
+  const auto* answer = std::get_if<Response>(&opened);
+  if (answer && answer->ok) id = answer->result.at("id").get<std::int64_t>();
+  // A request fadd calls malformed would be as wrong without it: no fallback.
+  if (answer && !answer->ok && answer->code == ErrorCode::usage) {
+    std::cerr << "fad run: " << answer->message << "\n";
+    return kExitUsage;
+  }
   if (id)
     std::cerr << "fad run: build " << *id << " (follow it with 'fad watch " << *id << "' or 'fad status " << *id
               << "')\n";
   else
-    std::cerr << "fad: fadd is not reachable at " << o.socket
+    std::cerr << "fad: "
+              << (answer ? "fadd refused the build (" + answer->message + ")" : "fadd is not reachable at " + o.socket)
               << "; running the command with its compiles admitted one at a time, more as memory allows "
                  "(MAX_JOBS is left as it is)\n";
 

@@ -29,4 +29,13 @@ Result<std::optional<std::string>> optional_string(const nlohmann::json& body, c
   return std::optional<std::string>(it->get<std::string>());
 }
 
+Result<std::string> build_name_field(const nlohmann::json& body) {
+  auto name = optional_string(body, "name", true);
+  if (!name) return Error{name.error()};
+  if (*name && (*name)->size() > kMaxBuildNameBytes) {
+    return field_error("name", "at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
+  }
+  return name->value_or("");
+}
+
 }  // namespace fad

@@ -27,4 +27,12 @@ Status require_object(const nlohmann::json& body);
 /// An optional string field: absent or null -> nullopt; empty only if allowed.
 Result<std::optional<std::string>> optional_string(const nlohmann::json& body, const char* field, bool allow_empty);
 
+/// A build's name is shown in every user's `fad status` and `fad history`:
+/// bounded, so one client cannot widen everyone's table or push the listing
+/// past the protocol's message limit.
+inline constexpr std::size_t kMaxBuildNameBytes = 256;
+
+/// The optional `name` field of a message that opens a build (empty allowed).
+Result<std::string> build_name_field(const nlohmann::json& body);
+
 }  // namespace fad

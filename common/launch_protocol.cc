@@ -67,7 +67,7 @@ bool printable_char(unsigned char c) { return c >= 0x20 && c != 0x7f; }
 Result<OpenBuildRequest> OpenBuildRequest::from_json(const json& body) {
   if (Status s = require_object(body); !s) return Error{s.error()};
   OpenBuildRequest r;
-  auto name = string_field(body, "name", false);
+  auto name = build_name_field(body);
   if (!name) return make_error(name.error());
   auto command = string_field(body, "command", false);
   if (!command) return make_error(command.error());

@@ -191,9 +191,9 @@ Result<SubmitRequest> SubmitRequest::from_json(const json& body) {
   Result<std::optional<std::string>> nvcc = optional_string(body, "nvcc", false);
   if (!nvcc) return Error{nvcc.error()};
   r.nvcc = *nvcc;
-  Result<std::optional<std::string>> name = optional_string(body, "name", true);
+  Result<std::string> name = build_name_field(body);
   if (!name) return Error{name.error()};
-  r.name = name->value_or("");
+  r.name = *name;
   return r;
 }
 

@@ -197,3 +197,20 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   CHECK(body_tag.find("data-error") == std::string::npos);
   CHECK(page.err.find(":CONSOLE") == std::string::npos);  // nothing logged, no uncaught error
 }
+
+TEST_CASE("a build name too long for everyone's listing is refused with one line, and nothing runs",
+          "[integration][launcher]") {
+  Daemon d;
+  d.start();
+  const std::string too_long(257, 'n');
+  const fs::path ran = d.dir() / "ran";
+  auto r = run({FAD_FAD_BIN, "run", "--name", too_long, "--", "touch", ran.string()}, {{"FAD_SOCKET", d.socket()}});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "fad: --name: at most 256 bytes (see 'fad run --help')\n");
+  CHECK_FALSE(fs::exists(ran));
+  auto s = d.fad({"submit", "--arch", "9.0", "--name", too_long});
+  CHECK(s.exit_code == 2);
+  CHECK(count_of(s.err, "\n") == 1);
+  CHECK(s.err.find("at most 256 bytes") != std::string::npos);
+  CHECK(d.status_all().at("builds").empty());
+}

@@ -1,6 +1,7 @@
 // The launch messages: round trips and the errors that name bad fields.
 #include <catch2/catch.hpp>
 
+#include "common/json_fields.h"
 #include "common/launch_protocol.h"
 
 using namespace fad;
@@ -52,6 +53,11 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   CHECK_FALSE(UnitRequest::from_json(json::array()));
   CHECK_FALSE(CloseBuildRequest::from_json({{"id", 1}, {"exit_code", 300}}));
   CHECK_FALSE(OpenBuildRequest::from_json({{"budget_bytes", -5}}));
+  const std::string longest(kMaxBuildNameBytes, 'n');
+  CHECK(OpenBuildRequest::from_json({{"name", longest}})->name == longest);
+  auto long_name = OpenBuildRequest::from_json({{"name", longest + "n"}, {"command", "ninja"}});
+  REQUIRE_FALSE(long_name);
+  CHECK(long_name.error() == "field \"name\" must be at most 256 bytes");
   CHECK_FALSE(LaunchFinishedRequest::from_json({{"unit_id", 1}, {"exit_code", 0}, {"signaled", "yes"}}));
 }
 

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/json_fields.h"
 #include "common/protocol.h"
 
 using fad::json;
@@ -151,6 +152,12 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", 3}}).error() ==
         "field \"name\" must be a string");
   CHECK(fad::SubmitRequest::from_json(json::array()).error() == "\"body\" must be an object");
+
+  // Names are shown in every user's listing: one that could not fit it is refused.
+  const std::string longest(fad::kMaxBuildNameBytes, 'n');
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", longest}})->name == longest);
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", longest + "n"}}).error() ==
+        "field \"name\" must be at most 256 bytes");
 }
 
 TEST_CASE("StatusRequest", "[protocol]") {
