@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -15,6 +14,7 @@
 
 #include "client/commands.h"
 #include "client/exit_codes.h"
+#include "common/file_write.h"
 #include "common/history_format.h"
 
 namespace fad::client {
@@ -57,21 +57,8 @@ int run_history_export(const Command& cmd, Context& ctx) {
     req.after = next.get<std::int64_t>();
   }
   const std::size_t count = profiles.size();
-  const std::string tmp = cmd.file + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << history_document(std::move(profiles), utc_now()).dump(1) << "\n";
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return usage_error(ctx, "cannot write " + cmd.file + ": " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), cmd.file.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return usage_error(ctx, "cannot write " + cmd.file + ": " + why);
-  }
+  Status written = write_file_atomically(cmd.file, history_document(std::move(profiles), utc_now()).dump(1) + "\n");
+  if (!written) return usage_error(ctx, "cannot write " + written.error());
   ctx.out << "exported " << count << " unit profile(s) to " << cmd.file << "\n";
   return kExitOk;
 }

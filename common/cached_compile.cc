@@ -15,6 +15,7 @@
 
 #include "common/compiler_identity.h"
 #include "common/depfile.h"
+#include "common/file_write.h"
 #include "common/hash.h"
 
 namespace fad {
@@ -31,27 +32,9 @@ bool regular_file_in(const std::string& path, const std::string& cwd) {
   return ::stat(absolute_in(path, cwd).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/// Writes `bytes` to `path` under a temporary name in its directory, then
-/// renames it there: a build tool never sees half an object.
+/// A build tool never sees half an object (see file_write.h).
 bool write_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".fad-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  bool ok = true;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ok = ::close(fd) == 0 && ok;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
-  ::unlink(tmp.c_str());
-  return false;
+  return static_cast<bool>(write_file_atomically(path, bytes));
 }
 
 bool uses_time_macros(const std::string& text) {

@@ -113,6 +113,26 @@ TEST_CASE("history export pages through fadd and writes a versioned file that im
   CHECK(back.out.str() == "imported 2 unit profile(s) from " + file.path.string() + " (1 already known)\n");
 }
 
+TEST_CASE("history export never writes through a link planted beside its FILE") {
+  // Root exporting into a directory another user can write: a link at the
+  // name a fixed temporary file would have must not redirect the write.
+  TempFile file, precious;
+  std::ofstream(precious.path.string() + "-target") << "keep";
+  const fs::path target = precious.path.string() + "-target";
+  fs::create_symlink(target, file.path.string() + ".tmp");
+  Scripted d;
+  d.answers = {json{{"profiles", {profile("a.cu", 100)}}, {"next_after", nullptr}}};
+  auto ctx = d.context();
+  REQUIRE(run_history_export(file_command(CommandKind::history_export, file.path.string()), ctx) == kExitOk);
+  std::ifstream in(target);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(kept == "keep");
+  CHECK_FALSE(fs::is_symlink(file.path));
+  CHECK(json::parse(std::ifstream(file.path))["profiles"].size() == 1);
+  fs::remove(file.path.string() + ".tmp");
+  fs::remove(target);
+}
+
 TEST_CASE("history import refuses bad files with one line and exit 2, before talking to fadd") {
   TempFile file;
   Scripted d;
