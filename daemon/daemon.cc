@@ -200,6 +200,17 @@ int run_daemon(const DaemonOptions& o) {
   signals.async_wait([&](boost::system::error_code sec, int sig) {
     if (!sec) begin_stop(sig == SIGTERM ? "SIGTERM" : "SIGINT");
   });
+  // SIGHUP (a closed terminal, a reload by habit) must not end an unattended
+  // daemon and its builds. fadd reads its settings once, at start.
+  asio::signal_set hangups(io, SIGHUP);
+  std::function<void()> ignore_hangups = [&] {
+    hangups.async_wait([&](boost::system::error_code sec, int) {
+      if (sec) return;
+      spdlog::warn("SIGHUP ignored: fadd reads its settings only at start; to apply changed ones, fad daemon restart");
+      ignore_hangups();
+    });
+  };
+  ignore_hangups();
 
   // 7. The loop: one tick per poll interval; exit once stopped and idle.
   const auto interval = std::chrono::milliseconds(std::max(10, o.config.poll_interval_ms));
@@ -210,6 +221,7 @@ int run_daemon(const DaemonOptions& o) {
     if (stopping && engine.idle()) {
       launcher->shutdown();
       signals.cancel();
+      hangups.cancel();
       io.stop();
       return;
     }

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/daemon.h"
+#include "daemon/memory_probe.h"
 #include "daemon/options.h"
 
 int main(int argc, char** argv) {
@@ -29,6 +30,11 @@ int main(int argc, char** argv) {
   auto options = fad::resolve_daemon_options(*flags, fad::process_env(), ::getuid());
   if (!options) {
     std::cerr << "fadd: " << options.error() << "\n";
+    return 2;
+  }
+  // A reserve of all the memory there is would queue every build forever.
+  if (auto problem = fad::memory_settings_problem(options->config, fad::ProcMemoryProbe().sample()); !problem.empty()) {
+    std::cerr << "fadd: " << problem << "\n";
     return 2;
   }
 

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/paths.h"
 #include "common/result.h"
+#include "policy/scheduler.h"
 
 namespace CLI {
 class App;
@@ -48,6 +49,11 @@ struct DaemonOptions {
 /// environment over it. The system unit passes /run/fad, /var/lib/fad and
 /// /etc/fad explicitly.
 Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& flags, const EnvLookup& env, unsigned uid);
+
+/// What is wrong with settings that leave fad no memory at all on this
+/// machine (a reserve of all of it): every build would wait forever. "" when
+/// they leave some.
+std::string memory_settings_problem(const Config& config, const MemorySnapshot& memory);
 
 /// Where the bundled kernels are: flag/config, FAD_KERNELS_DIR, the installed
 /// copy, else the source tree fadd was built from.

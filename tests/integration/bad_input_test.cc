@@ -121,6 +121,9 @@ TEST_CASE("fadd rejects bad flags, sizes and config with exit 2", "[integration]
   CHECK(log.find("4X") != std::string::npos);
 
   CHECK(d.start_expect_exit({"--reserve", "150%"}, &log) == 2);
+  // A reserve of more memory than any machine has: every build would wait forever.
+  CHECK(d.start_expect_exit({"--reserve", "100T"}, &log) == 2);
+  CHECK(log.find("fad could start nothing") != std::string::npos);
 
   const auto cfg = (d.dir() / "bad.json").string();
   std::ofstream(cfg) << "{\n  \"memory_budget\": \"8G\",\n  \"colour\": \"blue\"\n}\n";

@@ -1,6 +1,9 @@
 // Crash safety: kill -9 of fadd at any moment, then a restart, resumes the build
-// and never compiles a finished unit again; SIGTERM stops cleanly and requeues.
+// and never compiles a finished unit again; SIGTERM stops cleanly and requeues;
+// SIGHUP stops nothing.
 #include <catch2/catch.hpp>
+
+#include <signal.h>
 
 #include "harness.h"
 
@@ -93,6 +96,21 @@ TEST_CASE("SIGTERM stops running units, exits 0, and a restart finishes the buil
     std::ofstream(fs::path(d.kernels_dir()) / "src" / ("fwd_u" + std::to_string(i) + ".cu")) << "// quick now\n";
   d.start();
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
+}
+
+TEST_CASE("SIGHUP neither stops fadd nor its running build, and says so in the log", "[integration]") {
+  Daemon d;
+  d.write_kernels(slowish_units(1, "peak_mb=10 duration_s=2"));
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  REQUIRE(wait_for([&] { return d.status(id).at("units").at("running").get<int>() >= 1; }, std::chrono::seconds(30)));
+  REQUIRE(::kill(d.pid(), SIGHUP) == 0);
+  REQUIRE(
+      wait_for([&] { return d.daemon_log().find("SIGHUP ignored") != std::string::npos; }, std::chrono::seconds(10)));
+  ::kill(d.pid(), SIGHUP);  // and again: the handler stays armed
+  CHECK(d.wait_final(id, 60).at("state") == "succeeded");
+  CHECK(d.fad({"status"}).exit_code == 0);
+  CHECK(d.terminate() == 0);
 }
 
 TEST_CASE("a second fadd on the same state dir or socket refuses to start", "[integration]") {
