@@ -98,7 +98,27 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     }
     return usage("unexpected argument '" + first + "'", path);
   }
-  return usage(lower_first(e.what()), path);
+  // CLI11's "Could not convert: --limit = 99999999999999": a number out of range, or none.
+  const std::string what = e.what(), prefix = "Could not convert: ";
+  if (const auto eq = what.find(" = "); what.rfind(prefix, 0) == 0 && eq != std::string::npos)
+    return usage(what.substr(prefix.size(), eq - prefix.size()) + ": expected a whole number in range, got '" +
+                     what.substr(eq + 3) + "'",
+                 path);
+  return usage(lower_first(what), path);
+}
+
+// An option given an empty value ("--nvcc ''", "-o ''", an unset shell
+// variable) would otherwise mean its default, silently. Only a name may be empty.
+std::optional<std::string> empty_option(const CLI::App& app) {
+  for (const CLI::App* at = &app;;) {
+    for (const CLI::Option* opt : at->get_options()) {
+      if (opt->get_type_size() == 0 || opt->count() == 0 || opt->get_name() == "--name") continue;
+      for (const auto& value : opt->results())
+        if (value.empty()) return opt->get_name();
+    }
+    if (at->get_subcommands().empty()) return std::nullopt;
+    at = at->get_subcommands().front();
+  }
 }
 
 // Builds the Command from what CLI11 filled in; checks what CLI11 cannot (ids, archs).
@@ -106,6 +126,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   Command cmd;
   const CLI::App* sub = app.get_subcommands().front();
   cmd.path = command_path(app);
+  if (auto empty = empty_option(app)) return usage(*empty + ": the value is empty", cmd.path);
   static const std::pair<const char*, CommandKind> kKinds[] = {{"submit", CommandKind::submit},
                                                                {"status", CommandKind::status},
                                                                {"logs", CommandKind::logs},

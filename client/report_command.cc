@@ -1,30 +1,26 @@
 // `fad report ID [-o FILE] [--trace FILE] [--json]`: asks fadd for the build's
 // report data and writes the HTML page (and the trace-event JSON). fadd only
 // returns data; drawing happens here.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <ostream>
 
 #include "client/commands.h"
 #include "client/exit_codes.h"
 #include "client/report_html.h"
+#include "common/file_write.h"
 #include "common/size.h"
 
 namespace fad::client {
 
 namespace {
-// Writes `text` to `path` ("-": stdout); an error line and false when it cannot.
+// Writes `text` to `path` ("-": stdout) as history export does (whole, never
+// through a link); an error line and false when it cannot.
 bool write_output(Context& ctx, const std::string& path, const std::string& text) {
   if (path == "-") {
     ctx.out << text;
     return true;
   }
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) {
-    ctx.err << "fad: cannot write " << path << ": " << std::strerror(errno) << "\n";
+  if (Status written = write_file_atomically(path, text); !written) {
+    ctx.err << "fad: cannot write " << written.error() << "\n";
     return false;
   }
   return true;
@@ -44,8 +40,9 @@ int run_report(const Command& cmd, Context& ctx) {
   const ReportModel model = build_report_model(*result);
   const std::string html = render_report_html(model, std::string("fad ") + FAD_VERSION);
   const std::string path = cmd.output.value_or("fad-report-" + std::to_string(req.id) + ".html");
-  if (!write_output(ctx, path, html)) return kExitFailed;
-  if (cmd.trace && !write_output(ctx, *cmd.trace, render_trace(model).dump() + "\n")) return kExitFailed;
+  // A path that cannot be written is a bad argument, as for history export.
+  if (!write_output(ctx, path, html)) return kExitUsage;
+  if (cmd.trace && !write_output(ctx, *cmd.trace, render_trace(model).dump() + "\n")) return kExitUsage;
   // Said on stderr when the page itself went to stdout.
   std::ostream& note = path == "-" ? ctx.err : ctx.out;
   if (path != "-")

@@ -2,6 +2,7 @@
 #include "common/file_write.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,6 +30,16 @@ Status write_all(int fd, const std::string& bytes) {
 }  // namespace
 
 Status write_file_atomically(const std::string& path, const std::string& bytes) {
+  // The rename would replace whatever is there: a link (/dev/stdout), a
+  // device (/dev/null), a FIFO. Only a regular file is the user's to replace.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return make_error(path + ": " +
+                      (S_ISLNK(st.st_mode) ? "a symbolic link; fad writes only to a regular file or a new name"
+                       : S_ISDIR(st.st_mode)
+                           ? "a directory; name a file"
+                           : "not a regular file (a device, FIFO or socket); fad will not replace it"));
+  }
   std::random_device seed;
   std::mt19937_64 rng(seed());
   std::string tmp;

@@ -13,7 +13,9 @@
 namespace fad {
 
 /// Writes `bytes` to `path` atomically (see above). The file's mode is 0666
-/// less the umask, as for any file the user creates. Fails with "PATH: why".
+/// less the umask, as for any file the user creates. Fails with "PATH: why",
+/// also when `path` is there and is not a regular file (a link such as
+/// /dev/stdout, a device): a rename would replace it.
 Status write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace fad

@@ -176,6 +176,11 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
     CHECK(top > (30u << 20));
   }
   CHECK(d.fad({"report", "999"}).exit_code == 1);
+  // A path that cannot be written, or that is not a file to replace: exit 2, one line.
+  auto bad = d.fad({"report", std::to_string(id), "-o", (d.dir() / "no" / "dir" / "r.html").string()});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("No such file or directory") != std::string::npos);
+  CHECK(d.fad({"report", std::to_string(id), "-o", "/dev/null"}).exit_code == 2);
 
   const std::string chromium = find_tool({"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"});
   if (chromium.empty()) {

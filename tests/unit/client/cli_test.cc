@@ -123,7 +123,21 @@ TEST_CASE("history limit") {
   CHECK(c.limit == 5);
   CHECK(c.json);
   usage_error({"history", "--limit", "0"});
-  usage_error({"history", "--limit", "lots"});
+  CHECK(usage_error({"history", "--limit", "lots"}) ==
+        "fad: --limit: expected a whole number in range, got 'lots' (see 'fad history --help')\n");
+  CHECK(usage_error({"history", "--limit", "99999999999999"}).find("got '99999999999999'") != std::string::npos);
+}
+
+TEST_CASE("an empty value is a usage error, not the option's default") {
+  CHECK(usage_error({"submit", "--nvcc", ""}) == "fad: --nvcc: the value is empty (see 'fad submit --help')\n");
+  CHECK(usage_error({"submit", "--kernels", ""}).find("--kernels: the value is empty") != std::string::npos);
+  usage_error({"submit", "--kernels="});
+  CHECK(usage_error({"status", "--socket", ""}).find("--socket: the value is empty") != std::string::npos);
+  CHECK(usage_error({"report", "3", "-o", ""}).find("--output: the value is empty") != std::string::npos);
+  CHECK(usage_error({"history", "export", ""}).find("FILE: the value is empty") != std::string::npos);
+  CHECK(usage_error({"daemon", "start", "--state-dir", ""}).find("--state-dir") != std::string::npos);
+  // A name may be empty: the build is then named for what it builds.
+  CHECK(command({"submit", "--arch", "9.0", "--name", ""}).name.empty());
 }
 
 TEST_CASE("daemon start and stop, with args for fadd after --") {

@@ -1,5 +1,6 @@
 // write_file_atomically: replaces the named file whole, never writes through
-// something planted beside it or at it, and says why it could not.
+// something planted beside it or at it, never replaces what is not a regular
+// file, and says why it could not.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -47,12 +48,13 @@ TEST_CASE("write_file_atomically replaces the file and leaves nothing beside it"
 TEST_CASE("write_file_atomically never writes through a symlink", "[file_write]") {
   Dir d;
   std::ofstream(d / "precious") << "keep";
-  // A link planted at the target is replaced by the file, not followed.
+  // A link at the target is neither followed nor replaced (/dev/stdout is one).
   fs::create_symlink(d / "precious", d / "out.json");
-  REQUIRE(fad::write_file_atomically(d / "out.json", "data"));
+  auto linked = fad::write_file_atomically(d / "out.json", "data");
+  REQUIRE_FALSE(linked);
+  CHECK_THAT(linked.error(), Contains("a symbolic link"));
   CHECK(content(d / "precious") == "keep");
-  CHECK_FALSE(fs::is_symlink(d / "out.json"));
-  CHECK(content(d / "out.json") == "data");
+  CHECK(fs::is_symlink(d / "out.json"));
   // Links planted at the names a fixed-suffix writer would use are never opened.
   for (const char* planted : {"h.json.tmp", "h.json.fad-tmp"}) fs::create_symlink(d / "precious", d / planted);
   REQUIRE(fad::write_file_atomically(d / "h.json", "data"));
@@ -71,4 +73,11 @@ TEST_CASE("write_file_atomically says which file it could not write and why", "[
   REQUIRE_FALSE(taken);
   CHECK_THAT(taken.error(), Contains(d / "taken"));
   CHECK(std::distance(fs::directory_iterator(d.path), fs::directory_iterator()) == 1);
+  // A device is never replaced, however privileged the writer.
+  auto device = fad::write_file_atomically("/dev/null", "x");
+  REQUIRE_FALSE(device);
+  CHECK_THAT(device.error(), Contains("/dev/null: not a regular file"));
+  CHECK(fs::is_character_file("/dev/null"));
+  ::mkfifo((d / "fifo").c_str(), 0600);
+  CHECK_THAT(fad::write_file_atomically(d / "fifo", "x").error(), Contains("not a regular file"));
 }
