@@ -20,12 +20,14 @@ namespace fs = std::filesystem;
 namespace {
 
 // The RFC 3339 time `seconds` before `wall` (same format, so that stored
-// times compare as strings); nullopt when `wall` does not parse.
+// times compare as strings); nullopt when `wall` does not parse. An age older
+// than 1970 (--older-than 999999999w) is 1970: no build is that old.
 std::optional<std::string> rfc3339_before(const std::string& wall, std::int64_t seconds) {
   std::tm tm{};
   const char* end = strptime(wall.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
   if (!end || *end != '\0') return std::nullopt;
-  const std::time_t t = timegm(&tm) - static_cast<std::time_t>(seconds);
+  const std::time_t now = timegm(&tm);
+  const std::time_t t = seconds >= now ? 0 : now - static_cast<std::time_t>(seconds);
   std::tm out{};
   if (!gmtime_r(&t, &out)) return std::nullopt;
   char buf[32];

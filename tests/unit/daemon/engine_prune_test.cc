@@ -1,6 +1,8 @@
 // Retention over the real Engine and Store: which builds lose their outputs
 // and logs, what stays (rows, the estimator's history), and fadd applying its
 // configured retention by itself once a day.
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include "daemon/engine.h"
@@ -56,6 +58,12 @@ TEST_CASE("prune: old finished builds lose outputs and logs but keep their rows,
   const std::size_t learned = f.store->history().size();
   REQUIRE(learned == 4);
   REQUIRE(fs::exists(f.artifact(old_ok)));
+
+  // An age older than the clock (999999999999w): nothing is that old.
+  auto ancient = prune(f, std::numeric_limits<std::int64_t>::max(), true);
+  REQUIRE(ancient.ok);
+  CHECK(ids_of(ancient).empty());
+  CHECK(ids_of(prune(f, 60LL * 365 * kDay, true)).empty());
 
   // A dry run lists, deletes nothing.
   auto dry = prune(f, 30 * kDay, true);
