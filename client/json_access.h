@@ -16,11 +16,33 @@ inline const json* field(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-/// A string field as text; "-" when missing or empty, other values as JSON.
+/// `s` safe to print on a terminal: control characters (C0, DEL, and C1 as
+/// UTF-8, e.g. U+009B, a CSI to some terminals) become '?'. Names come from
+/// other users: an escape sequence in one must not rewrite your screen,
+/// clipboard or title.
+inline std::string printable(std::string s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += '?';
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      out += '?';
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+/// A string field as text to show; "-" when missing or empty, other values as JSON.
 inline std::string text(const json& j, const char* key) {
   const json* f = field(j, key);
   if (!f) return "-";
-  if (f->is_string()) return f->get<std::string>().empty() ? "-" : f->get<std::string>();
+  if (f->is_string()) return f->get<std::string>().empty() ? "-" : printable(f->get<std::string>());
   return f->dump();
 }
 

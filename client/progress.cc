@@ -133,7 +133,7 @@ std::string render_progress_line(const json& status, std::size_t width, double n
   for (const auto& u : list) {
     const std::string s = str(u, "state");
     if (is_running_state(s)) {
-      running.emplace_back(number(u, "elapsed_s"), str(u, "name"));
+      running.emplace_back(number(u, "elapsed_s"), printable(str(u, "name")));
       build_bytes += number(u, "current_bytes");
       suspended += s == "suspended";
     } else if (s == "queued" && waits_for_memory(str(u, "wait_reason"))) {
@@ -195,7 +195,7 @@ std::string render_failure(const json& build, const std::string& log_tail) {
     return "build " + id + " failed: " + (field(build, "error") ? text(build, "error") : "no unit failed") +
            "\nthe build's log: fad logs " + id + "\n";
   }
-  const std::string name = str(unit, "name");
+  const std::string name = printable(str(unit, "name"));
   std::string out = "build " + id + " failed: " + name;
   out += field(unit, "exit_code") ? " exited with code " + text(unit, "exit_code") : " failed";
   out += " (" + std::to_string(count(counts, "failed")) + " of " + std::to_string(count(counts, "total")) +
@@ -230,7 +230,7 @@ std::optional<std::string> stall_note(const json& build) {
     if (s == "queued" && !oldest) oldest = &u;
   }
   if (!oldest) return std::nullopt;
-  return wait_note(str(*oldest, "wait_reason"), count(build, "id"));
+  return wait_note(printable(str(*oldest, "wait_reason")), count(build, "id"));
 }
 
 std::string render_run_summary(const json& build) {

@@ -34,7 +34,8 @@ std::string archs_cell(const json& j) {
   const json* f = field(j, "archs");
   if (!f || !f->is_array() || f->empty()) return "-";
   std::string out;
-  for (const auto& a : *f) out += (out.empty() ? "" : ",") + (a.is_string() ? a.get<std::string>() : a.dump());
+  for (const auto& a : *f)
+    out += (out.empty() ? "" : ",") + (a.is_string() ? printable(a.get<std::string>()) : a.dump());
   return out;
 }
 
@@ -160,10 +161,12 @@ std::string render_status(const json& status, bool color) {
                     std::to_string(count(u, "running")), std::to_string(count(u, "queued")),
                     std::to_string(count(u, "failed")), size_cell(b, "peak_bytes"), text(b, "created_at")});
   }
-  return out + "\n" +
-         format_table(
-             {"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "RUNNING", "QUEUED", "FAILED", "PEAK", "CREATED"},
-             rows);
+  out += "\n" + format_table({"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "RUNNING", "QUEUED", "FAILED", "PEAK",
+                              "CREATED"},
+                             rows);
+  if (const auto left_out = count(status, "builds_left_out"); left_out > 0)
+    out += "... and " + std::to_string(left_out) + " newer build(s) not listed (too many to send at once)\n";
+  return out;
 }
 
 std::string render_build_status(const json& status, bool color) {
@@ -217,8 +220,12 @@ std::string render_history(const json& history, bool color) {
                     std::to_string(count(b, "cache_hits")), duration_cell(b, "queue_s"), run,
                     size_cell(b, "peak_bytes"), text(b, "finished_at")});
   }
-  return format_table(
+  std::string out = format_table(
       {"ID", "USER", "NAME", "STATE", "ARCHS", "UNITS OK", "CACHED", "QUEUED", "RAN", "PEAK", "FINISHED"}, rows);
+  if (const auto left_out = count(history, "builds_left_out"); left_out > 0)
+    out += "... and " + std::to_string(left_out) +
+           " older build(s) not listed (too many to send at once; lower --limit)\n";
+  return out;
 }
 std::string render_prune(const json& prune) {
   const json* builds = field(prune, "builds");

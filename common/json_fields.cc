@@ -35,6 +35,10 @@ Result<std::string> build_name_field(const nlohmann::json& body) {
   if (*name && (*name)->size() > kMaxBuildNameBytes) {
     return field_error("name", "at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
   }
+  // Another user's terminal shows it: no escape sequences, no line breaks.
+  if (*name)
+    for (unsigned char c : **name)
+      if (c < 0x20 || c == 0x7f) return field_error("name", "printable text (no control characters)");
   return name->value_or("");
 }
 

@@ -2,6 +2,7 @@
 // request body, anything a peer sends is validated and named when wrong.
 #include "common/launch_protocol.h"
 
+#include "common/arch.h"
 #include "common/json_fields.h"
 
 #include <limits>
@@ -121,6 +122,11 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   r.argv = std::move(*argv);
   auto archs = strings_field(body, "archs", false);
   if (!archs) return make_error(archs.error());
+  // They end up in every user's listing: real archs only, as many as nvcc can name.
+  if (archs->size() > kMaxLaunchArchs)
+    return field_error("archs", "at most " + std::to_string(kMaxLaunchArchs) + " archs");
+  for (const auto& a : *archs)
+    if (!parse_arch(a)) return field_error("archs", "archs such as \"9.0\" or \"sm_90a\"");
   r.archs = std::move(*archs);
   auto hash =
       bounded_field(body, "content_hash", kMaxContentHashBytes, hash_char, "a hash (letters, digits and :._+/=-)");

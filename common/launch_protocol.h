@@ -43,6 +43,8 @@ struct CloseBuildRequest {
 
 inline constexpr std::size_t kMaxContentHashBytes = 128;
 inline constexpr std::size_t kMaxCompilerVersionBytes = 512;
+/// A compile's archs, each one nvcc knows (parse_arch); at most this many.
+inline constexpr std::size_t kMaxLaunchArchs = 64;
 
 /// "launch": one compiler call asks to be scheduled.
 struct LaunchRequest {

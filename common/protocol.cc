@@ -187,6 +187,9 @@ Result<SubmitRequest> SubmitRequest::from_json(const json& body) {
   }
   Result<std::optional<std::string>> kernels = optional_string(body, "kernels", false);
   if (!kernels) return Error{kernels.error()};
+  // Shown in every user's listing, as a name is.
+  if (*kernels && (*kernels)->size() > kMaxBuildNameBytes)
+    return field_error("kernels", "a glob of at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
   if (*kernels) r.kernels = **kernels;
   Result<std::optional<std::string>> nvcc = optional_string(body, "nvcc", false);
   if (!nvcc) return Error{nvcc.error()};

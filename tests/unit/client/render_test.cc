@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "client/json_access.h"
 #include "client/render.h"
 #include "client/style.h"
 
@@ -163,6 +164,33 @@ TEST_CASE("status tolerates missing, null and mistyped fields") {
   CHECK(render_build_status(json{{"builds", json::array()}}) == "no such build\n");
   CHECK_NOTHROW(render_history(json{{"builds", {json::object(), nullptr}}}));
   CHECK_NOTHROW(render_outcome(json(nullptr)));
+}
+
+TEST_CASE("names from other users cannot write escape sequences to the terminal") {
+  json hostile = kStatus;
+  // An OSC 52 clipboard write, a screen clear and a forged row; a C1 CSI (U+009B) as UTF-8.
+  hostile["builds"][0]["name"] = "\x1b]52;c;aGk=\x07\x1b[2J\n6 forged";
+  hostile["builds"][0]["unit_list"][0]["name"] =
+      "u\xC2\x9B"
+      "31m";
+  hostile["builds"][0]["archs"] = {"9.0\x1b[8m"};
+  for (const std::string& text : {render_status(hostile), render_build_status(json{{"builds", {hostile["builds"][0]}}}),
+                                  render_history(hostile)}) {
+    INFO(text);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find('\x07') == std::string::npos);
+    CHECK(text.find("\xC2\x9B") == std::string::npos);
+    CHECK(text.find("\n6 forged") == std::string::npos);
+  }
+  // A listing fadd had to cut says so on its last line.
+  json cut = kStatus;
+  cut["builds_left_out"] = 1234;
+  CHECK(lines(render_status(cut)).back() == "... and 1234 newer build(s) not listed (too many to send at once)");
+  CHECK(lines(render_history(json{{"builds", {kStatus["builds"][1]}}, {"builds_left_out", 7}})).back() ==
+        "... and 7 older build(s) not listed (too many to send at once; lower --limit)");
+  CHECK(render_status(kStatus).find("not listed") == std::string::npos);
+  CHECK(printable("caf\xC3\xA9 \xE2\x82\xAC\x1b") == "caf\xC3\xA9 \xE2\x82\xAC?");
+  CHECK(printable("a\tb\x7f") == "a?b?");
 }
 
 TEST_CASE("history rows carry duration and peak") {

@@ -47,6 +47,18 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
       LaunchRequest::from_json({{"session", "x"}, {"cwd", "/"}, {"source", "/a.cu"}, {"argv", {"nvcc"}}});
   REQUIRE_FALSE(bad_session);
   CHECK(bad_session.error().find("\"session\"") != std::string::npos);
+  // Archs reach every user's listing: only ones nvcc knows, and not too many.
+  const json launch{{"session", 1}, {"cwd", "/"}, {"source", "/a.cu"}, {"argv", {"nvcc"}}};
+  auto with_archs = [&](json archs) {
+    json body = launch;
+    body["archs"] = std::move(archs);
+    return LaunchRequest::from_json(body);
+  };
+  CHECK(with_archs({"9.0", "12.0a", "sm_100f"}));
+  CHECK(with_archs({std::string(600000, 'x')}).error() ==
+        "field \"archs\" must be archs such as \"9.0\" or \"sm_90a\"");
+  CHECK(with_archs({"9.0\x1b[2J"}).error().find("\"archs\"") != std::string::npos);
+  CHECK(with_archs(json(std::vector<std::string>(65, "9.0"))).error() == "field \"archs\" must be at most 64 archs");
   auto pid1 = LaunchStartedRequest::from_json({{"unit_id", 1}, {"pid", 1}});
   REQUIRE_FALSE(pid1);  // pid 1 would make fadd signal init's group
   CHECK(pid1.error().find("\"pid\"") != std::string::npos);
