@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -11,6 +12,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/launch_protocol.h"
+#include "common/text.h"
 #include "daemon/async_capture.h"
 
 namespace fad {
@@ -38,8 +41,9 @@ Result<Toolchain> toolchain_from_output(const std::string& path, const std::stri
   Toolchain tc;
   tc.path = path;
   std::stringstream ss(version_output);
+  // Kept with every unit and sent to every user: as long as a launch's compiler_version may be.
   for (std::string line; std::getline(ss, line);)
-    if (!line.empty()) tc.version = line;
+    if (!line.empty()) tc.version = utf8_prefix(line, kMaxCompilerVersionBytes);
   tc.archs = parse_nvcc_arch_list(arch_list_output);
   if (tc.archs.empty()) return make_error(path + " --list-gpu-arch listed no architectures");
   return tc;
@@ -75,7 +79,10 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
   const Key key{*path, query.run_as ? query.run_as->uid : ::geteuid()};
   if (auto it = cache_.find(key); it != cache_.end()) {
     // A compiler replaced in place (an upgrade) is probed again.
-    if (it->second.size == size && it->second.mtime_ns == mtime_ns) return answer_now(it->second.toolchain);
+    if (it->second.size == size && it->second.mtime_ns == mtime_ns) {
+      it->second.used = ++uses_;
+      return answer_now(it->second.toolchain);
+    }
     cache_.erase(it);
   }
   if (auto it = probes_.find(key); it != probes_.end()) {
@@ -85,6 +92,11 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
   if (probes_.size() >= max_in_flight_)
     return answer_now(make_error("fadd is probing " + std::to_string(probes_.size()) +
                                  " compilers already; submit again once they answered"));
+  std::size_t mine = 0;
+  for (const auto& [k, p] : probes_) mine += k.uid == key.uid;
+  if (mine >= kMaxInFlightPerUser)
+    return answer_now(make_error("fadd is probing " + std::to_string(mine) +
+                                 " compilers for you already; submit again once they answered"));
   auto probe = std::make_shared<Probe>();
   probe->waiting.push_back(std::move(done));
   probes_.emplace(key, probe);
@@ -117,9 +129,14 @@ void ToolchainProber::finish(const Key& key, Result<Toolchain> result, std::int6
   if (it == probes_.end()) return;
   auto probe = it->second;  // keeps the capture alive until this handler returns
   probes_.erase(it);
-  if (result)
-    cache_[key] = Cached{*result, size, mtime_ns};
-  else
+  if (result) {
+    if (cache_.size() >= kMaxCached && !cache_.count(key)) {
+      auto oldest = std::min_element(cache_.begin(), cache_.end(),
+                                     [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+      cache_.erase(oldest);
+    }
+    cache_[key] = Cached{*result, size, mtime_ns, ++uses_};
+  } else
     spdlog::warn("probing {}: {}", key.path, result.error());
   for (auto& done : probe->waiting) done(result);
 }

@@ -25,7 +25,7 @@ namespace fad {
 
 struct Toolchain {
   std::string path;     ///< absolute
-  std::string version;  ///< last line of `--version` ("Build cuda_13.0.r13.0/...")
+  std::string version;  ///< last line of `--version` ("Build cuda_13.0.r13.0/..."), at most 512 bytes
   std::vector<Arch> archs;
 };
 
@@ -47,9 +47,16 @@ using ToolchainCallback = std::function<void(Result<Toolchain>)>;
 /// Probes compilers asynchronously on `io` and caches the results per
 /// (resolved path, user), revalidated by the file's size and mtime. Concurrent
 /// requests for one compiler share a probe; at most `max_in_flight` compilers
-/// are probed at once (more get an error at once).
+/// are probed at once, at most kMaxInFlightPerUser of them for one user (more
+/// get an error at once).
 class ToolchainProber {
  public:
+  /// Answers remembered: the most recently used ones. One user naming endless
+  /// paths (a//n, a/./n, ...) must not grow fadd's memory without end.
+  static constexpr std::size_t kMaxCached = 64;
+  /// One user's probes of slow "compilers" must leave room for everyone else's.
+  static constexpr std::size_t kMaxInFlightPerUser = 2;
+
   explicit ToolchainProber(boost::asio::io_context& io, std::chrono::milliseconds timeout = std::chrono::seconds(30),
                            std::size_t max_in_flight = 8);
   /// Kills probes still running; their callbacks never run.
@@ -63,6 +70,8 @@ class ToolchainProber {
 
   /// Compilers being probed now.
   std::size_t in_flight() const { return probes_.size(); }
+  /// Answers remembered now.
+  std::size_t cached() const { return cache_.size(); }
 
  private:
   struct Key {
@@ -74,6 +83,7 @@ class ToolchainProber {
     Toolchain toolchain;
     std::int64_t size = 0;
     std::int64_t mtime_ns = 0;
+    std::uint64_t used = 0;  ///< when last answered from (uses_ then)
   };
   struct Probe;
   void finish(const Key& key, Result<Toolchain> result, std::int64_t size, std::int64_t mtime_ns);
@@ -82,6 +92,7 @@ class ToolchainProber {
   std::chrono::milliseconds timeout_;
   std::size_t max_in_flight_;
   std::map<Key, Cached> cache_;
+  std::uint64_t uses_ = 0;
   std::map<Key, std::shared_ptr<Probe>> probes_;
   std::shared_ptr<bool> alive_;
 };

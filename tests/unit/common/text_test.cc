@@ -1,0 +1,23 @@
+// join and utf8_prefix.
+#include <catch2/catch.hpp>
+
+#include "common/text.h"
+
+TEST_CASE("join puts the separator only between parts", "[text]") {
+  CHECK(fad::join({}, ", ").empty());
+  CHECK(fad::join({"a"}, ", ") == "a");
+  CHECK(fad::join({"a", "b", "c"}, ", ") == "a, b, c");
+}
+
+TEST_CASE("utf8_prefix cuts before a character, never inside it", "[text]") {
+  CHECK(fad::utf8_prefix("ninja -j8", 80) == "ninja -j8");
+  CHECK(fad::utf8_prefix("ninja -j8", 5) == "ninja");
+  // "é" is two bytes (C3 A9), "€" three (E2 82 AC), "𝄞" four (F0 9D 84 9E).
+  CHECK(fad::utf8_prefix("caf\xC3\xA9", 4) == "caf");
+  CHECK(fad::utf8_prefix("caf\xC3\xA9", 5) == "caf\xC3\xA9");
+  CHECK(fad::utf8_prefix("x\xE2\x82\xAC", 2) == "x");
+  CHECK(fad::utf8_prefix("x\xE2\x82\xAC", 3) == "x");
+  CHECK(fad::utf8_prefix("x\xF0\x9D\x84\x9E!", 4) == "x");
+  CHECK(fad::utf8_prefix("x\xF0\x9D\x84\x9E!", 5) == "x\xF0\x9D\x84\x9E");
+  CHECK(fad::utf8_prefix("\xC3\xA9", 1).empty());
+}
