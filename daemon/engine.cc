@@ -80,7 +80,7 @@ void Engine::recover() {
     auto profile = Profile::parse(h.profile);
     if (!profile) continue;
     Observation obs;
-    obs.key = UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count};
+    obs.key = UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope};
     obs.threads = h.threads;
     obs.profile = std::move(*profile);
     obs.imported = h.origin == "imported";
@@ -90,7 +90,8 @@ void Engine::recover() {
   for (const auto& b : store_.active_builds()) {
     if (b.kind == "external") {
       // Their launchers lost fadd and ran the compilers directly; a fad run
-      // build stays open for its command to close.
+      // build stays open for its command to close (or until its fad run is
+      // gone, check_external).
       store_.set_pending_units(b.id, UnitState::cancelled, false);
       if (b.session) finalize_external(b, "fadd restarted");
     }
@@ -562,6 +563,7 @@ void Engine::prepare_end(Ended& e) {
   h.compiler = obs.key.compiler;
   h.family = obs.key.family;
   h.arch_count = obs.key.arch_count;
+  h.scope = obs.key.scope;
   h.threads = e.run.threads;
   h.profile = obs.profile.serialize();
   e.history = std::move(h);

@@ -192,6 +192,10 @@ class Engine {
   void log_launch_call(const BuildRecord& build, const UnitRecord& u, const LaunchRequest& req,
                        const std::string& note);
   void check_external(double now);
+  /// The UnitKey::scope of units whose key or compiler `caller` chose.
+  std::string learning_scope(const Caller& caller) const;
+  /// Whether the process that opened a fad run build still runs.
+  bool opener_alive(const ProcessStamp& opener);
   void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/size.h"
+#include "common/text.h"
 #include "daemon/build_files.h"
 #include "daemon/credentials.h"
 #include "daemon/engine.h"
@@ -68,12 +69,19 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   BuildRecord b;
   b.uid = caller.uid;
   b.gid = caller.gid;
-  b.name = req.name.empty() ? req.command.substr(0, 80) : req.name;
+  b.name = req.name.empty() ? utf8_prefix(req.command, 80) : req.name;
   b.kind = "external";
   b.command = req.command;
   b.budget_bytes = req.budget_bytes;
   b.created_at = clock_.wall();
   b.kernels_glob = "";
+  // Whoever opens it closes it; if that process dies first (kill -9), the
+  // build must not stay open forever (check_external).
+  // One already gone when asked is recorded as gone (start time 0).
+  if (caller.pid > 0) {
+    const auto opener = launcher_.process_info(caller.pid);
+    b.opener = ProcessStamp{caller.pid, opener ? opener->start_ticks : 0};
+  }
   const auto id = store_.create_build(std::move(b), {});
   // Its command runs from now on: running, not queued, whether or not it compiles yet.
   store_.set_build_state(id, BuildState::running, std::nullopt);
@@ -149,6 +157,10 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   u.source_bytes = req.source_bytes.value_or(0);
   u.flags = key_flags(req.argv, req.source);
   u.compiler = req.compiler_version.value_or(req.argv.front());
+  // Every field above is the caller's word (any source, hash or version it
+  // likes, run by any program): what fadd measures of it teaches only the
+  // caller's own units, or everyone's when root or fadd's own user sent it.
+  u.scope = learning_scope(caller);
   u.key = unit_key(u).exact();
   const auto unit_id = store_.add_unit(build->id, u, build_dir(build->id) + "/logs");
   if (req.cached) return record_cached_launch(*build, u, unit_id, req);
@@ -334,13 +346,29 @@ void Engine::check_external(double now) {
     it = last_poll_.erase(it);
   }
   for (const auto& b : store_.active_builds()) {
-    if (b.kind != "external" || !b.session) continue;
+    if (b.kind != "external") continue;
+    // Launches outside fad run end with a quiet spell; a fad run build with
+    // its opener, or with a quiet spell once the opener is gone (its command
+    // may live on and still compile).
+    std::string why;
+    if (!b.session) {
+      if (!b.opener || opener_alive(*b.opener)) continue;
+      why = "fad run (pid " + std::to_string(b.opener->pid) + ") ended without reporting its command's exit";
+    }
     auto [activity, inserted] = last_activity_.emplace(b.id, now);
     if (inserted || now - activity->second < kSessionIdleS) continue;
     bool busy = false;
     for (const auto& u : store_.units(b.id)) busy |= u.state == UnitState::queued || u.state == UnitState::running;
-    if (!busy) finalize_external(b, "");
+    if (busy) continue;
+    if (!why.empty()) spdlog::warn("build {}: {}; closing it", b.id, why);
+    finalize_external(b, why);
   }
+}
+
+bool Engine::opener_alive(const ProcessStamp& opener) {
+  auto p = launcher_.process_info(opener.pid);
+  // A pid the kernel gave to a later process is not the opener.
+  return p && !p->zombie && p->start_ticks == opener.start_ticks;
 }
 
 }  // namespace fad

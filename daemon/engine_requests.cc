@@ -46,6 +46,11 @@ std::optional<Response> Engine::refuse_unless_owner(const Caller& caller, const 
                                                " may " + verb + " it");
 }
 
+std::string Engine::learning_scope(const Caller& caller) const {
+  if (caller.is_root() || caller.uid == options_.daemon_uid) return "";
+  return "uid:" + std::to_string(caller.uid);
+}
+
 std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
   // Root runs each user's compiles as that user. Any other fadd can only run
   // them as itself, which would hand the caller its rights: refused.
@@ -90,6 +95,13 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
   if (!manifest) return done(error_response(ErrorCode::internal, manifest.error()));
   auto units = plan_build(*manifest, PlanRequest{archs, req.kernels, *tc, options_.kernels_dir, options_.state_dir});
   if (!units) return done(error_response(ErrorCode::usage, units.error()));
+  // A compiler the caller chose may be anything that prints nvcc's version:
+  // what it shows teaches only the caller's own builds.
+  if (req.nvcc)
+    for (auto& u : *units) {
+      u.scope = learning_scope(caller);
+      u.key = unit_key(u).exact();
+    }
   BuildRecord b;
   b.name = req.name;
   for (const auto& a : archs) b.archs.push_back(a.display());
@@ -174,18 +186,39 @@ json Engine::daemon_json() {
           {"executor", executor_json()}};
 }
 
+namespace {
+// A listing must fit the protocol's message limit however many builds there
+// are (thousands of queued builds, a --limit of 10000): past this many bytes
+// the rest are counted, not sent.
+constexpr std::size_t kListingBytes = kMaxMessageBytes * 3 / 4;
+
+/// Appends `item` to `list` unless the listing would pass kListingBytes.
+bool append_within(json& list, json item, std::size_t& used) {
+  const std::size_t bytes = item.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+  if (used + bytes > kListingBytes) return false;
+  used += bytes;
+  list.push_back(std::move(item));
+  return true;
+}
+}  // namespace
+
 Response Engine::status(const Caller&, const StatusRequest& req) {
   // Everyone sees every build (a shared queue is only fair if it is visible);
   // acting on one, or reading its logs, is for its owner and root.
   json builds = json::array();
+  std::size_t left_out = 0, used = 0;
   if (req.id) {
     auto b = store_.build(*req.id);
     if (!b) return no_build(*req.id);
     builds.push_back(owned_build_json(*b, true));
   } else {
-    for (const auto& b : store_.status_builds(10)) builds.push_back(owned_build_json(b, false));
+    // Oldest first, as a queue is read: the newest are the ones left out.
+    for (const auto& b : store_.status_builds(10))
+      left_out += left_out > 0 || !append_within(builds, owned_build_json(b, false), used);
   }
-  return ok_response({{"daemon", daemon_json()}, {"builds", std::move(builds)}});
+  json result{{"daemon", daemon_json()}, {"builds", std::move(builds)}};
+  if (left_out) result["builds_left_out"] = left_out;
+  return ok_response(std::move(result));
 }
 
 Response Engine::cancel(const Caller& caller, std::int64_t id) {
@@ -310,7 +343,12 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
 
 Response Engine::history(const Caller&, const HistoryRequest& req) {
   json builds = json::array();
+  std::size_t left_out = 0, used = 0;
   for (const auto& b : store_.finished_builds(req.limit)) {
+    if (left_out) {
+      ++left_out;  // newest first: the oldest are the ones left out
+      continue;
+    }
     auto j = owned_build_json(b, false);
     // Time waiting behind other builds and time compiling, apart: a 2 s
     // compile that queued for 5 minutes must not read as a 5-minute build.
@@ -319,9 +357,11 @@ Response Engine::history(const Caller&, const HistoryRequest& req) {
     // A build that never started (cancelled while queued) only waited.
     j["queue_s"] = seconds_between(b.created_at, started ? started : b.finished_at);
     j["run_s"] = started ? seconds_between(started, b.finished_at) : json(0);
-    builds.push_back(std::move(j));
+    left_out += !append_within(builds, std::move(j), used);
   }
-  return ok_response({{"builds", std::move(builds)}});
+  json result{{"builds", std::move(builds)}};
+  if (left_out) result["builds_left_out"] = left_out;
+  return ok_response(std::move(result));
 }
 
 }  // namespace fad

@@ -24,6 +24,13 @@ std::optional<UnitState> unit_state_from(std::string_view s);
 std::optional<UnitKind> unit_kind_from(std::string_view s);
 bool is_final(BuildState s);
 
+/// One process, told apart from a later one that reuses its pid by when it
+/// started (/proc/PID/stat's starttime, in clock ticks since boot).
+struct ProcessStamp {
+  int pid = 0;
+  std::uint64_t start_ticks = 0;
+};
+
 struct BuildRecord {
   std::int64_t id = 0;
   std::string name;
@@ -46,6 +53,9 @@ struct BuildRecord {
   std::optional<std::int64_t> uid;
   std::optional<std::int64_t> gid;       ///< the submitter's group then (compiles run with it)
   std::optional<std::string> pruned_at;  ///< when retention deleted its outputs and logs
+  /// The `fad run` process that opened an external build; nullopt when
+  /// unknown (another pid namespace) or not opened by fad run.
+  std::optional<ProcessStamp> opener;
 };
 
 struct UnitRecord {
@@ -84,6 +94,7 @@ struct UnitRecord {
   bool cached = false;      ///< its outputs came from the compile cache: never scheduled
   std::string node;         ///< the cluster node it ran on ("" = this machine)
   std::string peak_source;  ///< where peak_bytes came from ("" = polling here)
+  std::string scope;        ///< whose measurements inform it (UnitKey::scope)
 };
 
 /// A finished unit's measurements, feeding the estimator.
@@ -100,6 +111,7 @@ struct HistoryRecord {
   std::string profile;           ///< Profile::serialize()
   std::string recorded_at{};     ///< RFC 3339 (set when read; the store sets it on insert)
   std::string origin = "local";  ///< "local" (measured here) or "imported" (fad history import)
+  std::string scope{};           ///< UnitKey::scope of the unit measured ("" = everyone's)
   std::int64_t id = 0;           ///< row id (set when read)
 };
 

@@ -53,7 +53,8 @@ UnitKey unit_key(const UnitRecord& u) {
                  join(u.archs, ","),
                  u.compiler,
                  u.family,
-                 std::max<int>(1, static_cast<int>(u.archs.size()))};
+                 std::max<int>(1, static_cast<int>(u.archs.size())),
+                 u.scope};
 }
 
 Result<std::vector<UnitRecord>> plan_build(const Manifest& manifest, const PlanRequest& req) {

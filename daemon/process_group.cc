@@ -30,7 +30,13 @@ std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string
   std::string rest(stat.substr(close + 1));
   char state = 0;
   ProcessInfo info;
-  if (std::sscanf(rest.c_str(), " %c %d %d", &state, &info.ppid, &info.pgid) != 3) return std::nullopt;
+  // state ppid pgrp, then 16 fields up to starttime (field 22 of proc(5)).
+  unsigned long long start = 0;
+  if (std::sscanf(rest.c_str(), " %c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                  &state, &info.ppid, &info.pgid, &start) != 4)
+    return std::nullopt;
+  info.start_ticks = start;
+  info.zombie = state == 'Z' || state == 'X';
   // "Uid:\treal\teffective\tsaved\tfs"
   auto uid_line = status.find("\nUid:");
   if (uid_line == std::string_view::npos) return std::nullopt;
@@ -39,7 +45,9 @@ std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string
   return info;
 }
 
-std::optional<ProcessInfo> ProcessLauncher::process_info(int pid) {
+std::optional<ProcessInfo> ProcessLauncher::process_info(int pid) { return read_process_info(pid); }
+
+std::optional<ProcessInfo> read_process_info(int pid) {
   if (pid <= 0) return std::nullopt;
   const std::string base = "/proc/" + std::to_string(pid);
   return parse_process_info(read_small_file(base + "/stat"), read_small_file(base + "/status"));

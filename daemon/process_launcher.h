@@ -51,7 +51,9 @@ struct ExitInfo {
 struct ProcessInfo {
   int ppid = 0;
   int pgid = 0;
-  unsigned uid = 0;  ///< real uid
+  unsigned uid = 0;               ///< real uid
+  std::uint64_t start_ticks = 0;  ///< when it started, in clock ticks since boot
+  bool zombie = false;            ///< it has exited; its parent has not reaped it yet
 };
 
 /// What exact accounting (a unit cgroup) saw of an adopted group.
@@ -118,7 +120,9 @@ std::uint64_t process_group_rss(const std::string& proc_root, int pgid);
 /// Process group (field 5) from /proc/PID/stat text; nullopt when malformed.
 std::optional<int> parse_stat_pgid(std::string_view stat);
 
-/// Parent and group, and the real uid, from /proc/PID/stat and /proc/PID/status texts.
+/// Parent, group, start time and state, and the real uid, from /proc/PID/stat and /proc/PID/status texts.
 std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string_view status);
+/// parse_process_info of /proc/PID; nullopt when there is no such process.
+std::optional<ProcessInfo> read_process_info(int pid);
 
 }  // namespace fad

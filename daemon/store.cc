@@ -144,6 +144,16 @@ ALTER TABLE samples ADD COLUMN capacity INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE units ADD COLUMN node TEXT NOT NULL DEFAULT '';
 ALTER TABLE units ADD COLUMN peak_source TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9: the process that opened a fad run build, so a build whose fad run
+    // was killed does not stay open forever; the learning scope of units and
+    // their history, so one user's launches cannot steer another's estimates.
+    R"sql(
+ALTER TABLE builds ADD COLUMN opener_pid INTEGER;
+ALTER TABLE builds ADD COLUMN opener_start INTEGER;
+-- Whose measurements may inform a unit (UnitKey::scope): '' = everyone's.
+ALTER TABLE units ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+ALTER TABLE unit_history ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -158,7 +168,7 @@ std::vector<std::string> from_json_text(const std::string& s) {
 
 constexpr std::string_view kBuildColumns =
     "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error, kind, session, "
-    "command, budget_bytes, uid, gid, pruned_at";
+    "command, budget_bytes, uid, gid, pruned_at, opener_pid, opener_start";
 
 BuildRecord read_build(const Statement& s) {
   BuildRecord b;
@@ -180,6 +190,9 @@ BuildRecord read_build(const Statement& s) {
   b.uid = s.opt_int64(15);
   b.gid = s.opt_int64(16);
   b.pruned_at = s.opt_text(17);
+  if (auto pid = s.opt_int64(18); pid && *pid > 0) {
+    b.opener = ProcessStamp{static_cast<int>(*pid), static_cast<std::uint64_t>(s.opt_int64(19).value_or(0))};
+  }
   return b;
 }
 
@@ -187,7 +200,7 @@ constexpr std::string_view kUnitColumns =
     "id, build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, content_hash, flags, "
     "compiler, prior_peak, prior_duration_s, state, attempts, threads, estimate_bytes, peak_bytes, requeued_peak, "
     "exit_code, started_at, finished_at, duration_s, wait_reason, pgid, source_bytes, estimate_source, cached, node, "
-    "peak_source";
+    "peak_source, scope";
 
 UnitRecord read_unit(const Statement& s) {
   UnitRecord u;
@@ -225,6 +238,7 @@ UnitRecord read_unit(const Statement& s) {
   u.cached = s.int64(31) != 0;
   u.node = s.text(32);
   u.peak_source = s.text(33);
+  u.scope = s.text(34);
   return u;
 }
 
@@ -239,8 +253,8 @@ void insert_unit(Database& db, std::int64_t build_id, UnitRecord& u) {
   for (auto& a : u.argv) a = replace_build_id(a, build_id);
   db.prepare(
         "INSERT INTO units(build_id, seq, name, kind, source, family, archs, argv, output_path, log_path, key, "
-        "content_hash, flags, compiler, prior_peak, prior_duration_s, state, source_bytes) "
-        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        "content_hash, flags, compiler, prior_peak, prior_duration_s, state, source_bytes, scope) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, build_id)
       .bind(2, u.seq)
       .bind(3, u.name)
@@ -259,6 +273,7 @@ void insert_unit(Database& db, std::int64_t build_id, UnitRecord& u) {
       .bind(16, u.prior_duration_s)
       .bind(17, to_string(UnitState::queued))
       .bind(18, u.source_bytes)
+      .bind(19, u.scope)
       .run();
 }
 
@@ -331,7 +346,7 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
   Transaction tx(db_);
   db_.prepare(
          "INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at, kind, session, command, budget_bytes, "
-         "uid, gid) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)")
+         "uid, gid, opener_pid, opener_start) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, build.name)
       .bind(2, to_string(build.state))
       .bind(3, to_json_text(build.archs))
@@ -344,6 +359,9 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
       .bind(10, build.budget_bytes)
       .bind(11, build.uid)
       .bind(12, build.gid)
+      .bind(13, build.opener ? std::optional<std::int64_t>(build.opener->pid) : std::nullopt)
+      .bind(14, build.opener ? std::optional<std::int64_t>(static_cast<std::int64_t>(build.opener->start_ticks))
+                             : std::nullopt)
       .run();
   const auto id = db_.last_insert_id();
   for (auto& u : units) insert_unit(db_, id, u);
@@ -498,7 +516,7 @@ void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int
   if (history) {
     db_.prepare(
            "INSERT INTO unit_history(key, source, content_hash, flags, archs, compiler, family, arch_count, threads, "
-           "profile) VALUES(?,?,?,?,?,?,?,?,?,?)")
+           "profile, scope) VALUES(?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, history->key)
         .bind(2, history->source)
         .bind(3, history->content_hash)
@@ -509,6 +527,7 @@ void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int
         .bind(8, history->arch_count)
         .bind(9, history->threads)
         .bind(10, history->profile)
+        .bind(11, history->scope)
         .run();
   }
   tx.commit();
@@ -588,7 +607,8 @@ void Store::trim_samples(int keep) {
 
 namespace {
 constexpr std::string_view kHistoryColumns =
-    "id, key, source, content_hash, flags, archs, compiler, family, arch_count, threads, profile, recorded_at, origin";
+    "id, key, source, content_hash, flags, archs, compiler, family, arch_count, threads, profile, recorded_at, origin, "
+    "scope";
 
 HistoryRecord read_history(const Statement& st) {
   HistoryRecord h;
@@ -605,6 +625,7 @@ HistoryRecord read_history(const Statement& st) {
   h.profile = st.text(10);
   h.recorded_at = st.text(11);
   h.origin = st.text(12);
+  h.scope = st.text(13);
   return h;
 }
 }  // namespace
@@ -617,8 +638,8 @@ std::vector<HistoryRecord> Store::history() {
 }
 
 std::vector<HistoryRecord> Store::history_page(std::int64_t after_id, int limit) {
-  auto st =
-      db_.prepare("SELECT " + std::string(kHistoryColumns) + " FROM unit_history WHERE id > ? ORDER BY id LIMIT ?");
+  auto st = db_.prepare("SELECT " + std::string(kHistoryColumns) +
+                        " FROM unit_history WHERE id > ? AND scope = '' ORDER BY id LIMIT ?");
   st.bind(1, after_id).bind(2, limit);
   std::vector<HistoryRecord> out;
   while (st.step()) out.push_back(read_history(st));

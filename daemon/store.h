@@ -16,7 +16,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -129,7 +129,8 @@ class Store {
   /// Keeps at most `keep` daemon samples (oldest dropped).
   void trim_samples(int keep);
   std::vector<HistoryRecord> history();
-  /// History records with an id above `after_id`, oldest first, at most `limit`.
+  /// Shared-scope history records (what every user learns from; see
+  /// UnitKey::scope) with an id above `after_id`, oldest first, at most `limit`.
   std::vector<HistoryRecord> history_page(std::int64_t after_id, int limit);
   /// Records an imported profile (origin "imported") unless the same key,
   /// threads and profile are already there; returns whether it was added.

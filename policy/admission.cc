@@ -156,8 +156,7 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     const Estimate& est = base.back();
     plan.forecasts[unit.id] = Forecast{est.peak(), est.profile.duration_s, est.source, est.imported};
     const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() &&
-                       !estimator.knows_family(unit.key.family) &&
-                       probed.emplace(unit.build_id, unit.key.family).second;
+                       !estimator.knows_family(unit.key) && probed.emplace(unit.build_id, unit.key.family).second;
     ranks.push_back({unit.build_id, probe, est.profile.duration_s,
                      unit.source_bytes * static_cast<std::uint64_t>(std::max(unit.key.arch_count, 1))});
   }

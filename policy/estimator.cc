@@ -90,8 +90,8 @@ void Estimator::learn(const Observation& obs) {
   Observation kept = obs;
   kept.profile = obs.profile.thinned(4 * kMaxPoints);
   remember(by_exact_[kept.key.exact()], kept);
-  if (!kept.key.source.empty()) remember(by_source_[kept.key.source], kept);
-  if (!kept.key.family.empty()) remember(by_family_[kept.key.family], kept);
+  if (!kept.key.source.empty()) remember(by_source_[kept.key.scoped_source()], kept);
+  if (!kept.key.family.empty()) remember(by_family_[kept.key.scoped_family()], kept);
   ++learned_;
   cache_.clear();
 }
@@ -104,12 +104,23 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
   const int e = effective_parallelism(threads, arch);
   std::pair<std::string, int> cache_key{key.exact(), threads};
   if (auto hit = cache_.find(cache_key); hit != cache_.end()) return hit->second;
-  if (auto it = by_exact_.find(cache_key.first); it != by_exact_.end()) {
-    est.profile = newest_max(it->second, kCombine, key, threads, &est.imported);
-    est.source = EstimateSource::exact;
-  } else if (auto src = by_source_.find(key.source); !key.source.empty() && src != by_source_.end()) {
-    est.profile = newest_max(src->second, kCombine, key, threads, &est.imported).scaled(kFallbackMargin, 1.0);
-    est.source = EstimateSource::same_source;
+  // At each step a unit's own scope first, then what trusted builds taught
+  // (the same key with no scope); never another user's scope.
+  std::vector<UnitKey> scopes{key};
+  if (!key.scope.empty()) scopes.push_back(key.shared());
+  for (const auto& k : scopes) {
+    if (auto it = by_exact_.find(k.exact()); it != by_exact_.end()) {
+      est.profile = newest_max(it->second, kCombine, key, threads, &est.imported);
+      est.source = EstimateSource::exact;
+      break;
+    }
+  }
+  for (const auto& k : scopes) {
+    if (!est.profile.points.empty() || key.source.empty()) break;
+    if (auto src = by_source_.find(k.scoped_source()); src != by_source_.end()) {
+      est.profile = newest_max(src->second, kCombine, key, threads, &est.imported).scaled(kFallbackMargin, 1.0);
+      est.source = EstimateSource::same_source;
+    }
   }
   if (!est.profile.points.empty()) {
     est.profile = est.profile.thinned(kMaxPoints);
@@ -117,14 +128,21 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
     return est;
   }
   // From here on the estimate depends on the running units: never cached.
-  const std::optional<Profile> running = siblings_.predict(key, threads);
-  if (auto fam = by_family_.find(key.family); !key.family.empty() && fam != by_family_.end()) {
+  std::optional<Profile> running;
+  for (const auto& k : scopes)
+    if (!running) running = siblings_.predict(k, threads);
+  const std::vector<Observation>* family = nullptr;
+  for (const auto& k : scopes) {
+    if (family || key.family.empty()) break;
+    if (auto fam = by_family_.find(k.scoped_family()); fam != by_family_.end()) family = &fam->second;
+  }
+  if (family) {
     // The family member with the highest peak: in a cold build the first
     // finished unit of a family stands for all its siblings.
     const Observation* top = nullptr;
     std::uint64_t top_peak = 0;
-    const bool local = any_local(fam->second);
-    for (const auto& obs : fam->second) {
+    const bool local = any_local(*family);
+    for (const auto& obs : *family) {
       if (local && obs.imported) continue;
       auto peak = normalize(obs, key, threads).peak();
       if (!top || peak >= top_peak) top = &obs, top_peak = peak;
@@ -150,7 +168,8 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
   }
   if (est.source == EstimateSource::manifest || est.source == EstimateSource::prior) {
     // A sibling already above the guess says the guess is too low.
-    const std::uint64_t floor = siblings_.lower_bound(key, threads);
+    std::uint64_t floor = 0;
+    for (const auto& k : scopes) floor = std::max(floor, siblings_.lower_bound(k, threads));
     if (floor > est.peak()) est.profile = Profile::flat(floor, est.profile.duration_s);
   }
   est.profile = est.profile.thinned(kMaxPoints);
@@ -159,8 +178,11 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
 
 std::size_t Estimator::observation_count() const { return learned_; }
 
-bool Estimator::knows_family(const std::string& family) const {
-  return !family.empty() && (by_family_.count(family) > 0 || siblings_.running(family) > 0);
+bool Estimator::knows_family(const UnitKey& key) const {
+  if (key.family.empty()) return false;
+  for (const auto& k : {key, key.shared()})
+    if (by_family_.count(k.scoped_family()) > 0 || siblings_.running(k.scoped_family()) > 0) return true;
+  return false;
 }
 
 }  // namespace fad

@@ -77,9 +77,9 @@ class Estimator {
   Estimate estimate(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const;
 
   std::size_t observation_count() const;
-  /// Whether anything was measured of `family`: a finished unit, or a unit
-  /// running now.
-  bool knows_family(const std::string& family) const;
+  /// Whether anything was measured of `key`'s family in its scope or the
+  /// shared one: a finished unit, or a unit running now.
+  bool knows_family(const UnitKey& key) const;
 
  private:
   EstimatorConfig config_;

@@ -43,12 +43,12 @@ void SiblingEvidence::replace(const std::vector<RunningObservation>& running) {
     s.so_far = obs.so_far.thinned(kShapePoints);
     s.spikes = summarize_spikes(
         obs.so_far, static_cast<std::uint64_t>(kMinSpikeFraction * static_cast<double>(obs.predicted_peak)));
-    by_family_[obs.key.family].push_back(std::move(s));
+    by_family_[obs.key.scoped_family()].push_back(std::move(s));
   }
 }
 
 std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads) const {
-  auto it = by_family_.find(key.family);
+  auto it = by_family_.find(key.scoped_family());
   if (key.family.empty() || it == by_family_.end()) return std::nullopt;
   Profile combined;
   std::size_t n = 0;
@@ -79,7 +79,7 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
 }
 
 std::uint64_t SiblingEvidence::lower_bound(const UnitKey& key, int threads) const {
-  auto it = by_family_.find(key.family);
+  auto it = by_family_.find(key.scoped_family());
   if (key.family.empty() || it == by_family_.end()) return 0;
   std::uint64_t best = 0;
   for (const auto& s : it->second)

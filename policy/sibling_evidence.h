@@ -48,9 +48,10 @@ class SiblingEvidence {
   /// at `threads`: no estimate of a sibling should be below it. 0 when none.
   std::uint64_t lower_bound(const UnitKey& key, int threads) const;
 
-  /// How many units of the family are past their spike now.
+  /// How many units of the family are past their spike now (`family` as
+  /// UnitKey::scoped_family() gives it: siblings count only within a scope).
   std::size_t confirmed(const std::string& family) const;
-  /// How many units of the family run now.
+  /// How many units of the family run now (scoped as for confirmed()).
   std::size_t running(const std::string& family) const;
 
  private:

@@ -5,9 +5,19 @@
 
 namespace fad {
 
+namespace {
+// \x1e (record separator) cannot appear in paths or family names.
+std::string in_scope(const std::string& scope, const std::string& what) {
+  return scope.empty() ? what : scope + '\x1e' + what;
+}
+}  // namespace
+
+std::string UnitKey::scoped_source() const { return source.empty() ? source : in_scope(scope, source); }
+std::string UnitKey::scoped_family() const { return family.empty() ? family : in_scope(scope, family); }
+
 std::string UnitKey::exact() const {
   // \x1f (unit separator) cannot appear in paths, flags or version strings.
-  std::string out;
+  std::string out = in_scope(scope, "");
   for (const std::string* part : {&source, &content_hash, &flags, &archs, &compiler}) {
     out += *part;
     out += '\x1f';

@@ -18,8 +18,24 @@ struct UnitKey {
   std::string compiler;      ///< compiler version string
   std::string family;        ///< unit family from the manifest (e.g. "fwd_hdim128")
   int arch_count = 1;        ///< number of gencode targets (upper bound for --threads)
+  /// Whose measurements may inform this unit. "": what fadd runs with a
+  /// compiler and key it chose itself, or what root or fadd's own user ran;
+  /// learnt for everyone. "uid:N": a unit whose compiler or key user N chose
+  /// (fad launch, --nvcc), which could lie about what it is; learnt only for
+  /// N's own units, which also use the shared ones.
+  std::string scope{};
 
   std::string exact() const;
+  /// `source` and `family` within the scope: the keys the estimator and the
+  /// sibling evidence file observations under.
+  std::string scoped_source() const;
+  std::string scoped_family() const;
+  /// The same unit in the shared scope.
+  UnitKey shared() const {
+    UnitKey k = *this;
+    k.scope.clear();
+    return k;
+  }
 };
 
 /// Archs nvcc compiles at once: min(threads, arch_count), at least 1.

@@ -1,6 +1,7 @@
 // What a crash, a full disk or a vanished launcher leaves behind: compilers that
 // outlive a killed fadd (and used to keep its socket alive), units dropped
-// before their end was written, a cancelled unit nobody reports. Each is
+// before their end was written, a cancelled unit nobody reports, a fad run
+// killed before it could close its build. Each is
 // cleaned up or kept, and fadd restarts or stops at once.
 #include <signal.h>
 #include <sys/mount.h>
@@ -99,6 +100,36 @@ TEST_CASE("a cancelled external compile whose launcher vanished leaves, and SIGT
   const auto start = std::chrono::steady_clock::now();
   CHECK(d.terminate() == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("a fad run killed with kill -9 does not leave its build open forever", "[integration][crash]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const pid_t run = start_process({FAD_FAD_BIN, "run", "--name", "killed run", "--", "sleep", "600"},
+                                  {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.out");
+  REQUIRE(run > 0);
+  json build;
+  REQUIRE(wait_for(
+      [&] {
+        build = find_build(d.status_all(), "killed run");
+        return !build.is_null() && build.at("state") == "running";
+      },
+      std::chrono::seconds(30)));
+  ::kill(run, SIGKILL);  // its command (sleep) lives on, as a build tool would
+  wait_process(run, 5);
+  // Nobody will close the build: fadd ends it after a quiet spell.
+  REQUIRE(wait_for(
+      [&] {
+        build = d.status(build.at("id").get<std::int64_t>());
+        return build.at("state") != "running";
+      },
+      std::chrono::seconds(60)));
+  CHECK(build.at("state") == "failed");
+  CHECK(build.at("error").get<std::string>().find("fad run (pid " + std::to_string(run) + ") ended") !=
+        std::string::npos);
+  for (pid_t orphan : processes_with_env("FAD_SOCKET=" + d.socket()))
+    if (orphan != d.pid()) ::kill(orphan, SIGKILL);
 }
 
 TEST_CASE("a full disk under the state dir loses no finished compile, and fadd says so and recovers by itself",

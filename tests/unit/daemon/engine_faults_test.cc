@@ -1,6 +1,6 @@
 // The engine when the world misbehaves: the database cannot be written (a full
 // disk, also between two writes of one step), a launcher's compiler vanishes after a cancel, a launcher names a
-// process that is not its own child, a launch names a source fadd must not open.
+// process that is not its own child, a launch names a source fadd must not open, a fad run is killed.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -243,6 +243,85 @@ TEST_CASE("engine faults: a launch never opens the source it names", "[engine][f
   auto v = f.store->unit(old.result.at("unit_id").get<std::int64_t>());
   CHECK(v->content_hash.empty());
   CHECK(v->compiler == "/opt/nvcc");
+}
+
+TEST_CASE("engine faults: a fad run build whose fad run was killed closes once its compiles are done",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const int opener = f.me.pid;
+  f.launcher.processes[opener] = ProcessInfo{1, opener, f.me.uid, 4242};
+  auto opened = f.engine->open_build(f.me, OpenBuildRequest{"run", "ninja", std::nullopt});
+  REQUIRE(opened.ok);
+  const auto build = opened.result.at("id").get<std::int64_t>();
+  auto quiet = [&f](double seconds) {
+    for (double t = 0; t < seconds; t += 1) {
+      f.clock.advance(1);
+      f.engine->tick();
+    }
+  };
+  // A long quiet spell (a link, a configure step) while fad run lives: open.
+  quiet(300);
+  CHECK(f.build_state(build) == BuildState::running);
+
+  // A compile of it runs when fad run is killed: its command (ninja) lives on.
+  auto l = launch_of("/w/a.cu");
+  l.build_id = build;
+  const auto unit = admitted_launch(f, l);
+  f.launcher.processes[600] = ProcessInfo{f.me.pid, 600, f.me.uid};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, 600}).ok);
+  f.launcher.processes.erase(opener);
+  quiet(120);
+  CHECK(f.build_state(build) == BuildState::running);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  CHECK(f.store->unit(unit)->state == UnitState::succeeded);
+  quiet(10);
+  CHECK(f.build_state(build) == BuildState::running);
+  // Then a quiet spell, and nobody will ever report the command's exit.
+  quiet(30);
+  REQUIRE(f.build_state(build) == BuildState::failed);
+  CHECK_THAT(f.store->build(build)->error, Contains("fad run (pid " + std::to_string(opener) + ") ended"));
+}
+
+TEST_CASE("engine faults: a fad run build outlives fadd, but not a pid reused by another process", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const int opener = f.me.pid;
+  f.launcher.processes[opener] = ProcessInfo{1, opener, f.me.uid, 4242};
+  auto opened = f.engine->open_build(f.me, OpenBuildRequest{"run", "ninja", std::nullopt});
+  REQUIRE(opened.ok);
+  const auto build = opened.result.at("id").get<std::int64_t>();
+  // fadd restarts: the opener is known from the database.
+  f.make_engine().recover();
+  for (int i = 0; i < 60; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  CHECK(f.build_state(build) == BuildState::running);
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{build, 0}).ok);
+  CHECK(f.build_state(build) == BuildState::succeeded);
+
+  // fad run killed while fadd was down, its pid since given to another process.
+  auto again = f.engine->open_build(f.me, OpenBuildRequest{"run 2", "ninja", std::nullopt});
+  const auto second = again.result.at("id").get<std::int64_t>();
+  f.launcher.processes[opener].start_ticks = 9999;
+  f.make_engine().recover();
+  for (int i = 0; i < 40; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  CHECK(f.build_state(second) == BuildState::failed);
+
+  // A zombie has exited: its parent just has not reaped it yet.
+  f.launcher.processes[opener] = ProcessInfo{1, opener, f.me.uid, 4242};
+  auto third = f.engine->open_build(f.me, OpenBuildRequest{"run 3", "ninja", std::nullopt});
+  const auto zombie = third.result.at("id").get<std::int64_t>();
+  f.launcher.processes[opener].zombie = true;
+  for (int i = 0; i < 40; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  CHECK(f.build_state(zombie) == BuildState::failed);
 }
 
 }  // namespace fad

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/json_fields.h"
 #include "daemon/engine.h"
 #include "fakes.h"
 
@@ -164,6 +165,100 @@ TEST_CASE("engine users: fair share offers the next unit to the user holding les
   CHECK(bobs == 1);
   (void)alice;
   (void)bob;
+}
+
+}  // namespace fad
+
+namespace fad {
+
+TEST_CASE("engine users: one user's thousands of builds cannot make the listing too long for everyone",
+          "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;  // a system fadd: every user may open builds
+  f.make_engine().recover();
+  const std::string name(kMaxBuildNameBytes, 'x');
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 1500; ++i) {
+    auto opened = f.engine->open_build(kBob, OpenBuildRequest{name, "make", std::nullopt});
+    REQUIRE(opened.ok);
+    ids.push_back(opened.result.at("id").get<std::int64_t>());
+  }
+  auto fits = [](const Response& r) { return encode_ok(r.result).size() < kMaxMessageBytes; };
+  const auto status = f.engine->status(kAlice, StatusRequest{});
+  REQUIRE(status.ok);
+  CHECK(fits(status));
+  const auto& listed = status.result.at("builds");
+  const auto left_out = status.result.at("builds_left_out").get<std::size_t>();
+  CHECK(listed.size() > 100);
+  CHECK(listed.size() + left_out == ids.size());
+  // Oldest first, as a queue: the newest are the ones counted, not sent.
+  CHECK(listed.front().at("id") == ids.front());
+  // One build is always there to see.
+  StatusRequest one;
+  one.id = ids.back();
+  CHECK(f.engine->status(kAlice, one).result.at("builds").size() == 1);
+
+  for (auto id : ids) REQUIRE(f.engine->close_build(kBob, CloseBuildRequest{id, 0}).ok);
+  HistoryRequest all;
+  all.limit = 10000;
+  const auto history = f.engine->history(kAlice, all);
+  REQUIRE(history.ok);
+  CHECK(fits(history));
+  CHECK(history.result.at("builds").size() + history.result.at("builds_left_out").get<std::size_t>() == ids.size());
+  CHECK(history.result.at("builds").at(0).at("id") == ids.back());  // newest first
+  // A listing that fits says nothing was left out.
+  HistoryRequest few;
+  few.limit = 5;
+  CHECK_FALSE(f.engine->history(kAlice, few).result.contains("builds_left_out"));
+}
+
+TEST_CASE("engine users: what one user's launches showed steers only that user's estimates, also after a restart",
+          "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  // The key of a unit everyone builds, and a caller free to claim it.
+  auto launch_as = [&f](const Caller& c) {
+    LaunchRequest l;
+    l.session = c.uid;
+    l.cwd = "/w";
+    l.argv = {"/opt/cuda/bin/nvcc", "-c", "/w/fwd.cu", "-o", "/w/fwd.o"};
+    l.source = "/w/fwd.cu";
+    l.output = "/w/fwd.o";
+    l.archs = {"9.0"};
+    l.content_hash = "0123abcd";
+    l.compiler_version = "Cuda compilation tools, release 13.0, V13.0.88";
+    auto r = f.engine->launch(c, l);
+    REQUIRE(r.ok);
+    const auto unit = r.result.at("unit_id").get<std::int64_t>();
+    f.engine->tick();
+    REQUIRE(f.engine->launch_poll(c, UnitRequest{unit}).result.at("state") == "admitted");
+    return unit;
+  };
+  // Bob's "compiler" holds 1 MiB for three seconds, three times over.
+  for (int i = 0; i < 3; ++i) {
+    const auto unit = launch_as(kBob);
+    const int pid = 700 + i;
+    f.launcher.processes[pid] = ProcessInfo{kBob.pid, pid, kBob.uid};
+    REQUIRE(f.engine->launch_started(kBob, LaunchStartedRequest{unit, pid}).ok);
+    f.launcher.memory[pid] = 1 << 20;
+    for (int t = 0; t < 3; ++t) {
+      f.clock.advance(1);
+      f.engine->tick();
+    }
+    REQUIRE(f.engine->launch_finished(kBob, LaunchFinishedRequest{unit, 0, false}).ok);
+    REQUIRE(f.store->unit(unit)->state == UnitState::succeeded);
+    CHECK(f.store->unit(unit)->scope == "uid:4002");
+  }
+  for (int restarted = 0; restarted < 2; ++restarted) {
+    INFO("after a restart: " << restarted);
+    CHECK(f.store->unit(launch_as(kAlice))->estimate_source == "prior");
+    CHECK(f.store->unit(launch_as(kRoot))->estimate_source == "prior");
+    CHECK(f.store->unit(launch_as(kBob))->estimate_source == "exact");  // Bob's own, for Bob
+    f.make_engine().recover();
+  }
+  // An export carries only what everyone may learn from.
+  CHECK(f.engine->history_export(kRoot, HistoryExportRequest{}).result.at("profiles").empty());
 }
 
 }  // namespace fad

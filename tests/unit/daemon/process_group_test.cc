@@ -1,6 +1,8 @@
-// parse_stat_pgid on awkward comm fields, and process_group_rss over a fake
-// /proc tree.
+// parse_stat_pgid and parse_process_info on awkward comm fields, and
+// process_group_rss over a fake /proc tree.
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
 
 #include "daemon/process_launcher.h"
 #include "fakes.h"
@@ -42,6 +44,32 @@ TEST_CASE("process group: process_group_rss sums VmRSS over the group", "[proces
   CHECK(process_group_rss(proc.string(), 200) == 7000ull * 1024);
   CHECK(process_group_rss(proc.string(), 300) == 0);
   CHECK(process_group_rss((tmp.path() / "nowhere").string(), 100) == 0);
+}
+
+TEST_CASE("process group: parse_process_info reads parent, group, owner and start time", "[process_group]") {
+  const std::string status = "Name:\tfad\nUid:\t1000\t1000\t1000\t1000\n";
+  auto info =
+      parse_process_info("4321 (fad (run)) S 77 4321 4321 0 -1 4194560 1 0 0 0 3 1 0 0 20 0 1 0 987654 1 2\n", status);
+  REQUIRE(info);
+  CHECK(info->ppid == 77);
+  CHECK(info->pgid == 4321);
+  CHECK(info->uid == 1000);
+  CHECK(info->start_ticks == 987654);
+  CHECK_FALSE(info->zombie);
+  auto dead = parse_process_info("4321 (fad) Z 77 4321 4321 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0\n", status);
+  REQUIRE(dead);
+  CHECK(dead->zombie);
+  // Cut off before the start time: not a process fadd can tell apart from a later one.
+  CHECK_FALSE(parse_process_info("4321 (fad) S 77 4321 4321 0 -1 0\n", status));
+  CHECK_FALSE(parse_process_info("4321 (fad) S 77 4321 4321 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n", "Name:\tx\n"));
+
+  // This very process, as the kernel describes it.
+  auto self = read_process_info(::getpid());
+  REQUIRE(self);
+  CHECK(self->ppid == ::getppid());
+  CHECK(self->uid == ::getuid());
+  CHECK(self->start_ticks > 0);
+  CHECK(read_process_info(::getpid())->start_ticks == self->start_ticks);
 }
 
 }  // namespace fad

@@ -73,6 +73,9 @@ void check_v1_rows(Store& store) {
   auto history = store.history();
   REQUIRE(history.size() == 2);
   CHECK(history[0].key == "k-fwd64");
+  CHECK(history[0].scope.empty());  // measured before scopes: shared, as it was
+  CHECK(units[0].scope.empty());
+  CHECK_FALSE(store.build(1)->opener);  // opened before fadd knew: never closed for it
   CHECK(history[1].profile == "0:1073741824,100:6174015488,240:2147483648;240");
   CHECK(count_rows(store, "samples") == 2);
   CHECK(store.meta("boot_id") == std::optional<std::string>("0e2a3c1d-7f4b-4a4e-9d0e-5b1c2d3e4f50"));

@@ -43,6 +43,37 @@ TEST_CASE("Estimator: never-seen unit gets the flat configured prior per thread"
   CHECK(to_string(EstimateSource::prior) == "prior");
 }
 
+TEST_CASE("Estimator: what one user's units showed teaches only that user's units, shared history teaches all") {
+  Estimator est({5 * kGiB, 120});
+  auto scoped = [](UnitKey k, const std::string& scope) {
+    k.scope = scope;
+    return k;
+  };
+  const UnitKey bundled = key("src/fwd.cu", "fwd");
+  // User 4002 sends a bundled unit's key and runs a program that takes 1 MiB:
+  // exact key, same source and family are all claimed.
+  for (int i = 0; i < 3; ++i) est.learn(obs(scoped(bundled, "uid:4002"), 1, Profile::flat(1 << 20, 2)));
+  CHECK(est.estimate(scoped(bundled, "uid:4002"), 1, std::nullopt).source == EstimateSource::exact);
+  for (const auto& victim : {bundled, scoped(bundled, "uid:4001"), key("src/fwd_other.cu", "fwd")}) {
+    INFO(victim.exact());
+    const auto e = est.estimate(victim, 1, std::nullopt);
+    CHECK(e.source == EstimateSource::prior);
+    CHECK(e.peak() == 5 * kGiB);
+  }
+  // What fadd measured in the shared scope informs every user's units, after their own.
+  est.learn(obs(bundled, 1, spiky(4 * kGiB, 300)));
+  CHECK(est.estimate(bundled, 1, std::nullopt).peak() == 4 * kGiB);
+  const auto alice = est.estimate(scoped(bundled, "uid:4001"), 1, std::nullopt);
+  CHECK(alice.source == EstimateSource::exact);
+  CHECK(alice.peak() == 4 * kGiB);
+  CHECK(est.estimate(scoped(key("src/fwd_other.cu", "fwd"), "uid:4001"), 1, std::nullopt).source ==
+        EstimateSource::family);
+  CHECK(est.estimate(scoped(bundled, "uid:4002"), 1, std::nullopt).peak() == 1 << 20);  // its own come first
+  // The shared scope keeps its key format: history recorded before scopes existed still matches.
+  CHECK(bundled.exact().rfind("src/fwd.cu\x1f", 0) == 0);
+  CHECK(scoped(bundled, "uid:4002").exact() != bundled.exact());
+}
+
 TEST_CASE("Estimator: manifest prior beats the configured prior") {
   Estimator est({5 * kGiB, 120});
   auto e = est.estimate(key("a.cu", "fam", "-O3", 2), 2, ManifestPrior{3 * kGiB, 200});
@@ -164,9 +195,9 @@ TEST_CASE("Estimator: a never-seen unit's prior takes the prior's time per arch 
   auto two = key("two.cu", "fam", "-O3", 2);
   CHECK(est.estimate(two, 1, std::nullopt).profile.duration_s == 240);
   CHECK(est.estimate(two, 2, std::nullopt).profile.duration_s == 120);
-  CHECK_FALSE(est.knows_family("fam"));
+  CHECK_FALSE(est.knows_family(two));
   est.learn(obs(key("one.cu", "fam"), 1, spiky(kGiB, 50)));
-  CHECK(est.knows_family("fam"));
+  CHECK(est.knows_family(two));
 }
 
 }  // namespace

@@ -113,10 +113,36 @@ TEST_CASE("Estimator: a cold build admits a family's siblings on a running unit'
   auto e = est.estimate(sibling("split1"), 1, std::nullopt);
   CHECK(e.source == EstimateSource::running_sibling);
   CHECK(e.peak() == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
-  CHECK(est.knows_family("flash_fwd_hdim_fp_sm"));
+  CHECK(est.knows_family(sibling("split1")));
   // Once it is gone and nothing finished, nothing is known again.
   est.observe_running({});
   CHECK(est.estimate(sibling("split1"), 1, std::nullopt).source == EstimateSource::prior);
+  CHECK_FALSE(est.knows_family(sibling("split1")));
+}
+
+TEST_CASE("Estimator: a user's running unit is evidence for that user's siblings only") {
+  Estimator est({5 * kGiB, 120});
+  auto of = [](const std::string& name, const std::string& scope) {
+    UnitKey k = sibling(name);
+    k.scope = scope;
+    return k;
+  };
+  // User 4002 runs "a sibling" that is past a tiny spike (a sleep pretending to be nvcc).
+  Profile tiny = trace_until(70).scaled(0.001, 1.0);
+  est.observe_running({{of("split0", "uid:4002"), 1, tiny, 4 * kMiB}});
+  CHECK(est.estimate(of("split1", "uid:4002"), 1, std::nullopt).source == EstimateSource::running_sibling);
+  CHECK(est.knows_family(of("split1", "uid:4002")));
+  // Nobody else's estimate moves: not the shared scope's, not another user's.
+  for (const auto& scope : {std::string(), std::string("uid:4001")}) {
+    INFO(scope);
+    const auto e = est.estimate(of("split1", scope), 1, std::nullopt);
+    CHECK(e.source == EstimateSource::prior);
+    CHECK(e.peak() == 5 * kGiB);
+    CHECK_FALSE(est.knows_family(of("split1", scope)));
+  }
+  // A shared (trusted) sibling informs everyone's units.
+  est.observe_running({{sibling("split0"), 1, trace_until(70), 5 * kGiB}});
+  CHECK(est.estimate(of("split1", "uid:4001"), 1, std::nullopt).source == EstimateSource::running_sibling);
 }
 
 }  // namespace
