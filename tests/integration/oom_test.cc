@@ -32,6 +32,10 @@ TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds",
     for (auto& u : manifest["units"]) u["prior"] = {{"peak_bytes", 50u << 20}, {"duration_s", 2}};
     std::ofstream(fs::path(d.kernels_dir()) / "manifest.json") << manifest.dump(2);
   }
+  // Polled once a second: the spike (0.4 s) must reach the limit before fadd
+  // sees it; a 100 ms poll often caught the ramp and stopped a unit first, so
+  // the OOM killer this test is about never came.
+  d.write_config(R"({"poll_interval_ms": 1000})");
   d.set_wrapper(vm.wrap({}));
   d.start({"--cores", "16"});
   const auto id = d.submit({"--arch", "9.0"});
@@ -66,8 +70,9 @@ TEST_CASE("a compile through fad launch that the OOM killer ends is rerun, ninja
   }
   Daemon d;
   d.write_kernels({});
-  // A never-seen compile is estimated at 50 MiB here, so ninja -j 8 gets three admitted at once.
-  std::ofstream(d.dir() / "test-config.json") << R"({"poll_interval_ms": 100, "unit_memory_prior": "50M"})";
+  // A never-seen compile is estimated at 50 MiB here, so ninja -j 8 gets three
+  // admitted at once; polled once a second, as above.
+  std::ofstream(d.dir() / "test-config.json") << R"({"poll_interval_ms": 1000, "unit_memory_prior": "50M"})";
   d.set_wrapper(vm.wrap({}));
   d.start({"--cores", "16"});
   const auto project =
