@@ -28,6 +28,7 @@ struct Config {
   Reserve reserve;
   bool swap_use = false;                         ///< "swap": "use" | "ignore"
   int max_parallel_units = 0;                    ///< 0 = no cap beyond memory and cores
+  int max_builds_per_user = 32;                  ///< queued, running or paused at once; 0 = no limit
   int nvcc_threads = 0;                          ///< 0 = "auto"
   std::string nvcc;                              ///< empty = nvcc from PATH
   std::uint64_t unit_memory_prior = 5ull << 30;  ///< per nvcc thread, never-seen unit

@@ -53,6 +53,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.estimator.prior_per_thread = c.unit_memory_prior;
   e.daemon_uid = ::geteuid();
   e.retention_s = c.retention_s;
+  e.max_builds_per_user = c.max_builds_per_user;
   if (auto cache = resolve_cache_settings(c, process_env()))
     e.cache = *cache;
   else

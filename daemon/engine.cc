@@ -233,7 +233,8 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
     for (const auto& u : units) {
       if (u.state != UnitState::queued || running_.count(u.id)) continue;
       if (u.kind == UnitKind::link && !compiles_done) {
-        best_effort([&] { store_.set_wait_reason(u.id, "waiting for the compile units"); });
+        static const std::string kWaitCompiles = "waiting for the compile units";
+        if (u.wait_reason != kWaitCompiles) best_effort([&] { store_.set_wait_reason(u.id, kWaitCompiles); });
         continue;
       }
       queue.push_back(queued_unit(u));
@@ -241,6 +242,14 @@ std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>
     }
   }
   return queue;
+}
+
+std::map<std::int64_t, std::string> Engine::changed_reasons(const std::map<std::int64_t, std::string>& reasons,
+                                                            const std::map<std::int64_t, UnitRecord>& by_id) {
+  std::map<std::int64_t, std::string> changed;
+  for (const auto& [id, reason] : reasons)
+    if (auto it = by_id.find(id); it == by_id.end() || it->second.wait_reason != reason) changed.emplace(id, reason);
+  return changed;
 }
 
 void Engine::observe_running(double now) {
@@ -369,9 +378,7 @@ void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& 
     for (auto& [id, reason] : plan.wait_reasons) reasons->emplace(id, node + ": " + reason);
     return;
   }
-  best_effort([&] {
-    for (const auto& [id, reason] : plan.wait_reasons) store_.set_wait_reason(id, reason);
-  });
+  best_effort([&] { store_.set_wait_reasons(changed_reasons(plan.wait_reasons, by_id)); });
 }
 
 void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node) {

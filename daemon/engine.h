@@ -52,6 +52,10 @@ struct EngineOptions {
   double retention_every_s = 86400;
   /// The compile cache for bundled units; max_bytes 0 = none.
   CacheSettings cache;
+  /// Builds one user may have queued, running or paused at once (0 = no
+  /// limit): every open build costs each tick, so one user's thousands would
+  /// slow fadd for everyone.
+  int max_builds_per_user = 32;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)
@@ -225,6 +229,8 @@ class Engine {
   std::optional<Response> refuse_unless_unit_owner(const Caller& caller, std::int64_t unit_id, const char* verb);
   /// nullopt when fadd may run compiles for `caller`, else the refusal.
   std::optional<Response> refuse_compiles_for(const Caller& caller);
+  /// A new build past options_.max_builds_per_user for this caller: refused.
+  std::optional<Response> refuse_over_build_limit(const Caller& caller);
   uid_t owner_of(const BuildRecord& b) const { return b.uid ? static_cast<uid_t>(*b.uid) : options_.daemon_uid; }
   /// Who a build's compiles run as: its owner when fadd is root and the owner is not.
   std::optional<Credentials> run_as(const BuildRecord& b);
@@ -240,6 +246,10 @@ class Engine {
   void apply_retention(double now);
   std::string build_dir(std::int64_t id) const;
   std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
+  /// The wait reasons that differ from what the units' rows already say:
+  /// only those are written.
+  static std::map<std::int64_t, std::string> changed_reasons(const std::map<std::int64_t, std::string>& reasons,
+                                                             const std::map<std::int64_t, UnitRecord>& by_id);
   std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
   json daemon_json();
   /// Epoch seconds now, with the monotonic clock's resolution.

@@ -20,6 +20,8 @@ namespace fad {
 namespace fs = std::filesystem;
 
 namespace {
+// Compiles of one user's launchers waiting for admission at once, at most.
+constexpr int kMaxWaitingLaunchesPerUser = 512;
 // A launcher polls every 200 ms; silence this long means it is gone.
 constexpr double kPollTimeoutS = 30;
 // An admitted launcher reports its compiler's pid at once; this long without means it died.
@@ -66,6 +68,7 @@ std::string family_of(const std::string& source) {
 Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
   if (auto refused = refuse_compiles_for(caller)) return *refused;
+  if (auto refused = refuse_over_build_limit(caller)) return *refused;
   BuildRecord b;
   b.uid = caller.uid;
   b.gid = caller.gid;
@@ -120,6 +123,15 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
   if (!storage_problem_.empty()) return error_response(ErrorCode::failed, storage_problem_);
   if (auto refused = refuse_compiles_for(caller)) return *refused;
+  // Each waiting compile costs every tick until its launcher stops polling;
+  // a client sending launches without end must not slow fadd for everyone.
+  // A launcher refused here compiles with the machine-wide fallback.
+  if (!req.cached) {
+    const int waiting = store_.waiting_launches_of(caller.uid);
+    if (waiting >= kMaxWaitingLaunchesPerUser)
+      return error_response(ErrorCode::failed, user_name(caller.uid) + " has " + std::to_string(waiting) +
+                                                   " compiles waiting for admission, the most one user may have");
+  }
   std::optional<BuildRecord> build;
   if (req.build_id) {
     build = store_.build(*req.build_id);
@@ -130,6 +142,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   } else {
     build = store_.session_build(req.session, caller.uid);
     if (!build) {
+      if (auto refused = refuse_over_build_limit(caller)) return *refused;
       BuildRecord b;
       b.name = "launches of session " + std::to_string(req.session);
       b.kind = "external";

@@ -23,9 +23,9 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
   if (nodes.empty()) {
     // No allocation yet (or slurmctld unreachable): the executor says why.
     const auto why = launcher_.wait_reason();
-    best_effort([&] {
-      for (const auto& q : queue) store_.set_wait_reason(q.id, why.empty() ? "waiting for cluster nodes" : why);
-    });
+    std::map<std::int64_t, std::string> reasons;
+    for (const auto& q : queue) reasons.emplace(q.id, why.empty() ? "waiting for cluster nodes" : why);
+    best_effort([&] { store_.set_wait_reasons(changed_reasons(reasons, by_id)); });
     for (const auto& [id, r] : running_) committed += r.predicted.peak();
     last_capacity_ = 0;
     last_committed_ = committed;
@@ -60,10 +60,10 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
   last_capacity_ = capacity;
   last_committed_ = committed;
   // A unit that started nowhere shows why it did not fit on the first node.
-  best_effort([&] {
-    for (const auto& q : queue)
-      if (auto it = reasons.find(q.id); it != reasons.end()) store_.set_wait_reason(q.id, it->second);
-  });
+  std::map<std::int64_t, std::string> unplaced;
+  for (const auto& q : queue)
+    if (auto it = reasons.find(q.id); it != reasons.end()) unplaced.emplace(q.id, it->second);
+  best_effort([&] { store_.set_wait_reasons(changed_reasons(unplaced, by_id)); });
 }
 
 json Engine::executor_json() const {

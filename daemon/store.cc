@@ -409,6 +409,22 @@ std::vector<BuildRecord> Store::active_builds() {
   return query_builds(db_, "WHERE state IN ('queued','running','paused') ORDER BY id", std::nullopt);
 }
 
+int Store::open_builds_of(std::int64_t uid) {
+  auto st = db_.prepare("SELECT COUNT(*) FROM builds WHERE uid IS ? AND state IN ('queued','running','paused')");
+  st.bind(1, uid);
+  st.step();
+  return static_cast<int>(st.int64(0));
+}
+
+int Store::waiting_launches_of(std::int64_t uid) {
+  auto st = db_.prepare(
+      "SELECT COUNT(*) FROM units JOIN builds ON builds.id = units.build_id WHERE builds.uid IS ? AND "
+      "builds.state IN ('queued','running','paused') AND units.kind = 'external' AND units.state = 'queued'");
+  st.bind(1, uid);
+  st.step();
+  return static_cast<int>(st.int64(0));
+}
+
 std::vector<BuildRecord> Store::status_builds(int recent) {
   auto out = active_builds();
   auto done = finished_builds(recent);
@@ -568,12 +584,16 @@ int Store::requeue_failed_units(std::int64_t build_id) {
   return db_.changes();
 }
 
-void Store::set_wait_reason(std::int64_t unit_id, const std::string& reason) {
-  db_.prepare("UPDATE units SET wait_reason = ? WHERE id = ? AND wait_reason != ?")
-      .bind(1, reason)
-      .bind(2, unit_id)
-      .bind(3, reason)
-      .run();
+void Store::set_wait_reason(std::int64_t unit_id, const std::string& reason) { set_wait_reasons({{unit_id, reason}}); }
+
+void Store::set_wait_reasons(const std::map<std::int64_t, std::string>& reasons) {
+  if (reasons.empty()) return;
+  // One transaction for them all: thousands of queued units each tick must
+  // not cost thousands of commits (each a lock of the file) on the event loop.
+  Transaction tx(db_);
+  auto st = db_.prepare("UPDATE units SET wait_reason = ? WHERE id = ? AND wait_reason != ?");
+  for (const auto& [id, reason] : reasons) st.bind(1, reason).bind(2, id).bind(3, reason).run();
+  tx.commit();
 }
 
 std::vector<std::int64_t> Store::recover_running_units() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,10 @@ class Store {
   std::optional<BuildRecord> build(std::int64_t id);
   /// Builds not in a final state, oldest first.
   std::vector<BuildRecord> active_builds();
+  /// How many builds of `uid` are queued, running or paused.
+  int open_builds_of(std::int64_t uid);
+  /// How many compiles `fad launch` of `uid` sent wait for admission.
+  int waiting_launches_of(std::int64_t uid);
   /// Builds shown by `fad status`: active ones plus the `recent` newest finished ones.
   std::vector<BuildRecord> status_builds(int recent);
   /// Finished builds, newest first.
@@ -119,6 +124,8 @@ class Store {
   /// failed/cancelled -> queued for a build; returns how many.
   int requeue_failed_units(std::int64_t build_id);
   void set_wait_reason(std::int64_t unit_id, const std::string& reason);
+  /// Many at once (a tick's worth), in one transaction.
+  void set_wait_reasons(const std::map<std::int64_t, std::string>& reasons);
 
   /// At startup: units left running by a crash go back to the queue. Returns
   /// the process groups of those fadd started itself, so the daemon can kill

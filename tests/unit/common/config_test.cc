@@ -64,6 +64,7 @@ TEST_CASE("an empty object gives the documented defaults", "[config]") {
   CHECK(r->reserve.resolve(10 * kGiB) == kGiB);
   CHECK_FALSE(r->swap_use);
   CHECK(r->max_parallel_units == 0);
+  CHECK(r->max_builds_per_user == 32);
   CHECK(r->nvcc_threads == 0);
   CHECK(r->nvcc.empty());
   CHECK(r->unit_memory_prior == 5 * kGiB);
@@ -111,6 +112,10 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("max_parallel_units": 0)")->max_parallel_units == 0);
   CHECK(one(R"("max_parallel_units": 2.0)").ok() == false);
   CHECK(one(R"("max_parallel_units": "2")").ok() == false);
+  CHECK(one(R"("max_builds_per_user": 0)")->max_builds_per_user == 0);
+  CHECK(one(R"("max_builds_per_user": 500)")->max_builds_per_user == 500);
+  CHECK(one(R"("max_builds_per_user": -1)").error() ==
+        "f.json:2: key 'max_builds_per_user': expected an integer >= 0 (0 = no limit), got -1");
   CHECK(one(R"("nvcc_threads": 64)")->nvcc_threads == 64);
   CHECK(one(R"("nvcc_threads": 0)").ok() == false);
   CHECK(one(R"("nvcc_threads": "4")").ok() == false);
@@ -235,6 +240,7 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->log_max_size == defaults.log_max_size);
   CHECK(shipped->log_max_files == defaults.log_max_files);
   CHECK(shipped->poll_interval_ms == defaults.poll_interval_ms);
+  CHECK(shipped->max_builds_per_user == defaults.max_builds_per_user);
   CHECK(shipped->log_level == defaults.log_level);
   CHECK(shipped->cache_size == defaults.cache_size);
   CHECK(shipped->socket_mode == defaults.socket_mode);

@@ -174,7 +174,8 @@ namespace fad {
 TEST_CASE("engine users: one user's thousands of builds cannot make the listing too long for everyone",
           "[engine][users]") {
   EngineFixture f;
-  f.options.daemon_uid = 0;  // a system fadd: every user may open builds
+  f.options.daemon_uid = 0;           // a system fadd: every user may open builds
+  f.options.max_builds_per_user = 0;  // no limit: what the listing does with thousands
   f.make_engine().recover();
   const std::string name(kMaxBuildNameBytes, 'x');
   std::vector<std::int64_t> ids;
@@ -259,6 +260,74 @@ TEST_CASE("engine users: what one user's launches showed steers only that user's
   }
   // An export carries only what everyone may learn from.
   CHECK(f.engine->history_export(kRoot, HistoryExportRequest{}).result.at("profiles").empty());
+}
+
+TEST_CASE("engine users: one user may have max_builds_per_user builds open, others are not held back",
+          "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.options.max_builds_per_user = 3;
+  f.make_engine().recover();
+  const auto first = submit_as(f, kBob);
+  submit_as(f, kBob);
+  const auto run = f.engine->open_build(kBob, OpenBuildRequest{"run", "make", std::nullopt});
+  REQUIRE(run.ok);
+  // A fourth, by any route, is refused with what to do.
+  const auto fourth = f.submit_as(kBob, one_arch());
+  CHECK_FALSE(fourth.ok);
+  CHECK(fourth.code == ErrorCode::failed);
+  CHECK(fourth.message ==
+        "4002 has 3 builds queued, running or paused, the most one user may have (max_builds_per_user = 3); submit "
+        "again once one has ended");
+  CHECK(f.engine->open_build(kBob, OpenBuildRequest{"n", "make", std::nullopt}).message == fourth.message);
+  LaunchRequest l;
+  l.session = 77;
+  l.cwd = "/w";
+  l.argv = {"/bin/true", "-c", "/w/x.cu"};
+  l.source = "/w/x.cu";
+  CHECK(f.engine->launch(kBob, l).message == fourth.message);  // a launch would open a session build
+  CHECK(f.store->open_builds_of(kBob.uid) == 3);
+  // Compiles into a build already open still go in.
+  l.build_id = run.result.at("id").get<std::int64_t>();
+  CHECK(f.engine->launch(kBob, l).ok);
+  // Alice is not held back by Bob's builds.
+  submit_as(f, kAlice);
+  // A build that ended frees its place.
+  REQUIRE(f.engine->cancel(kBob, first).ok);
+  CHECK(f.submit_as(kBob, one_arch()).ok);
+  CHECK_FALSE(f.submit_as(kBob, one_arch()).ok);
+}
+
+TEST_CASE("engine users: one user's compiles waiting for admission are bounded, others' are not", "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  auto launch_of = [](int i) {
+    LaunchRequest l;
+    l.session = 9;
+    l.cwd = "/w";
+    l.source = "/w/k" + std::to_string(i) + ".cu";
+    l.argv = {"/bin/true", "-c", l.source};
+    return l;
+  };
+  int accepted = 0;
+  Response refused;
+  for (int i = 0; i < 600; ++i) {
+    auto r = f.engine->launch(kBob, launch_of(i));
+    if (!r.ok) {
+      refused = r;
+      break;
+    }
+    ++accepted;
+  }
+  CHECK(accepted == 512);
+  CHECK(refused.code == ErrorCode::failed);
+  CHECK(refused.message == "4002 has 512 compiles waiting for admission, the most one user may have");
+  CHECK(f.engine->launch(kAlice, launch_of(0)).ok);
+  // A cache hit waits for nothing: it is recorded whatever the count.
+  auto hit = launch_of(1000);
+  hit.cached = true;
+  CHECK(f.engine->launch(kBob, hit).ok);
 }
 
 }  // namespace fad

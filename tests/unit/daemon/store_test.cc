@@ -320,6 +320,13 @@ TEST_CASE("store: wait reasons are stored per unit", "[store]") {
   CHECK(store.unit(uid)->wait_reason == "needs 4.0 GiB");
   store.start_unit(uid, 1, 1, "t");
   CHECK(store.unit(uid)->wait_reason.empty());
+  // A tick's worth at once.
+  const auto units = store.units(id);
+  store.set_wait_reasons({{units[0].id, "a"}, {units[1].id, "b"}});
+  CHECK(store.unit(units[0].id)->wait_reason == "a");
+  CHECK(store.unit(units[1].id)->wait_reason == "b");
+  store.set_wait_reasons({});
+  CHECK(store.unit(units[1].id)->wait_reason == "b");
 }
 
 TEST_CASE("store: add_unit numbers units after the last and keeps names and logs unique", "[store]") {
