@@ -362,14 +362,15 @@ void Engine::check_external(double now) {
     if (b.kind != "external") continue;
     // Launches outside fad run end with a quiet spell; a fad run build with
     // its opener, or with a quiet spell once the opener is gone (its command
-    // may live on and still compile).
+    // may live on and still compile). The quiet spell is checked first: it
+    // costs nothing, the opener is read from /proc.
+    auto [activity, inserted] = last_activity_.emplace(b.id, now);
+    if (inserted || now - activity->second < kSessionIdleS) continue;
     std::string why;
     if (!b.session) {
       if (!b.opener || opener_alive(*b.opener)) continue;
       why = "fad run (pid " + std::to_string(b.opener->pid) + ") ended without reporting its command's exit";
     }
-    auto [activity, inserted] = last_activity_.emplace(b.id, now);
-    if (inserted || now - activity->second < kSessionIdleS) continue;
     bool busy = false;
     for (const auto& u : store_.units(b.id)) busy |= u.state == UnitState::queued || u.state == UnitState::running;
     if (busy) continue;

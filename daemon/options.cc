@@ -119,7 +119,7 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
 
 std::string memory_settings_problem(const Config& config, const MemorySnapshot& memory) {
   const bool in_cgroup = memory.cgroup_limit && *memory.cgroup_limit < memory.total;
-  const std::uint64_t basis = in_cgroup ? *memory.cgroup_limit : memory.total;
+  const std::uint64_t basis = memory.basis();
   if (basis == 0 || config.reserve.resolve(basis) < basis) return "";
   return "reserve " + format_size(config.reserve.bytes) + " is all of the " + format_size(basis) + " of memory " +
          (in_cgroup ? "fadd's cgroup allows" : "this machine has") +

@@ -21,8 +21,7 @@ Capacity measure_capacity(const SchedulerConfig& config, const MemorySnapshot& m
     c.fad_usage += unit.current_bytes;
     if (unit.paused) c.paused += unit.current_bytes;
   }
-  const std::uint64_t basis = memory.cgroup_limit ? std::min(memory.total, *memory.cgroup_limit) : memory.total;
-  c.reserve = config.reserve.resolve(basis);
+  c.reserve = config.reserve.resolve(memory.basis());
   c.available = memory.available + (config.swap_use ? memory.swap_free : 0);
   c.machine = sub_sat(memory.total, c.reserve);
   if (memory.cgroup_limit) {
@@ -66,7 +65,7 @@ Pressure detect_pressure(const SchedulerConfig& config, const MemorySnapshot& me
 namespace fad {
 
 UnitsLimit units_memory_limit(const SchedulerConfig& config, const MemorySnapshot& memory) {
-  const std::uint64_t basis = memory.cgroup_limit ? std::min(memory.total, *memory.cgroup_limit) : memory.total;
+  const std::uint64_t basis = memory.basis();
   const std::uint64_t reserve = config.reserve.resolve(basis);
   const std::uint64_t ceiling = steps::sub_sat(basis, reserve / 2);
   const std::uint64_t budget = config.budget ? *config.budget : steps::sub_sat(basis, reserve);

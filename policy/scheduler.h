@@ -12,6 +12,7 @@
 //                 per-build budgets, nvcc threads)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -34,6 +35,10 @@ struct MemorySnapshot {
   /// the kernel can drop (usage minus inactive file pages).
   std::uint64_t cgroup_usage = 0;
   std::optional<double> psi_some_avg10;  ///< nullopt where the kernel has no PSI (WSL)
+
+  /// The memory a reserve is a share of: the machine's, or its cgroup's
+  /// limit where that is lower.
+  std::uint64_t basis() const { return cgroup_limit ? std::min(total, *cgroup_limit) : total; }
 };
 
 struct SchedulerConfig {

@@ -53,6 +53,22 @@ std::int64_t admitted_launch(EngineFixture& f, const LaunchRequest& l) {
   return unit;
 }
 
+/// Opens a fad run build as this process, known by its pid and start time (4242).
+std::int64_t open_run_build(EngineFixture& f, const std::string& name) {
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 4242};
+  auto opened = f.engine->open_build(f.me, OpenBuildRequest{name, "ninja", std::nullopt});
+  REQUIRE(opened.ok);
+  return opened.result.at("id").get<std::int64_t>();
+}
+
+/// One tick a second for `seconds`.
+void tick_for(EngineFixture& f, int seconds) {
+  for (int i = 0; i < seconds; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+}
+
 }  // namespace
 
 TEST_CASE("engine faults: a unit that ends while the database cannot be written is never lost", "[engine][faults]") {
@@ -250,16 +266,12 @@ TEST_CASE("engine faults: a fad run build whose fad run was killed closes once i
   EngineFixture f;
   f.make_engine().recover();
   const int opener = f.me.pid;
-  f.launcher.processes[opener] = ProcessInfo{1, opener, f.me.uid, 4242};
-  auto opened = f.engine->open_build(f.me, OpenBuildRequest{"run", "ninja", std::nullopt});
-  REQUIRE(opened.ok);
-  const auto build = opened.result.at("id").get<std::int64_t>();
-  auto quiet = [&f](double seconds) {
-    for (double t = 0; t < seconds; t += 1) {
-      f.clock.advance(1);
-      f.engine->tick();
-    }
-  };
+  const auto build = open_run_build(f, "run");
+  auto quiet = [&f](int seconds) { tick_for(f, seconds); };
+  // The opener is read from /proc only once the build has been quiet a while.
+  const int reads = f.launcher.process_info_calls;
+  quiet(29);
+  CHECK(f.launcher.process_info_calls == reads);
   // A long quiet spell (a link, a configure step) while fad run lives: open.
   quiet(300);
   CHECK(f.build_state(build) == BuildState::running);
@@ -287,40 +299,25 @@ TEST_CASE("engine faults: a fad run build outlives fadd, but not a pid reused by
   EngineFixture f;
   f.make_engine().recover();
   const int opener = f.me.pid;
-  f.launcher.processes[opener] = ProcessInfo{1, opener, f.me.uid, 4242};
-  auto opened = f.engine->open_build(f.me, OpenBuildRequest{"run", "ninja", std::nullopt});
-  REQUIRE(opened.ok);
-  const auto build = opened.result.at("id").get<std::int64_t>();
+  const auto build = open_run_build(f, "run");
   // fadd restarts: the opener is known from the database.
   f.make_engine().recover();
-  for (int i = 0; i < 60; ++i) {
-    f.clock.advance(1);
-    f.engine->tick();
-  }
+  tick_for(f, 60);
   CHECK(f.build_state(build) == BuildState::running);
   REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{build, 0}).ok);
   CHECK(f.build_state(build) == BuildState::succeeded);
 
   // fad run killed while fadd was down, its pid since given to another process.
-  auto again = f.engine->open_build(f.me, OpenBuildRequest{"run 2", "ninja", std::nullopt});
-  const auto second = again.result.at("id").get<std::int64_t>();
+  const auto second = open_run_build(f, "run 2");
   f.launcher.processes[opener].start_ticks = 9999;
   f.make_engine().recover();
-  for (int i = 0; i < 40; ++i) {
-    f.clock.advance(1);
-    f.engine->tick();
-  }
+  tick_for(f, 40);
   CHECK(f.build_state(second) == BuildState::failed);
 
   // A zombie has exited: its parent just has not reaped it yet.
-  f.launcher.processes[opener] = ProcessInfo{1, opener, f.me.uid, 4242};
-  auto third = f.engine->open_build(f.me, OpenBuildRequest{"run 3", "ninja", std::nullopt});
-  const auto zombie = third.result.at("id").get<std::int64_t>();
+  const auto zombie = open_run_build(f, "run 3");
   f.launcher.processes[opener].zombie = true;
-  for (int i = 0; i < 40; ++i) {
-    f.clock.advance(1);
-    f.engine->tick();
-  }
+  tick_for(f, 40);
   CHECK(f.build_state(zombie) == BuildState::failed);
 }
 

@@ -114,6 +114,7 @@ class RecordingLauncher final : public ProcessLauncher {
   }
   bool group_alive(int pgid) override { return !gone.count(pgid); }
   std::optional<ProcessInfo> process_info(int pid) override {
+    ++process_info_calls;
     auto it = processes.find(pid);
     if (it == processes.end()) return std::nullopt;
     return it->second;
@@ -191,11 +192,12 @@ class RecordingLauncher final : public ProcessLauncher {
   }
 
   std::vector<Launch> launches;
-  std::vector<std::pair<int, int>> signals;          ///< (pgid, signal)
-  std::map<int, std::uint64_t> memory;               ///< group_memory per pgid
-  std::set<int> gone;                                ///< groups group_alive() reports as vanished
-  std::set<int> adopted;                             ///< external groups being accounted
-  std::map<int, ProcessInfo> processes;              ///< what process_info() reports per pid
+  std::vector<std::pair<int, int>> signals;  ///< (pgid, signal)
+  std::map<int, std::uint64_t> memory;       ///< group_memory per pgid
+  std::set<int> gone;                        ///< groups group_alive() reports as vanished
+  std::set<int> adopted;                     ///< external groups being accounted
+  std::map<int, ProcessInfo> processes;      ///< what process_info() reports per pid
+  int process_info_calls = 0;
   std::uint64_t released_peak = 0;                   ///< what release() reports as the exact peak
   bool released_oom_killed = false;                  ///< what release() reports about the OOM killer
   bool released_lost = false;                        ///< what release() reports about a lost node
