@@ -68,11 +68,22 @@ void Engine::recover() {
   // Process groups are only meaningful within the boot that created them.
   const auto boot = boot_id();
   const bool same_boot = !boot.empty() && store_.meta("boot_id") == boot;
-  for (auto pgid : store_.recover_running_units()) {
-    if (same_boot && pgid > 1) {
-      spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);
-      launcher_.signal_group(static_cast<int>(pgid), SIGKILL);
+  for (const auto& left : store_.recover_running_units()) {
+    if (!same_boot || left.pgid <= 1) continue;
+    // Its compiler may have ended since, and the kernel may have given its
+    // id to someone else's process: a leader running as another user than
+    // the unit ran as is not killed.
+    const int pgid = static_cast<int>(left.pgid);
+    const auto build = store_.build(left.build_id);
+    const auto creds = build ? run_as(*build) : std::nullopt;
+    const unsigned ran_as = creds ? creds->uid : options_.daemon_uid;
+    if (const auto leader = launcher_.process_info(pgid); leader && leader->uid != ran_as) {
+      spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {}'s process has it",
+                   pgid, user_name(leader->uid));
+      continue;
     }
+    spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);
+    launcher_.signal_group(pgid, SIGKILL);
   }
   if (!boot.empty()) store_.set_meta("boot_id", boot);
   std::size_t learned = 0;
@@ -117,7 +128,7 @@ void Engine::tick() {
   for (auto& [id, r] : running_) {
     if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
       // Once: after that the group is gone or about to be, and its id may be reused.
-      launcher_.signal_group(r.pgid, SIGKILL);
+      signal_unit(r, SIGKILL);
       r.killed = true;
     }
   }
@@ -353,7 +364,7 @@ void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& 
       case Decision::Kind::suspend:
         if (!r.suspended && !r.paused) {
           spdlog::warn("memory pressure: suspending {} ({})", r.unit.name, d.reason);
-          launcher_.signal_group(r.pgid, SIGSTOP);
+          signal_unit(r, SIGSTOP);
           record_event(r.unit.id, "suspend", d.reason);
         }
         r.suspended = true;
@@ -362,7 +373,7 @@ void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& 
       case Decision::Kind::resume:
         if (r.suspended && !r.paused) {
           spdlog::info("resuming {} ({})", r.unit.name, d.reason);
-          launcher_.signal_group(r.pgid, SIGCONT);
+          signal_unit(r, SIGCONT);
           record_event(r.unit.id, "resume", d.reason);
         }
         r.suspended = false;
@@ -468,9 +479,31 @@ void Engine::stop_unit(Running& r, StopReason reason, double now) {
     if (wake_) wake_();
     return;
   }
-  launcher_.signal_group(r.pgid, SIGTERM);
+  signal_unit(r, SIGTERM);
   // A stopped process only acts on SIGTERM once continued.
-  if (r.suspended || r.paused) launcher_.signal_group(r.pgid, SIGCONT);
+  if (r.suspended || r.paused) signal_unit(r, SIGCONT);
+}
+
+bool Engine::group_is_ours(const Running& r) {
+  // fadd's own children stay unreaped until fadd handled their end: their
+  // ids cannot be given to another process before. A launcher reaps its
+  // compiler itself, and a process-group id is a pid, handed out again once
+  // the leader and every member are gone: a leader with another start time
+  // is someone else's process, however the launcher reported it.
+  if (!r.external || r.pgid <= 0) return true;
+  const auto leader = launcher_.process_info(r.pgid);
+  // No leader: either the group is empty (a signal reaches no one) or its
+  // members keep the id from being reused.
+  return !leader || leader->start_ticks == r.leader_start;
+}
+
+void Engine::signal_unit(const Running& r, int sig) {
+  if (group_is_ours(r)) {
+    launcher_.signal_group(r.pgid, sig);
+    return;
+  }
+  spdlog::warn("unit {}: not signalling process group {}: its compiler is gone and the id now names another process",
+               r.unit.name, r.pgid);
 }
 
 void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {

@@ -150,6 +150,7 @@ class Engine {
     bool external = false;             ///< run by a launcher; pgid is 0 until it reports
     bool guess = false;                ///< admitted on the flat prior (the scheduler's margin)
     double gone_since = 0;             ///< external: when its process group was first seen gone
+    std::uint64_t leader_start = 0;    ///< external: its group leader's start time (see group_is_ours)
     bool killed = false;               ///< SIGKILL sent after the stop grace (once: the group may be reused)
     double started_epoch = 0;          ///< started_at as epoch seconds, for reports
     int attempt = 1;                   ///< which run of the unit this is
@@ -231,6 +232,10 @@ class Engine {
   std::optional<Response> refuse_compiles_for(const Caller& caller);
   /// A new build past options_.max_builds_per_user for this caller: refused.
   std::optional<Response> refuse_over_build_limit(const Caller& caller);
+  /// Whether the unit's process-group id still names the group it started.
+  bool group_is_ours(const Running& r);
+  /// Signals the unit's process group, unless its id now names another's.
+  void signal_unit(const Running& r, int sig);
   uid_t owner_of(const BuildRecord& b) const { return b.uid ? static_cast<uid_t>(*b.uid) : options_.daemon_uid; }
   /// Who a build's compiles run as: its owner when fadd is root and the owner is not.
   std::optional<Credentials> run_as(const BuildRecord& b);

@@ -292,6 +292,7 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
   if (proc->pgid != req.pid)
     return error_response(ErrorCode::failed, "launch_started: process " + pid + " does not lead its process group");
   it->second.pgid = req.pid;
+  it->second.leader_start = proc->start_ticks;
   // Its profile starts now, not at admission: the launcher's poll and the
   // compiler's start lag behind, and staggered spikes must stay staggered.
   it->second.started_at = clock_.now();
@@ -329,7 +330,7 @@ void Engine::check_external(double now) {
       // Stopped by fadd (cancel, requeue, shutdown): once its group is gone it
       // ends, reported by its launcher or not. Kept, it would be signalled
       // forever and hold up a shutdown.
-      if (r.pgid > 0 && !launcher_.group_alive(r.pgid)) {
+      if (r.pgid > 0 && !(launcher_.group_alive(r.pgid) && group_is_ours(r))) {
         if (r.gone_since == 0) r.gone_since = now;
         if (now - r.gone_since > kStoppedGoneGraceS) lost.push_back(id);
       }
@@ -337,7 +338,7 @@ void Engine::check_external(double now) {
     }
     if (r.pgid == 0) {
       if (now - r.started_at > kStartTimeoutS) lost.push_back(id);
-    } else if (!launcher_.group_alive(r.pgid)) {
+    } else if (!(launcher_.group_alive(r.pgid) && group_is_ours(r))) {
       if (r.gone_since == 0) r.gone_since = now;
       if (now - r.gone_since > kGoneGraceS) lost.push_back(id);
     }

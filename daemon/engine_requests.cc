@@ -263,7 +263,7 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || r.paused) continue;
     r.paused = true;
-    if (!r.suspended) launcher_.signal_group(r.pgid, SIGSTOP);
+    if (!r.suspended) signal_unit(r, SIGSTOP);
     record_event(uid, "pause");
   }
   store_.set_build_state(id, BuildState::paused, std::nullopt);
@@ -281,7 +281,7 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;
     r.paused = false;
-    if (!r.suspended) launcher_.signal_group(r.pgid, SIGCONT);
+    if (!r.suspended) signal_unit(r, SIGCONT);
     record_event(uid, "unpause");
   }
   store_.set_build_state(id, BuildState::queued, std::nullopt);

@@ -596,11 +596,13 @@ void Store::set_wait_reasons(const std::map<std::int64_t, std::string>& reasons)
   tx.commit();
 }
 
-std::vector<std::int64_t> Store::recover_running_units() {
+std::vector<LeftRunning> Store::recover_running_units() {
   Transaction tx(db_);
-  std::vector<std::int64_t> pgids;
-  auto st = db_.prepare("SELECT pgid FROM units WHERE state = 'running' AND pgid IS NOT NULL AND kind != 'external'");
-  while (st.step()) pgids.push_back(st.int64(0));
+  std::vector<LeftRunning> pgids;
+  auto st = db_.prepare(
+      "SELECT pgid, build_id FROM units WHERE state = 'running' AND pgid IS NOT NULL AND kind != 'external' "
+      "ORDER BY pgid");
+  while (st.step()) pgids.push_back(LeftRunning{st.int64(0), st.int64(1)});
   db_.exec("UPDATE units SET state = 'queued', pgid = NULL, started_at = NULL WHERE state = 'running'");
   tx.commit();
   return pgids;

@@ -54,6 +54,13 @@ struct UnitEvent {
   std::string detail;
 };
 
+/// A compile a previous fadd left running: its process group and its build.
+struct LeftRunning {
+  std::int64_t pgid = 0;
+  std::int64_t build_id = 0;
+  bool operator==(const LeftRunning& o) const { return pgid == o.pgid && build_id == o.build_id; }
+};
+
 class Store {
  public:
   /// Opens or creates the database at `path`, marks it as fad's
@@ -130,7 +137,7 @@ class Store {
   /// At startup: units left running by a crash go back to the queue. Returns
   /// the process groups of those fadd started itself, so the daemon can kill
   /// leftover compilers (a launcher's compiler is its launcher's business).
-  std::vector<std::int64_t> recover_running_units();
+  std::vector<LeftRunning> recover_running_units();
 
   void add_sample(const MemorySample& sample);
   /// Keeps at most `keep` daemon samples (oldest dropped).

@@ -211,6 +211,38 @@ TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leav
   CHECK(f.engine->idle());
 }
 
+TEST_CASE("engine faults: a launched compiler's process-group id, reused by another user's process, is never signalled",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  const int pid = 4100;
+  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid, 1000};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, pid}).ok);
+  const auto build = f.store->unit(unit)->build_id;
+  // The launcher's compiler ends and is reaped by the launcher (which says
+  // nothing); the kernel gives the id to another user's new group leader.
+  f.launcher.processes[pid] = ProcessInfo{1, pid, f.me.uid + 1, 5000};
+  REQUIRE(f.engine->pause(f.me, build).ok);
+  REQUIRE(f.engine->resume(f.me, build).ok);
+  REQUIRE(f.engine->cancel(f.me, build).ok);
+  tick_for(f, 20);
+  CHECK(f.launcher.signals_to(pid).empty());
+  // fadd took the group for gone: the unit ended, nothing waits for it.
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);
+
+  // The same while running: its compiler counts as gone, not as alive for ever.
+  const auto second = admitted_launch(f, launch_of("/w/b.cu"));
+  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid, 6000};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{second, pid}).ok);
+  f.launcher.processes[pid] = ProcessInfo{1, pid, f.me.uid + 1, 7000};
+  tick_for(f, 20);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(second)->state == UnitState::failed);
+  CHECK(f.launcher.signals_to(pid).empty());
+}
+
 TEST_CASE("engine faults: launch_started adopts only the caller's own child leading its group", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();

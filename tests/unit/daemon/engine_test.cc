@@ -422,13 +422,27 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
     CHECK(f.launcher.signals_to(left_b1) == std::vector<int>{SIGKILL});
     CHECK(f.launcher.signals_to(left_b2) == std::vector<int>{SIGKILL});
   }
+  // Crashed again. b_one's compiler ended meanwhile and another user's
+  // process now has its id: that one is left alone, b_two's own is killed.
+  f.engine->tick();
+  const int again_b1 = f.launcher.pgid_of("b_one");
+  const int again_b2 = f.launcher.pgid_of("b_two");
+  f.launcher.processes[again_b1] = ProcessInfo{1, again_b1, f.me.uid + 1, 777};
+  f.launcher.processes[again_b2] = ProcessInfo{1, again_b2, f.me.uid, 778};
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  f.make_engine().recover();
+  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    CHECK(f.launcher.signals_to(again_b1).empty());
+    CHECK(f.launcher.signals_to(again_b2) == std::vector<int>{SIGKILL});
+  }
 
   f.engine->tick();
   CHECK(f.launcher.launch_count("a_one") == 1);
   CHECK(f.launcher.launch_count("a_two") == 1);
-  CHECK(f.launcher.launch_count("b_one") == 2);
-  CHECK(f.launcher.launch_count("b_two") == 2);
-  CHECK(f.unit(id, "b_one")->attempts == 2);
+  CHECK(f.launcher.launch_count("b_one") == 3);
+  CHECK(f.launcher.launch_count("b_two") == 3);
+  CHECK(f.unit(id, "b_one")->attempts == 3);
   f.launcher.exit("b_one", 0);
   f.launcher.exit("b_two", 0);
   f.engine->tick();

@@ -251,9 +251,7 @@ TEST_CASE("store: recover_running_units requeues running units and returns their
   store.start_unit(ua[1].id, 1, 1, "t");
   store.finish_unit(ua[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
 
-  auto pgids = store.recover_running_units();
-  std::sort(pgids.begin(), pgids.end());
-  CHECK(pgids == std::vector<std::int64_t>{111, 222});
+  CHECK(store.recover_running_units() == std::vector<LeftRunning>{{111, a}, {222, b}});
   for (auto uid : {ua[0].id, ub[1].id, ub[2].id}) {
     auto u = store.unit(uid);
     CHECK(u->state == UnitState::queued);
