@@ -109,13 +109,14 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
   if (!manifest) return done(error_response(ErrorCode::internal, manifest.error()));
   auto units = plan_build(*manifest, PlanRequest{archs, req.kernels, *tc, options_.kernels_dir, options_.state_dir});
   if (!units) return done(error_response(ErrorCode::usage, units.error()));
-  // A compiler the caller chose may be anything that prints nvcc's version:
-  // what it shows teaches only the caller's own builds.
-  if (req.nvcc)
-    for (auto& u : *units) {
-      u.scope = learning_scope(caller);
-      u.key = unit_key(u).exact();
-    }
+  // The caller's units run with the caller's rights (a root fadd compiles
+  // as them), so the caller can make them look bigger or slower than they
+  // are (ptrace, SIGSTOP); a compiler they chose may be anything that prints
+  // nvcc's version. What they show teaches only the caller's own builds.
+  for (auto& u : *units) {
+    u.scope = learning_scope(caller);
+    u.key = unit_key(u).exact();
+  }
   BuildRecord b;
   b.name = req.name;
   for (const auto& a : archs) b.archs.push_back(a.display());

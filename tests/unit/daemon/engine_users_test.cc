@@ -330,4 +330,18 @@ TEST_CASE("engine users: one user's compiles waiting for admission are bounded, 
   CHECK(f.engine->launch(kBob, hit).ok);
 }
 
+TEST_CASE("engine users: a root fadd learns from a user's bundled builds for that user only", "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  // They run as Alice, who may ptrace or stop them: her word, like a launch.
+  for (const auto& u : f.store->units(submit_as(f, kAlice))) CHECK(u.scope == "uid:4001");
+  for (const auto& u : f.store->units(submit_as(f, kRoot))) CHECK(u.scope.empty());
+  // A fadd of Alice's own: everything it runs is hers, and shared.
+  EngineFixture own;
+  own.options.daemon_uid = 4001;
+  own.make_engine().recover();
+  for (const auto& u : own.store->units(submit_as(own, kAlice))) CHECK(u.scope.empty());
+}
+
 }  // namespace fad
