@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/protocol.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -14,28 +15,6 @@ inline const json* field(const json& j, const char* key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);
   return it == j.end() || it->is_null() ? nullptr : &*it;
-}
-
-/// `s` safe to print on a terminal: control characters (C0, DEL, and C1 as
-/// UTF-8, e.g. U+009B, a CSI to some terminals) become '?'. Names come from
-/// other users: an escape sequence in one must not rewrite your screen,
-/// clipboard or title.
-inline std::string printable(std::string s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += '?';
-    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
-      out += '?';
-      ++i;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 /// A string field as text to show; "-" when missing or empty, other values as JSON.

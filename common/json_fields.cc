@@ -1,6 +1,8 @@
 // Typed JSON field readers; see json_fields.h.
 #include "common/json_fields.h"
 
+#include "common/text.h"
+
 namespace fad {
 
 Error field_error(std::string_view field, std::string_view what) {
@@ -36,9 +38,7 @@ Result<std::string> build_name_field(const nlohmann::json& body) {
     return field_error("name", "at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
   }
   // Another user's terminal shows it: no escape sequences, no line breaks.
-  if (*name)
-    for (unsigned char c : **name)
-      if (c < 0x20 || c == 0x7f) return field_error("name", "printable text (no control characters)");
+  if (*name && has_control(**name)) return field_error("name", "printable text (no control characters)");
   return name->value_or("");
 }
 

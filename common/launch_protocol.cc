@@ -117,8 +117,21 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   auto output = string_field(body, "output", false);
   if (!output) return make_error(output.error());
   r.output = *output;
+  for (auto [field, path] :
+       {std::pair{"cwd", &r.cwd}, std::pair{"source", &r.source}, std::pair{"output", &r.output}}) {
+    if (path->size() > kMaxPathBytes || path->find('\0') != std::string::npos)
+      return field_error(field, "a path of at most " + std::to_string(kMaxPathBytes) + " bytes");
+    const auto slash = path->rfind('/');
+    const std::size_t name = path->size() - (slash == std::string::npos ? 0 : slash + 1);
+    if (name > kMaxFileNameBytes)
+      return field_error(field, "a path whose file name is at most " + std::to_string(kMaxFileNameBytes) + " bytes");
+  }
   auto argv = strings_field(body, "argv", true);
   if (!argv) return make_error(argv.error());
+  std::size_t argv_bytes = 0;
+  for (const auto& a : *argv) argv_bytes += a.size() + 1;
+  if (argv_bytes > kMaxLaunchArgvBytes)
+    return field_error("argv", "at most " + std::to_string(kMaxLaunchArgvBytes / 1024) + " KiB of arguments");
   r.argv = std::move(*argv);
   auto archs = strings_field(body, "archs", false);
   if (!archs) return make_error(archs.error());

@@ -45,6 +45,13 @@ inline constexpr std::size_t kMaxContentHashBytes = 128;
 inline constexpr std::size_t kMaxCompilerVersionBytes = 512;
 /// A compile's archs, each one nvcc knows (parse_arch); at most this many.
 inline constexpr std::size_t kMaxLaunchArchs = 64;
+/// A launch's cwd, source and output: a path's most (PATH_MAX), with a file
+/// name of at most kMaxFileNameBytes (NAME_MAX). The name is the unit's.
+inline constexpr std::size_t kMaxPathBytes = 4096;
+inline constexpr std::size_t kMaxFileNameBytes = 255;
+/// A launch's argv, all arguments together: far above any compile's, and
+/// what fadd keeps and lists of each unit stays bounded.
+inline constexpr std::size_t kMaxLaunchArgvBytes = 128 * 1024;
 
 /// "launch": one compiler call asks to be scheduled.
 struct LaunchRequest {

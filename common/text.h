@@ -27,4 +27,29 @@ inline std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
   return std::string(text.substr(0, cut));
 }
 
+/// `s` safe to print on a terminal: control characters (C0, DEL, and C1 as
+/// UTF-8, e.g. U+009B, a CSI to some terminals) become '?'. Names and
+/// commands come from other users: an escape sequence in one must not
+/// rewrite your screen, clipboard or title.
+inline std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += '?';
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      out += '?';
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+/// Whether `s` holds a control character printable() would replace.
+inline bool has_control(std::string_view s) { return printable(s) != s; }
+
 }  // namespace fad

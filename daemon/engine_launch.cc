@@ -20,6 +20,8 @@ namespace fad {
 namespace fs = std::filesystem;
 
 namespace {
+// A fad run command kept as the build's label and log line, at most.
+constexpr std::size_t kMaxCommandBytes = 4096;
 // Compiles of one user's launchers waiting for admission at once, at most.
 constexpr int kMaxWaitingLaunchesPerUser = 512;
 // A launcher polls every 200 ms; silence this long means it is gone.
@@ -72,9 +74,12 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   BuildRecord b;
   b.uid = caller.uid;
   b.gid = caller.gid;
-  b.name = req.name.empty() ? utf8_prefix(req.command, 80) : req.name;
+  // The command is a label and a log line that other users (root) read:
+  // bounded, and without the control characters a name may not hold.
+  const std::string command = printable(utf8_prefix(req.command, kMaxCommandBytes));
+  b.name = req.name.empty() ? utf8_prefix(command, 80) : req.name;
   b.kind = "external";
-  b.command = req.command;
+  b.command = command;
   b.budget_bytes = req.budget_bytes;
   b.created_at = clock_.wall();
   b.kernels_glob = "";
@@ -89,7 +94,7 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   // Its command runs from now on: running, not queued, whether or not it compiles yet.
   store_.set_build_state(id, BuildState::running, std::nullopt);
   last_activity_[id] = clock_.now();
-  append_build_log(id, "fad run: " + req.command + "\n");
+  append_build_log(id, "fad run: " + command + "\n");
   return ok_response({{"id", id}});
 }
 
@@ -205,8 +210,8 @@ void Engine::log_launch_call(const BuildRecord& build, const UnitRecord& u, cons
   const std::optional<FileOwner> files =
       owner ? std::optional<FileOwner>(FileOwner{owner->uid, owner->gid}) : std::nullopt;
   make_daemon_dir(fs::path(u.log_path).parent_path().string(), files);
-  std::string text = "$ (cd " + req.cwd + " &&";
-  for (const auto& a : req.argv) text += " " + a;
+  std::string text = "$ (cd " + printable(req.cwd) + " &&";
+  for (const auto& a : req.argv) text += " " + printable(a);
   text += ")\n" + note + "\n";
   write_owned_file(u.log_path, text, files, true);
 }

@@ -372,8 +372,10 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
 std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std::string& log_dir) {
   Transaction tx(db_);
   // Two calls may compile files of the same name (a/x.cu, b/x.cu).
-  auto st = db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR name LIKE ?)");
-  st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#%");
+  // A prefix compare, not LIKE: '%' and '_' in a name are not wildcards.
+  auto st =
+      db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR substr(name, 1, length(?3)) = ?3)");
+  st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#");
   st.step();
   const auto same_name = st.int64(0);
   auto seq = db_.prepare("SELECT coalesce(max(seq) + 1, 0) FROM units WHERE build_id = ?");

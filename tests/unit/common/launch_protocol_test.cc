@@ -59,6 +59,22 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
         "field \"archs\" must be archs such as \"9.0\" or \"sm_90a\"");
   CHECK(with_archs({"9.0\x1b[2J"}).error().find("\"archs\"") != std::string::npos);
   CHECK(with_archs(json(std::vector<std::string>(65, "9.0"))).error() == "field \"archs\" must be at most 64 archs");
+  // What fadd keeps and lists of each unit is bounded: paths, file names, argv.
+  auto with = [&](const char* field, json value) {
+    json body = launch;
+    body[field] = std::move(value);
+    return LaunchRequest::from_json(body);
+  };
+  const std::string name255(255, 'n');
+  CHECK(with("output", "/w/" + name255));
+  CHECK(with("output", "/w/" + name255 + "n").error() ==
+        "field \"output\" must be a path whose file name is at most 255 bytes");
+  CHECK(with("source", name255 + "n").error().find("\"source\"") != std::string::npos);
+  CHECK(with("cwd", "/" + std::string(4096, 'd')).error() == "field \"cwd\" must be a path of at most 4096 bytes");
+  CHECK(with("source", std::string("/a\0b.cu", 7)).error().find("\"source\" must be a path") != std::string::npos);
+  CHECK(with("argv", {"nvcc", std::string(100 * 1024, 'a')}));
+  CHECK(with("argv", {"nvcc", std::string(128 * 1024, 'a')}).error() ==
+        "field \"argv\" must be at most 128 KiB of arguments");
   auto pid1 = LaunchStartedRequest::from_json({{"unit_id", 1}, {"pid", 1}});
   REQUIRE_FALSE(pid1);  // pid 1 would make fadd signal init's group
   CHECK(pid1.error().find("\"pid\"") != std::string::npos);

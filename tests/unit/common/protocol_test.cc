@@ -159,7 +159,9 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", longest + "n"}}).error() ==
         "field \"name\" must be at most 256 bytes");
   // ... and so is one that would write escape sequences to their terminals.
-  for (const char* bad : {"\x1b]52;c;aGk=\x07", "two\nlines", "bell\x7f"})
+  for (const char* bad : {"\x1b]52;c;aGk=\x07", "two\nlines", "bell\x7f",
+                          "c1\xC2\x9B"
+                          "31mRED"})
     CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", bad}}).error() ==
           "field \"name\" must be printable text (no control characters)");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", "caf\xC3\xA9 \xE2\x82\xAC"}}).ok());

@@ -1,4 +1,4 @@
-// join and utf8_prefix.
+// join, utf8_prefix and printable.
 #include <catch2/catch.hpp>
 
 #include "common/text.h"
@@ -20,4 +20,14 @@ TEST_CASE("utf8_prefix cuts before a character, never inside it", "[text]") {
   CHECK(fad::utf8_prefix("x\xF0\x9D\x84\x9E!", 4) == "x");
   CHECK(fad::utf8_prefix("x\xF0\x9D\x84\x9E!", 5) == "x\xF0\x9D\x84\x9E");
   CHECK(fad::utf8_prefix("\xC3\xA9", 1).empty());
+}
+
+TEST_CASE("printable replaces C0, DEL and C1 controls and keeps other UTF-8", "[text]") {
+  CHECK(fad::printable("caf\xC3\xA9 \xE2\x82\xAC\x1b") == "caf\xC3\xA9 \xE2\x82\xAC?");
+  CHECK(fad::printable("a\tb\x7f") == "a?b?");
+  CHECK(fad::printable("c1\xC2\x9B"
+                       "31m") == "c1?31m");         // U+009B, a CSI
+  CHECK(fad::printable("\xC2\xA0") == "\xC2\xA0");  // U+00A0 is no control
+  CHECK(fad::has_control("x\ny"));
+  CHECK_FALSE(fad::has_control("caf\xC3\xA9"));
 }

@@ -344,4 +344,30 @@ TEST_CASE("engine users: a root fadd learns from a user's bundled builds for tha
   for (const auto& u : own.store->units(submit_as(own, kAlice))) CHECK(u.scope.empty());
 }
 
+TEST_CASE("engine users: a fad run command and a launch's arguments reach logs and names without control characters",
+          "[engine][users]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  auto opened =
+      f.engine->open_build(f.me, OpenBuildRequest{"", "make \x1b[2J\x1b]0;pwned\x07\nfake row", std::nullopt});
+  REQUIRE(opened.ok);
+  const auto id = opened.result.at("id").get<std::int64_t>();
+  const auto build = f.store->build(id);
+  CHECK(build->name == "make ?[2J?]0;pwned??fake row");
+  CHECK(build->command == build->name);
+  LaunchRequest l;
+  l.build_id = id;
+  l.cwd = "/w\x1b[31m";
+  l.source = "/w/a.cu";
+  l.argv = {"/opt/nvcc", "-c", "/w/a.cu", "-DX=\n$ forged"};
+  auto launched = f.engine->launch(f.me, l);
+  REQUIRE(launched.ok);
+  const auto log = test::slurp(f.build_dir(id) + "/build.log") +
+                   test::slurp(f.store->unit(launched.result.at("unit_id").get<std::int64_t>())->log_path);
+  CHECK(log.find('\x1b') == std::string::npos);
+  CHECK(log.find('\x07') == std::string::npos);
+  CHECK(log.find("\n$ forged") == std::string::npos);
+  CHECK(log.find("-DX=?$ forged") != std::string::npos);
+}
+
 }  // namespace fad

@@ -345,6 +345,10 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   CHECK(store.unit(b)->seq == 2);
   CHECK(store.unit(b)->log_path == second.log_path);
   CHECK(store.unit(b)->state == UnitState::queued);
+  // '%' and '_' in a name are no wildcards: "%" is not taken for a "x.o#N".
+  auto percent = make_unit("%", 0);
+  store.add_unit(id, percent, "/state/builds/1/logs");
+  CHECK(percent.name == "%");
 }
 
 TEST_CASE("store: status_builds and finished_builds order", "[store]") {
