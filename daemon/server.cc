@@ -87,6 +87,17 @@ class Session : public std::enable_shared_from_this<Session> {
                            [self = shared_from_this()](auto ec, std::size_t n) { self->on_read(ec, n); });
   }
 
+  // A client that never reads its answer would hold it (up to a megabyte)
+  // and its connection for ever: it gets as long as an idle one.
+  void close_unless_read() {
+    idle_.expires_after(server_.options_.idle_timeout);
+    idle_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      self->server_.remove(self);
+    });
+  }
+
   void on_read(boost::system::error_code ec, std::size_t n) {
     if (ec == asio::error::operation_aborted || closed_) return;  // shutting down, or timed out
     idle_.cancel();
@@ -115,8 +126,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void write(std::string out) {
     out_ = std::move(out);
+    close_unless_read();
     asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto wec, std::size_t) {
       if (self->closed_) return;
+      self->idle_.cancel();
       if (wec) {
         self->server_.remove(self);
         return;
@@ -127,6 +140,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void reply_and_close(std::string response) {
     out_ = std::move(response);
+    close_unless_read();
     asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](auto, std::size_t) {
       if (!self->closed_) self->server_.remove(self);
     });

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "harness.h"
@@ -190,6 +192,34 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
   WARN("FIGURE of 2,000 idle connections " << refused_at_once << " were refused at once with a message; the same "
                                            << "user was served again after " << seconds_since(start) << " s");
   CHECK(refused_at_once == 2000 - 256);
+}
+
+TEST_CASE("a client that never reads its answer is closed after the idle timeout, not held for ever",
+          "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({});
+  d.write_config(R"({"max_builds_per_user": 0})");
+  d.start();
+  // A status answer far larger than a socket's buffer: 1,500 open builds.
+  RawClient opener(d.socket());
+  const std::string name(200, 'n');
+  for (int i = 0; i < 1500; ++i) {
+    REQUIRE(opener.send(json{{"v", 1}, {"type", "open_build"}, {"body", {{"name", name}, {"command", "make"}}}}.dump() +
+                        "\n"));
+    REQUIRE(opener.read_line(Ms(5000)));
+  }
+  RawClient reader(d.socket());
+  REQUIRE(reader.send(json{{"v", 1}, {"type", "status"}, {"body", json::object()}}.dump() + "\n"));
+  // It reads nothing for longer than the idle timeout (10 s) ...
+  std::this_thread::sleep_for(std::chrono::seconds(13));
+  // ... and then finds the answer cut off: fadd gave up on it and let it go.
+  auto got = reader.read_line(Ms(5000));
+  REQUIRE(got);
+  CHECK_FALSE(json::accept(*got));
+  // Someone who reads gets the whole answer.
+  auto r = d.fad({"status", "--json"}, 30);
+  CHECK(r.exit_code == 0);
+  CHECK(json::accept(r.out));
 }
 
 TEST_CASE("compilers fadd starts hold no descriptor but 0, 1 and 2, and fadd's own are close-on-exec",
