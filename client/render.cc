@@ -204,7 +204,10 @@ std::string render_build_status(const json& status, bool color) {
   std::vector<std::string> header{"UNIT",     "STATE",  "THREADS", "NOW",      "PEAK",
                                   "ESTIMATE", "SOURCE", "TIME",    "ATTEMPTS", "WAITING FOR"};
   if (nodes) header.insert(header.begin() + 2, {"NODE", "PEAK FROM"});
-  return out + "\n" + format_table(header, rows);
+  out += "\n" + format_table(header, rows);
+  if (const auto left_out = count(b, "units_left_out"); left_out > 0)
+    out += "... and " + std::to_string(left_out) + " more unit(s) not listed (too many to send at once)\n";
+  return out;
 }
 
 std::string render_history(const json& history, bool color) {

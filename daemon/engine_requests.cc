@@ -225,7 +225,14 @@ Response Engine::status(const Caller&, const StatusRequest& req) {
   if (req.id) {
     auto b = store_.build(*req.id);
     if (!b) return no_build(*req.id);
-    builds.push_back(owned_build_json(*b, true));
+    json one = owned_build_json(*b, true);
+    // A build of thousands of units (cached launches) must fit one message
+    // too: units past the budget are counted, not sent.
+    json all = std::exchange(one["unit_list"], json::array());
+    std::size_t units_left_out = 0;
+    for (auto& u : all) units_left_out += units_left_out > 0 || !append_within(one["unit_list"], std::move(u), used);
+    if (units_left_out) one["units_left_out"] = units_left_out;
+    builds.push_back(std::move(one));
   } else {
     // Oldest first, as a queue is read: the newest are the ones left out.
     for (const auto& b : store_.status_builds(10))

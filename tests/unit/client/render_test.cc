@@ -138,6 +138,10 @@ TEST_CASE("status of one build: units with threads, memory now, peak, estimate a
   one["builds"][0]["unit_list"][1]["estimate_bytes"] = 0;
   one["builds"][0]["unit_list"][1].erase("estimate_source");
   CHECK_FALSE(has(line_starting(render_build_status(one), "attn_bwd_hdim256"), "0 B"));
+  // A unit list fadd had to cut says so on its last line.
+  CHECK_FALSE(has(render_build_status(one), "not listed"));
+  one["builds"][0]["units_left_out"] = 4000;
+  CHECK(lines(render_build_status(one)).back() == "... and 4000 more unit(s) not listed (too many to send at once)");
 }
 
 TEST_CASE("colour: states are coloured only when asked, and tables still align") {

@@ -370,4 +370,34 @@ TEST_CASE("engine users: a fad run command and a launch's arguments reach logs a
   CHECK(log.find("-DX=?$ forged") != std::string::npos);
 }
 
+TEST_CASE("engine users: a build of thousands of units still fits one status answer", "[engine][users]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const std::string name(kMaxFileNameBytes - 6, 'u');
+  std::int64_t build = 0;
+  const int total = 2000;
+  for (int i = 0; i < total; ++i) {
+    LaunchRequest l;
+    l.session = 5;
+    l.cwd = "/w";
+    l.source = "/w/" + name + std::to_string(i) + ".cu";
+    l.output = "/w/" + name + std::to_string(i) + ".o";
+    l.argv = {"/opt/nvcc", "-c", l.source};
+    l.cached = true;  // cache hits wait for nothing: no cap on how many
+    auto r = f.engine->launch(f.me, l);
+    REQUIRE(r.ok);
+    build = r.result.at("build_id").get<std::int64_t>();
+  }
+  StatusRequest one;
+  one.id = build;
+  const auto status = f.engine->status(f.me, one);
+  REQUIRE(status.ok);
+  CHECK(encode_ok(status.result).size() < kMaxMessageBytes);
+  const auto& b = status.result.at("builds").at(0);
+  const auto listed = b.at("unit_list").size();
+  CHECK(listed > 100);
+  CHECK(listed + b.at("units_left_out").get<std::size_t>() == static_cast<std::size_t>(total));
+  CHECK(b.at("units").at("total") == total);  // the counts are whole
+}
+
 }  // namespace fad
