@@ -3,6 +3,8 @@
 // per poll; a terminal gets one line redrawn in place (carriage return and
 // erase-line, never a clear-screen), a pipe a plain line at most every few
 // seconds and only when something changed.
+#include <unistd.h>
+
 #include <ostream>
 
 #include "client/commands.h"
@@ -119,15 +121,20 @@ int follow_build(Context& ctx, std::int64_t id, bool json_output) {
 
 int run_watch(const Command& cmd, Context& ctx) {
   if (cmd.id) return follow_build(ctx, *cmd.id, false);
-  // No id: the newest build still queued, running or paused.
+  // No id: your newest build still queued, running or paused (on a shared
+  // fadd the newest of all is likely someone else's). An older fadd names
+  // no owner: every build counts as yours.
   int rc = kExitOk;
   auto result = request(ctx, "status", StatusRequest{}.to_json(), rc);
   if (!result) return rc;
+  const auto me = static_cast<std::int64_t>(::geteuid());
   std::optional<std::int64_t> newest;
   for (const auto& b : array_of(*result, "builds"))
-    if (!is_final_build_state(str(b, "state")) && field(b, "id")) newest = count(b, "id");
+    if (!is_final_build_state(str(b, "state")) && field(b, "id") && (!field(b, "uid") || count(b, "uid") == me))
+      newest = count(b, "id");
   if (!newest) {
-    ctx.err << "fad: no build is queued or running (finished ones: 'fad history')\n";
+    ctx.err << "fad: no build of yours is queued or running ('fad status' lists everyone's; finished ones: 'fad "
+               "history')\n";
     return kExitFailed;
   }
   return follow_build(ctx, *newest, false);

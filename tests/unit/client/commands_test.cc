@@ -1,5 +1,7 @@
 // Subcommands against a scripted fadd: what they send, what they print, and
 // the exit codes of the contract (0 ok, 1 failed, 2 usage, 3 unreachable).
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <deque>
@@ -337,7 +339,18 @@ TEST_CASE("watch follows the newest active build, or says there is none") {
   none.ok({{"builds", {{{"id", 6}, {"state", "failed"}}}}});
   Context nctx = none.context();
   CHECK(run_watch(c, nctx) == 1);
-  CHECK(none.err.str() == "fad: no build is queued or running (finished ones: 'fad history')\n");
+  CHECK(none.err.str() ==
+        "fad: no build of yours is queued or running ('fad status' lists everyone's; finished ones: 'fad history')\n");
+
+  // On a shared fadd: your own newest, not another user's newer one.
+  ScriptedDaemon shared;
+  const auto me = static_cast<std::int64_t>(::geteuid());
+  shared.ok({{"builds",
+              {{{"id", 3}, {"state", "running"}, {"uid", me}}, {{"id", 5}, {"state", "queued"}, {"uid", me + 1}}}}});
+  shared.ok(status_of(build("succeeded", 4, 0)));
+  Context sctx = shared.context();
+  CHECK(run_watch(c, sctx) == 0);
+  CHECK(shared.seen[1].body["id"] == 3);
 }
 
 TEST_CASE("logs --follow polls with the returned offset until done") {
