@@ -303,6 +303,11 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "retry")) return *refused;
+  // Its compiles were run by launchers that have ended: requeued, nothing
+  // would ever run them.
+  if (b->kind == "external")
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) +
+                                                 " ran compiles of fad run or fad launch; run its command again");
   if (b->state != BuildState::failed && b->state != BuildState::cancelled)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                                  "; only failed or cancelled builds can be retried");

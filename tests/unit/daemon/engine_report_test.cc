@@ -210,6 +210,17 @@ TEST_CASE("engine: retry says how many failed and how many cancelled units it re
   CHECK(r.result.at("requeued") == 5);
   CHECK(r.result.at("requeued_failed") == 1);
   CHECK(r.result.at("requeued_cancelled") == 4);
+
+  // A fad run build's compiles belong to launchers that have ended: no retry.
+  auto opened = f.engine->open_build(f.me, OpenBuildRequest{"ext", "ninja", std::nullopt});
+  const auto ext = opened.result.at("id").get<std::int64_t>();
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{ext, 1}).ok);
+  REQUIRE(f.build_state(ext) == BuildState::failed);
+  auto refused = f.engine->retry(f.me, ext);
+  CHECK_FALSE(refused.ok);
+  CHECK(refused.message ==
+        "build " + std::to_string(ext) + " ran compiles of fad run or fad launch; run its command again");
+  CHECK(f.build_state(ext) == BuildState::failed);
 }
 
 TEST_CASE("engine: a fad run build is running from the start and its archs are its compiles'", "[engine]") {
