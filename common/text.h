@@ -49,6 +49,23 @@ inline std::string printable(std::string_view s) {
   return out;
 }
 
+/// Another program's output as part of a one-line message: its lines joined
+/// by " / ", controls as '?', at most `max_bytes` (then "...").
+inline std::string one_line(std::string_view s, std::size_t max_bytes = 300) {
+  std::string joined;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto end = s.find('\n', start);
+    if (end == std::string_view::npos) end = s.size();
+    auto line = s.substr(start, end - start);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (!line.empty()) joined += (joined.empty() ? "" : " / ") + std::string(line);
+    start = end + 1;
+  }
+  joined = printable(joined);
+  return joined.size() > max_bytes ? utf8_prefix(joined, max_bytes) + "..." : joined;
+}
+
 /// Whether `s` holds a control character printable() would replace.
 inline bool has_control(std::string_view s) { return printable(s) != s; }
 

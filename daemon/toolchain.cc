@@ -110,7 +110,8 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
         if (!alive.lock()) return;
         auto it = probes_.find(key);
         if (it == probes_.end()) return;
-        if (!version) return finish(key, make_error("cannot probe compiler: " + version.error()), size, mtime_ns);
+        if (!version)
+          return finish(key, make_error("cannot probe compiler: " + one_line(version.error())), size, mtime_ns);
         it->second->version_output = *version;
         it->second->run = AsyncCapture::start(
             io_, {exe, "--list-gpu-arch"}, options, [this, key, exe, size, mtime_ns, alive](Result<std::string> list) {
@@ -118,7 +119,8 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
               auto again = probes_.find(key);
               if (again == probes_.end()) return;
               if (!list)
-                return finish(key, make_error("cannot list the archs of " + exe + ": " + list.error()), size, mtime_ns);
+                return finish(key, make_error("cannot list the archs of " + exe + ": " + one_line(list.error())), size,
+                              mtime_ns);
               finish(key, toolchain_from_output(exe, again->second->version_output, *list), size, mtime_ns);
             });
       });

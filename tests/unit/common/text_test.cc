@@ -31,3 +31,10 @@ TEST_CASE("printable replaces C0, DEL and C1 controls and keeps other UTF-8", "[
   CHECK(fad::has_control("x\ny"));
   CHECK_FALSE(fad::has_control("caf\xC3\xA9"));
 }
+
+TEST_CASE("one_line joins a program's output into one bounded line", "[text]") {
+  CHECK(fad::one_line("ls: bad option\nTry 'ls --help'.\n\n") == "ls: bad option / Try 'ls --help'.");
+  CHECK(fad::one_line("a\r\n\x1b[2Jb") == "a / ?[2Jb");
+  CHECK(fad::one_line(std::string(500, 'x'), 10) == "xxxxxxxxxx...");
+  CHECK(fad::one_line("").empty());
+}
