@@ -53,6 +53,15 @@ std::int64_t admitted_launch(EngineFixture& f, const LaunchRequest& l) {
   return unit;
 }
 
+/// Lets one external compile through admission and reports `pid` as its
+/// compiler, a child of this client leading its own group since `start_ticks`.
+std::int64_t started_launch(EngineFixture& f, const LaunchRequest& l, int pid, std::uint64_t start_ticks = 0) {
+  const auto unit = admitted_launch(f, l);
+  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid, start_ticks};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, pid}).ok);
+  return unit;
+}
+
 /// Opens a fad run build as this process, known by its pid and start time (4242).
 std::int64_t open_run_build(EngineFixture& f, const std::string& name) {
   f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 4242};
@@ -190,10 +199,8 @@ TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leav
           "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
-  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
   const int pid = 31337;
-  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid};
-  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, pid}).ok);
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), pid);
   const auto build = f.store->unit(unit)->build_id;
   REQUIRE(f.engine->cancel(f.me, build).ok);
   CHECK(f.launcher.signals_to(pid) == std::vector<int>{SIGTERM});
@@ -215,10 +222,8 @@ TEST_CASE("engine faults: a launched compiler's process-group id, reused by anot
           "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
-  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
   const int pid = 4100;
-  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid, 1000};
-  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, pid}).ok);
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), pid, 1000);
   const auto build = f.store->unit(unit)->build_id;
   // The launcher's compiler ends and is reaped by the launcher (which says
   // nothing); the kernel gives the id to another user's new group leader.
@@ -233,9 +238,7 @@ TEST_CASE("engine faults: a launched compiler's process-group id, reused by anot
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);
 
   // The same while running: its compiler counts as gone, not as alive for ever.
-  const auto second = admitted_launch(f, launch_of("/w/b.cu"));
-  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid, 6000};
-  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{second, pid}).ok);
+  const auto second = started_launch(f, launch_of("/w/b.cu"), pid, 6000);
   f.launcher.processes[pid] = ProcessInfo{1, pid, f.me.uid + 1, 7000};
   tick_for(f, 20);
   CHECK(f.engine->running_count() == 0);
@@ -311,9 +314,7 @@ TEST_CASE("engine faults: a fad run build whose fad run was killed closes once i
   // A compile of it runs when fad run is killed: its command (ninja) lives on.
   auto l = launch_of("/w/a.cu");
   l.build_id = build;
-  const auto unit = admitted_launch(f, l);
-  f.launcher.processes[600] = ProcessInfo{f.me.pid, 600, f.me.uid};
-  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, 600}).ok);
+  const auto unit = started_launch(f, l, 600);
   f.launcher.processes.erase(opener);
   quiet(120);
   CHECK(f.build_state(build) == BuildState::running);
