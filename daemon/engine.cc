@@ -233,34 +233,40 @@ QueuedUnit Engine::queued_unit(const UnitRecord& u) const {
   return q;
 }
 
-std::vector<QueuedUnit> Engine::collect_queue(std::map<std::int64_t, UnitRecord>& by_id) {
+std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) {
+  static const std::string kWaitCompiles = "waiting for the compile units";
+  queue_mirror_.refresh(store_, now);
   std::vector<QueuedUnit> queue;
-  for (const auto& b : store_.active_builds()) {
+  std::map<std::int64_t, std::string> link_reasons;
+  QueuedRecords links;
+  for (const auto& b : queue_mirror_.builds()) {
     if (b.state == BuildState::paused) continue;
-    const auto units = store_.units(b.id);
-    bool compiles_done = true;
-    for (const auto& u : units)
-      if (u.kind == UnitKind::compile && u.state != UnitState::succeeded) compiles_done = false;
-    for (const auto& u : units) {
-      if (u.state != UnitState::queued || running_.count(u.id)) continue;
-      if (u.kind == UnitKind::link && !compiles_done) {
-        static const std::string kWaitCompiles = "waiting for the compile units";
-        if (u.wait_reason != kWaitCompiles) best_effort([&] { store_.set_wait_reason(u.id, kWaitCompiles); });
+    auto& q = queue_mirror_.queues()[b.id];
+    for (auto& u : q.units) {
+      if (running_.count(u.id)) continue;
+      if (u.kind == UnitKind::link && !q.compiles_done) {
+        link_reasons.emplace(u.id, kWaitCompiles);
+        links.emplace(u.id, &u);
         continue;
       }
       queue.push_back(queued_unit(u));
-      by_id.emplace(u.id, u);
+      by_id.emplace(u.id, &u);
     }
   }
+  write_wait_reasons(link_reasons, links);
   return queue;
 }
 
-std::map<std::int64_t, std::string> Engine::changed_reasons(const std::map<std::int64_t, std::string>& reasons,
-                                                            const std::map<std::int64_t, UnitRecord>& by_id) {
+void Engine::write_wait_reasons(const std::map<std::int64_t, std::string>& reasons, QueuedRecords& by_id) {
   std::map<std::int64_t, std::string> changed;
   for (const auto& [id, reason] : reasons)
-    if (auto it = by_id.find(id); it == by_id.end() || it->second.wait_reason != reason) changed.emplace(id, reason);
-  return changed;
+    if (auto it = by_id.find(id); it == by_id.end() || it->second->wait_reason != reason) changed.emplace(id, reason);
+  if (changed.empty()) return;
+  best_effort([&] {
+    store_.set_wait_reasons(changed);
+    for (const auto& [id, reason] : changed)
+      if (auto it = by_id.find(id); it != by_id.end()) it->second->wait_reason = reason;
+  });
 }
 
 void Engine::observe_running(double now) {
@@ -310,13 +316,14 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
 }
 
 void Engine::schedule(double now, const MemorySnapshot& snap) {
-  std::map<std::int64_t, UnitRecord> by_id;
+  QueuedRecords by_id;
+  auto queue = collect_queue(now, by_id);
+  const auto& builds = queue_mirror_.builds();
   std::map<std::int64_t, std::uint64_t> budgets;
-  const auto builds = store_.active_builds();
   for (const auto& b : builds)
     if (b.budget_bytes) budgets[b.id] = *b.budget_bytes;
   // Between users, the queue is ordered by fair share (policy/fair_share.h).
-  auto queue = fair_queue(collect_queue(by_id), builds);
+  queue = fair_queue(std::move(queue), builds);
   auto running = running_view(now, nullptr);
   if (queue.empty() && running.empty()) {
     // Idle: still report the budget the next build would get.
@@ -337,8 +344,8 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
   apply_plan(plan, by_id, now, "", nullptr);
 }
 
-void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& by_id, double now,
-                        const std::string& node, std::map<std::int64_t, std::string>* reasons) {
+void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, const std::string& node,
+                        std::map<std::int64_t, std::string>* reasons) {
   for (const auto& d : plan.decisions) {
     if (d.kind == Decision::Kind::start) {
       auto it = by_id.find(d.unit);
@@ -348,7 +355,7 @@ void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& 
         plan.wait_reasons[d.unit] = "fadd cannot write its database (disk full?); see 'fad status'";
         continue;
       }
-      const UnitRecord& unit = it->second;
+      const UnitRecord& unit = *it->second;
       alone_.erase(unit.id);
       forecasts_.erase(unit.id);
       if (unit.kind == UnitKind::external)
@@ -389,7 +396,7 @@ void Engine::apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& 
     for (auto& [id, reason] : plan.wait_reasons) reasons->emplace(id, node + ": " + reason);
     return;
   }
-  best_effort([&] { store_.set_wait_reasons(changed_reasons(plan.wait_reasons, by_id)); });
+  write_wait_reasons(plan.wait_reasons, by_id);
 }
 
 void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node) {

@@ -23,6 +23,7 @@
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
 #include "daemon/model.h"
+#include "daemon/queue_mirror.h"
 #include "daemon/process_launcher.h"
 #include "policy/scheduler.h"
 #include "daemon/status_view.h"
@@ -65,6 +66,8 @@ using ToolchainLookup = std::function<void(const ToolchainQuery& query, Toolchai
 
 /// How a request answered later (a compiler probe first) delivers its response.
 using Reply = std::function<void(Response)>;
+/// The records of the units a scheduling pass considers, by id (in the queue mirror).
+using QueuedRecords = std::map<std::int64_t, UnitRecord*>;
 
 /// The compile cache's identity of a compiler fadd already probed (engine_cache.cc).
 std::string probed_identity(const Toolchain& tc);
@@ -183,11 +186,11 @@ class Engine {
   std::vector<RunningUnit> running_view(double now, const std::string* node) const;
   /// Carries out a plan's decisions (starting units on `node`); wait reasons
   /// are written unless `reasons` collects them.
-  void apply_plan(SchedulePlan& plan, std::map<std::int64_t, UnitRecord>& by_id, double now, const std::string& node,
+  void apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, const std::string& node,
                   std::map<std::int64_t, std::string>* reasons);
   /// A cluster executor's pass: each node scheduled on its own (engine_nodes.cc).
   void schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, std::vector<QueuedUnit> queue,
-                      std::map<std::int64_t, UnitRecord>& by_id, const std::map<std::int64_t, std::uint64_t>& budgets);
+                      QueuedRecords& by_id, const std::map<std::int64_t, std::uint64_t>& budgets);
   json executor_json() const;
   void start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
   void admit_external(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
@@ -250,11 +253,11 @@ class Engine {
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
   std::string build_dir(std::int64_t id) const;
-  std::vector<QueuedUnit> collect_queue(std::map<std::int64_t, UnitRecord>& by_id);
-  /// The wait reasons that differ from what the units' rows already say:
-  /// only those are written.
-  static std::map<std::int64_t, std::string> changed_reasons(const std::map<std::int64_t, std::string>& reasons,
-                                                             const std::map<std::int64_t, UnitRecord>& by_id);
+  /// The units ready to be scheduled, from the queue mirror; `by_id` points at their records.
+  std::vector<QueuedUnit> collect_queue(double now, QueuedRecords& by_id);
+  /// Writes the wait reasons that differ from what the units' rows already
+  /// say (in one transaction), and notes them in the records.
+  void write_wait_reasons(const std::map<std::int64_t, std::string>& reasons, QueuedRecords& by_id);
   std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
   json daemon_json();
   /// Epoch seconds now, with the monotonic clock's resolution.
@@ -278,6 +281,7 @@ class Engine {
   std::map<std::int64_t, std::string> cache_identity_;
   Estimator estimator_;
   Scheduler scheduler_;
+  QueueMirror queue_mirror_;
   std::map<std::int64_t, Running> running_;   ///< by unit id
   std::map<std::int64_t, Ended> unrecorded_;  ///< ended, database write failed: retried each tick
   std::string storage_problem_;

@@ -16,8 +16,7 @@
 namespace fad {
 
 void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, std::vector<QueuedUnit> queue,
-                            std::map<std::int64_t, UnitRecord>& by_id,
-                            const std::map<std::int64_t, std::uint64_t>& budgets) {
+                            QueuedRecords& by_id, const std::map<std::int64_t, std::uint64_t>& budgets) {
   node_view_.clear();
   std::uint64_t capacity = 0, committed = 0;
   if (nodes.empty()) {
@@ -25,7 +24,7 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
     const auto why = launcher_.wait_reason();
     std::map<std::int64_t, std::string> reasons;
     for (const auto& q : queue) reasons.emplace(q.id, why.empty() ? "waiting for cluster nodes" : why);
-    best_effort([&] { store_.set_wait_reasons(changed_reasons(reasons, by_id)); });
+    write_wait_reasons(reasons, by_id);
     for (const auto& [id, r] : running_) committed += r.predicted.peak();
     last_capacity_ = 0;
     last_committed_ = committed;
@@ -63,7 +62,7 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
   std::map<std::int64_t, std::string> unplaced;
   for (const auto& q : queue)
     if (auto it = reasons.find(q.id); it != reasons.end()) unplaced.emplace(q.id, it->second);
-  best_effort([&] { store_.set_wait_reasons(changed_reasons(unplaced, by_id)); });
+  write_wait_reasons(unplaced, by_id);
 }
 
 json Engine::executor_json() const {

@@ -315,6 +315,37 @@ Store::Store(const std::string& path) : db_(checked_database_path(path)) {
   // against process crashes, which is the failure fadd must survive.
   db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
   migrate();
+  watch_queues();
+}
+
+void Store::watch_queues() {
+  // Temporary triggers live with this connection, never in the file: a
+  // schema change needs no migration of them, and they see every write fadd
+  // makes. In memory, so that they cannot fail where the file's writes do not.
+  db_.exec("PRAGMA temp_store = MEMORY; CREATE TEMP TABLE changed_builds(id INTEGER PRIMARY KEY)");
+  // Every column but the wait reason, which the scheduler itself writes each pass.
+  std::string columns;
+  auto st = db_.prepare("SELECT name FROM pragma_table_info('units') WHERE name != 'wait_reason'");
+  while (st.step()) columns += (columns.empty() ? "\"" : ", \"") + st.text(0) + "\"";
+  const auto mark = [](const char* id) {
+    return std::string(" BEGIN INSERT OR IGNORE INTO changed_builds VALUES (") + id + "); END;";
+  };
+  db_.exec("CREATE TEMP TRIGGER unit_added AFTER INSERT ON main.units" + mark("NEW.build_id") +
+           "CREATE TEMP TRIGGER unit_removed AFTER DELETE ON main.units" + mark("OLD.build_id") +
+           "CREATE TEMP TRIGGER unit_changed AFTER UPDATE OF " + columns +
+           " ON main.units WHEN OLD.state IS NOT NEW.state OR NEW.state = 'queued'" + mark("NEW.build_id") +
+           "CREATE TEMP TRIGGER build_added AFTER INSERT ON main.builds" + mark("NEW.id") +
+           "CREATE TEMP TRIGGER build_removed AFTER DELETE ON main.builds" + mark("OLD.id") +
+           "CREATE TEMP TRIGGER build_changed AFTER UPDATE OF state, budget_bytes, uid, gid ON main.builds" +
+           mark("NEW.id"));
+}
+
+std::set<std::int64_t> Store::take_changed_builds() {
+  std::set<std::int64_t> out;
+  auto st = db_.prepare("SELECT id FROM temp.changed_builds");
+  while (st.step()) out.insert(st.int64(0));
+  if (!out.empty()) db_.exec("DELETE FROM temp.changed_builds");
+  return out;
 }
 
 std::int32_t Store::application_id() {
@@ -460,6 +491,23 @@ std::vector<UnitRecord> Store::units(std::int64_t build_id) {
   std::vector<UnitRecord> out;
   while (st.step()) out.push_back(read_unit(st));
   return out;
+}
+
+std::vector<UnitRecord> Store::queued_units(std::int64_t build_id) {
+  auto st = db_.prepare("SELECT " + std::string(kUnitColumns) +
+                        " FROM units WHERE build_id = ? AND state = 'queued' ORDER BY seq");
+  st.bind(1, build_id);
+  std::vector<UnitRecord> out;
+  while (st.step()) out.push_back(read_unit(st));
+  return out;
+}
+
+bool Store::compiles_done(std::int64_t build_id) {
+  auto st = db_.prepare(
+      "SELECT NOT EXISTS (SELECT 1 FROM units WHERE build_id = ? AND kind = 'compile' AND state != 'succeeded')");
+  st.bind(1, build_id);
+  st.step();
+  return st.int64(0) != 0;
 }
 
 std::optional<UnitRecord> Store::unit(std::int64_t unit_id) {

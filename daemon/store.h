@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ class Store {
   std::optional<BuildRecord> session_build(std::int64_t session, std::int64_t uid);
 
   std::optional<BuildRecord> build(std::int64_t id);
+  /// The builds whose queue may have changed since the last call, which
+  /// forgets them: a unit added, removed, changing state or changed while
+  /// queued; a build added, removed, or its state, budget or owner changed.
+  /// Wait reasons and the measurements of running units do not count.
+  std::set<std::int64_t> take_changed_builds();
+  /// A build's queued units, in order.
+  std::vector<UnitRecord> queued_units(std::int64_t build_id);
+  /// Whether every compile unit of a build has succeeded (its link may start).
+  bool compiles_done(std::int64_t build_id);
   /// Builds not in a final state, oldest first.
   std::vector<BuildRecord> active_builds();
   /// How many builds of `uid` are queued, running or paused.
@@ -171,6 +181,8 @@ class Store {
 
  private:
   void migrate();
+  /// Installs the triggers behind take_changed_builds.
+  void watch_queues();
   Database db_;
 };
 
