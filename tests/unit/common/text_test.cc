@@ -22,12 +22,17 @@ TEST_CASE("utf8_prefix cuts before a character, never inside it", "[text]") {
   CHECK(fad::utf8_prefix("\xC3\xA9", 1).empty());
 }
 
-TEST_CASE("printable replaces C0, DEL and C1 controls and keeps other UTF-8", "[text]") {
+TEST_CASE("printable replaces C0, DEL, C1 and bidi controls and keeps other UTF-8", "[text]") {
   CHECK(fad::printable("caf\xC3\xA9 \xE2\x82\xAC\x1b") == "caf\xC3\xA9 \xE2\x82\xAC?");
   CHECK(fad::printable("a\tb\x7f") == "a?b?");
   CHECK(fad::printable("c1\xC2\x9B"
                        "31m") == "c1?31m");         // U+009B, a CSI
   CHECK(fad::printable("\xC2\xA0") == "\xC2\xA0");  // U+00A0 is no control
+  // Bidirectional formatting: U+202E, U+2066, U+200F, U+061C; U+2014 (a dash) stays.
+  CHECK(fad::printable("a\xE2\x80\xAE"
+                       "cba\xE2\x81\xA6x\xE2\x80\x8Fy\xD8\x9Cz") == "a?cba?x?y?z");
+  CHECK(fad::printable("\xE2\x80\x94") == "\xE2\x80\x94");
+  CHECK(fad::has_control("build\xE2\x80\xAE"));
   CHECK(fad::has_control("x\ny"));
   CHECK_FALSE(fad::has_control("caf\xC3\xA9"));
 }
