@@ -202,16 +202,22 @@ int run_daemon(const DaemonOptions& o) {
     if (!sec) begin_stop(sig == SIGTERM ? "SIGTERM" : "SIGINT");
   });
   // SIGHUP (a closed terminal, a reload by habit) must not end an unattended
-  // daemon and its builds. fadd reads its settings once, at start.
-  asio::signal_set hangups(io, SIGHUP);
-  std::function<void()> ignore_hangups = [&] {
-    hangups.async_wait([&](boost::system::error_code sec, int) {
+  // daemon and its builds; nor SIGUSR1/SIGUSR2 (sent by habit to ask for a
+  // log reopen or a dump), whose default is to kill without a word. fadd
+  // reads its settings once, at start.
+  asio::signal_set ignored(io, SIGHUP, SIGUSR1, SIGUSR2);
+  std::function<void()> ignore_signals = [&] {
+    ignored.async_wait([&](boost::system::error_code sec, int sig) {
       if (sec) return;
-      spdlog::warn("SIGHUP ignored: fadd reads its settings only at start; to apply changed ones, fad daemon restart");
-      ignore_hangups();
+      if (sig == SIGHUP)
+        spdlog::warn(
+            "SIGHUP ignored: fadd reads its settings only at start; to apply changed ones, fad daemon restart");
+      else
+        spdlog::warn("{} ignored: fadd has no use for it (SIGTERM stops it)", sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+      ignore_signals();
     });
   };
-  ignore_hangups();
+  ignore_signals();
 
   // 7. The loop: one tick per poll interval; exit once stopped and idle.
   const auto interval = std::chrono::milliseconds(std::max(10, o.config.poll_interval_ms));
@@ -222,7 +228,7 @@ int run_daemon(const DaemonOptions& o) {
     if (stopping && engine.idle()) {
       launcher->shutdown();
       signals.cancel();
-      hangups.cancel();
+      ignored.cancel();
       io.stop();
       return;
     }

@@ -21,8 +21,8 @@ class QueueMirror {
   static constexpr double kFullReloadS = 30;
 
   struct Queue {
-    bool compiles_done = true;     ///< every compile succeeded: the link may start
-    std::vector<UnitRecord> units; ///< queued, in order
+    bool compiles_done = true;      ///< every compile succeeded: the link may start
+    std::vector<UnitRecord> units;  ///< queued, in order
   };
 
   /// Brings the mirror up to date with the store. A read that throws leaves

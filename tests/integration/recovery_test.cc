@@ -1,6 +1,6 @@
 // Crash safety: kill -9 of fadd at any moment, then a restart, resumes the build
 // and never compiles a finished unit again; SIGTERM stops cleanly and requeues;
-// SIGHUP stops nothing.
+// SIGHUP and the user signals stop nothing.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -98,7 +98,8 @@ TEST_CASE("SIGTERM stops running units, exits 0, and a restart finishes the buil
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
 }
 
-TEST_CASE("SIGHUP neither stops fadd nor its running build, and says so in the log", "[integration]") {
+TEST_CASE("SIGHUP, SIGUSR1 and SIGUSR2 neither stop fadd nor its running build, and it says so in the log",
+          "[integration]") {
   Daemon d;
   d.write_kernels(slowish_units(1, "peak_mb=10 duration_s=2"));
   d.start();
@@ -108,6 +109,11 @@ TEST_CASE("SIGHUP neither stops fadd nor its running build, and says so in the l
   REQUIRE(
       wait_for([&] { return d.daemon_log().find("SIGHUP ignored") != std::string::npos; }, std::chrono::seconds(10)));
   ::kill(d.pid(), SIGHUP);  // and again: the handler stays armed
+  // Nor do the user signals, whose default is to kill without a word.
+  REQUIRE(::kill(d.pid(), SIGUSR1) == 0);
+  REQUIRE(::kill(d.pid(), SIGUSR2) == 0);
+  REQUIRE(
+      wait_for([&] { return d.daemon_log().find("SIGUSR2 ignored") != std::string::npos; }, std::chrono::seconds(10)));
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
   CHECK(d.fad({"status"}).exit_code == 0);
   CHECK(d.terminate() == 0);
