@@ -293,10 +293,11 @@ std::string render_report_html(const ReportModel& m, const std::string& generate
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       << "<title>" << html_escape(title) << "</title><style>" << kReportCss << "</style></head>\n<body>\n";
   out << "<h1>" << html_escape(title) << "</h1>\n<div class=\"summary\">" << html_escape(m.state) << ", "
-      << m.units.size() << " units" << (archs.empty() ? "" : ", archs " + html_escape(archs)) << ", created "
-      << html_escape(m.created_at) << ", " << format_duration(m.duration) << (m.finished_at.empty() ? " so far" : "")
-      << ", peak " << format_size(m.peak_bytes) << (retried ? ", " + std::to_string(retried) + " unit(s) rerun" : "")
-      << "</div>\n";
+      << m.units.size() << " units"
+      << (m.units_left_out > 0 ? " (and " + std::to_string(m.units_left_out) + " more, too many for one report)" : "")
+      << (archs.empty() ? "" : ", archs " + html_escape(archs)) << ", created " << html_escape(m.created_at) << ", "
+      << format_duration(m.duration) << (m.finished_at.empty() ? " so far" : "") << ", peak "
+      << format_size(m.peak_bytes) << (retried ? ", " + std::to_string(retried) + " unit(s) rerun" : "") << "</div>\n";
 
   out << "<h2>Memory over time</h2>\n<div class=\"legend\"><span style=\"--c:hsl(200,55%,62%)\">fad's units, "
          "stacked one colour per unit</span><span style=\"--c:#c62828\">memory_budget</span><span "

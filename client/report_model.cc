@@ -57,6 +57,7 @@ ReportModel build_report_model(const json& report, std::size_t grid_points) {
   double horizon = std::max(0.0, end_abs - m.created);
   if (const json* budget = field(report, "budget_bytes"); budget && budget->is_number()) m.budget = bytes_of(*budget);
 
+  m.units_left_out = count(report, "units_left_out");
   for (const auto& u : array_of(report, "units")) {
     UnitTimeline t;
     t.name = str(u, "name");

@@ -60,6 +60,7 @@ struct ReportModel {
   double created = 0;               ///< epoch seconds of t = 0
   double duration = 0;              ///< seconds shown (to the end, or to now while it runs)
   std::vector<UnitTimeline> units;  ///< in order of first start, never-started last
+  std::int64_t units_left_out = 0;  ///< units fadd left out to keep the answer bounded
   /// Machine lines: (seconds since creation, bytes).
   std::vector<std::pair<double, std::uint64_t>> available, capacity, total;
   std::optional<std::uint64_t> budget;

@@ -370,7 +370,8 @@ TEST_CASE("engine users: a fad run command and a launch's arguments reach logs a
   CHECK(log.find("-DX=?$ forged") != std::string::npos);
 }
 
-TEST_CASE("engine users: a build of thousands of units still fits one status answer", "[engine][users]") {
+TEST_CASE("engine users: a build of thousands of units still fits one status answer and one report",
+          "[engine][users]") {
   EngineFixture f;
   f.make_engine().recover();
   const std::string name(kMaxFileNameBytes - 6, 'u');
@@ -398,6 +399,14 @@ TEST_CASE("engine users: a build of thousands of units still fits one status ans
   CHECK(listed > 100);
   CHECK(listed + b.at("units_left_out").get<std::size_t>() == static_cast<std::size_t>(total));
   CHECK(b.at("units").at("total") == total);  // the counts are whole
+
+  const auto report = f.engine->report(f.me, build);
+  REQUIRE(report.ok);
+  CHECK(encode_ok(report.result).size() < kMaxMessageBytes);
+  const auto reported = report.result.at("units").size();
+  CHECK(reported > 100);
+  CHECK(reported + report.result.at("units_left_out").get<std::size_t>() == static_cast<std::size_t>(total));
+  CHECK(report.result.at("build").at("units").at("total") == total);
 }
 
 }  // namespace fad
