@@ -6,7 +6,12 @@
 // alive after a crash (clients hang, a restart sees "already running").
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <boost/process/v2/posix/default_launcher.hpp>
 
@@ -32,6 +37,36 @@ struct ChildSetup {
       return boost::process::v2::error_code(err, boost::system::system_category());
     }
     return {};
+  }
+  // Boost.Process 1.81 looks for the two hooks below with a five-argument
+  // call (an error code first) but calls them with four: these declarations,
+  // never defined, only make the hooks found.
+  template <typename Launcher, typename Argv>
+  void on_exec_error(Launcher&, const boost::process::v2::error_code&, const boost::process::v2::filesystem::path&,
+                     Argv&&, const boost::process::v2::error_code&);
+  template <typename Launcher, typename Argv>
+  void on_error(Launcher&, const boost::process::v2::error_code&, const boost::process::v2::filesystem::path&, Argv&&,
+                const boost::process::v2::error_code&);
+  /// In the child, once exec (or the setup above) failed and Boost has told
+  /// the parent why: leave at once. exit() would run fadd's atexit handlers
+  /// and flush its buffers a second time from the copy.
+  template <typename Launcher, typename Argv>
+  void on_exec_error(Launcher&, const boost::process::v2::filesystem::path&, Argv&&,
+                     const boost::process::v2::error_code&) {
+    ::_exit(127);
+  }
+  /// In fadd, when the start failed after the fork: Boost reports the error
+  /// but forgets the child, which stayed a zombie until fadd exited (one per
+  /// refused compiler probe: a way for any user to fill the process table).
+  /// The child has failed or is about to; its pid cannot be reused before it
+  /// is reaped, so the kill reaches nobody else.
+  template <typename Launcher, typename Argv>
+  void on_error(Launcher& launcher, const boost::process::v2::filesystem::path&, Argv&&,
+                const boost::process::v2::error_code&) {
+    if (launcher.pid <= 0) return;  // it failed before or at the fork
+    ::kill(launcher.pid, SIGKILL);
+    while (::waitpid(launcher.pid, nullptr, 0) < 0 && errno == EINTR) {}
+    launcher.pid = -1;
   }
 };
 

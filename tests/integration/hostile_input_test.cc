@@ -150,6 +150,42 @@ TEST_CASE("a compiler probe that hangs does not delay other clients", "[integrat
   CHECK(d.wait_final(id).at("state") == "succeeded");
 }
 
+/// fadd's children that have exited and were never reaped.
+int zombie_children(pid_t parent) {
+  int zombies = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const auto name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    zombies += ppid == parent && state == 'Z';
+  }
+  return zombies;
+}
+
+TEST_CASE("a compiler that cannot be started leaves no zombie behind", "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({{"fwd_x", ""}});
+  d.start();
+  // Executable, so it passes the path checks; its interpreter is missing, so exec fails.
+  const auto broken = d.dir() / "broken-nvcc";
+  std::ofstream(broken) << "#!/nonexistent/interpreter\n";
+  fs::permissions(broken, fs::perms::owner_all);
+  for (int i = 0; i < 5; ++i) {
+    auto r = d.fad({"submit", "--arch", "9.0", "--nvcc", broken.string()});
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("cannot run"));
+  }
+  CHECK(zombie_children(d.pid()) == 0);
+  CHECK(d.fad({"status"}).exit_code == 0);
+}
+
 TEST_CASE("2,000 idle connections: the flooding user gets a clear error until they time out",
           "[integration][hostile]") {
   if (raise_fd_limit(4096) < 2100) {
