@@ -234,7 +234,7 @@ class Engine {
   /// nullopt when fadd may run compiles for `caller`, else the refusal.
   std::optional<Response> refuse_compiles_for(const Caller& caller);
   /// A new build past options_.max_builds_per_user for this caller: refused.
-  std::optional<Response> refuse_over_build_limit(const Caller& caller);
+  std::optional<Response> refuse_over_build_limit(uid_t owner);
   /// Whether the unit's process-group id still names the group it started.
   bool group_is_ours(const Running& r);
   /// Signals the unit's process group, unless its id now names another's.

@@ -70,7 +70,7 @@ std::string family_of(const std::string& source) {
 Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
   if (auto refused = refuse_compiles_for(caller)) return *refused;
-  if (auto refused = refuse_over_build_limit(caller)) return *refused;
+  if (auto refused = refuse_over_build_limit(caller.uid)) return *refused;
   BuildRecord b;
   b.uid = caller.uid;
   b.gid = caller.gid;
@@ -147,7 +147,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   } else {
     build = store_.session_build(req.session, caller.uid);
     if (!build) {
-      if (auto refused = refuse_over_build_limit(caller)) return *refused;
+      if (auto refused = refuse_over_build_limit(caller.uid)) return *refused;
       BuildRecord b;
       b.name = "launches of session " + std::to_string(req.session);
       b.kind = "external";

@@ -61,22 +61,22 @@ std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
                                                "run by root");
 }
 
-std::optional<Response> Engine::refuse_over_build_limit(const Caller& caller) {
+std::optional<Response> Engine::refuse_over_build_limit(uid_t owner) {
   const int limit = options_.max_builds_per_user;
   if (limit <= 0) return std::nullopt;
-  const int open = store_.open_builds_of(caller.uid);
+  const int open = store_.open_builds_of(owner);
   if (open < limit) return std::nullopt;
-  return error_response(ErrorCode::failed, user_name(caller.uid) + " has " + std::to_string(open) +
+  return error_response(ErrorCode::failed, user_name(owner) + " has " + std::to_string(open) +
                                                " builds queued, running or paused, the most one user may have "
                                                "(max_builds_per_user = " +
-                                               std::to_string(limit) + "); submit again once one has ended");
+                                               std::to_string(limit) + "); try again once one has ended");
 }
 
 void Engine::submit(const Caller& caller, const SubmitRequest& req, Reply done) {
   if (shutting_down_)
     return done(error_response(ErrorCode::failed, "fadd is shutting down; submit again once it restarted"));
   if (auto refused = refuse_compiles_for(caller)) return done(*refused);
-  if (auto refused = refuse_over_build_limit(caller)) return done(*refused);
+  if (auto refused = refuse_over_build_limit(caller.uid)) return done(*refused);
   auto archs = parse_arch_list(req.archs);
   if (!archs) return done(error_response(ErrorCode::usage, archs.error()));
   // The compiler is probed as the user who will run it, off the event loop;
@@ -102,7 +102,7 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
     return done(error_response(ErrorCode::failed, "fadd is shutting down; submit again once it restarted"));
   if (!tc) return done(error_response(ErrorCode::usage, tc.error()));
   // Again: other submits of the same user may have ended their probes first.
-  if (auto refused = refuse_over_build_limit(caller)) return done(*refused);
+  if (auto refused = refuse_over_build_limit(caller.uid)) return done(*refused);
   if (auto valid = validate_archs(archs, tc->archs); !valid)
     return done(error_response(ErrorCode::usage, valid.error()));
   auto manifest = load_manifest(options_.kernels_dir);
@@ -318,6 +318,8 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   if (b->pruned_at)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + "'s outputs were pruned on " +
                                                  *b->pruned_at + "; submit it again instead");
+  // Reopened, it counts against its owner's limit like a new one.
+  if (auto refused = refuse_over_build_limit(owner_of(*b))) return *refused;
   int failed = 0, cancelled = 0;
   for (const auto& u : store_.units(id)) {
     failed += u.state == UnitState::failed;

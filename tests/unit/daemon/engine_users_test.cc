@@ -277,7 +277,7 @@ TEST_CASE("engine users: one user may have max_builds_per_user builds open, othe
   CHECK_FALSE(fourth.ok);
   CHECK(fourth.code == ErrorCode::failed);
   CHECK(fourth.message ==
-        "4002 has 3 builds queued, running or paused, the most one user may have (max_builds_per_user = 3); submit "
+        "4002 has 3 builds queued, running or paused, the most one user may have (max_builds_per_user = 3); try "
         "again once one has ended");
   CHECK(f.engine->open_build(kBob, OpenBuildRequest{"n", "make", std::nullopt}).message == fourth.message);
   LaunchRequest l;
@@ -294,8 +294,14 @@ TEST_CASE("engine users: one user may have max_builds_per_user builds open, othe
   submit_as(f, kAlice);
   // A build that ended frees its place.
   REQUIRE(f.engine->cancel(kBob, first).ok);
-  CHECK(f.submit_as(kBob, one_arch()).ok);
+  const auto again = f.submit_as(kBob, one_arch());
+  REQUIRE(again.ok);
   CHECK_FALSE(f.submit_as(kBob, one_arch()).ok);
+  // A retry reopens a build: it counts as one more.
+  CHECK(f.engine->retry(kBob, first).message == fourth.message);
+  REQUIRE(f.engine->cancel(kBob, again.result.at("id").get<std::int64_t>()).ok);
+  CHECK(f.engine->retry(kBob, first).ok);
+  CHECK(f.store->open_builds_of(kBob.uid) == 3);
 }
 
 TEST_CASE("engine users: one user's compiles waiting for admission are bounded, others' are not", "[engine][users]") {
