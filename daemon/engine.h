@@ -244,7 +244,9 @@ class Engine {
   std::optional<Credentials> run_as(const BuildRecord& b);
   void finish_submit(const Caller& caller, const SubmitRequest& req, const std::vector<Arch>& archs,
                      Result<Toolchain> tc, const Reply& done);
-  json owned_build_json(const BuildRecord& b, bool with_units);
+  /// A build as status shows it, with its owner; with a unit list of at most
+  /// `unit_list_bytes` (the rest counted in "units_left_out") when not 0.
+  json owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes = 0);
   void update_build(std::int64_t build_id);
   // The compile cache (engine_cache.cc).
   void restore_cached_units(std::int64_t build_id);

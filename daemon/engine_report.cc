@@ -126,27 +126,21 @@ Response Engine::report(const Caller& caller, std::int64_t id) {
   in.machine = store_.samples_between(b->created_at, b->finished_at.value_or(clock_.wall()));
   in.budget_bytes = scheduler_.config().budget;
   in.now = epoch_now();
-  // Thin further until the answer fits one protocol line with room to spare.
-  const auto too_big = [](const json& data) {
-    return data.dump(-1, ' ', false, json::error_handler_t::replace).size() > kReportBytes;
+  // The unit rows may take half the answer (a build of thousands of launched
+  // compiles leaves the rest out, counted, as fad status does); the samples
+  // are thinned in proportion until the whole fits one protocol line with
+  // room to spare. Each pass costs a build of the document: usually one.
+  const auto size_of = [](const json& data) {
+    return data.dump(-1, ' ', false, json::error_handler_t::replace).size();
   };
   std::size_t points = kReportPoints, samples = kReportSamples;
-  json data = report_json(in, points, samples);
-  while (points > 64 && too_big(data)) {
-    points /= 2;
-    samples = std::max<std::size_t>(64, samples / 2);
-    data = report_json(in, points, samples);
+  json data = report_json(in, points, samples, kReportBytes / 2);
+  for (std::size_t size = size_of(data); size > kReportBytes && points > 64; size = size_of(data)) {
+    const double scale = 0.8 * static_cast<double>(kReportBytes) / static_cast<double>(size);
+    points = std::max<std::size_t>(64, static_cast<std::size_t>(static_cast<double>(points) * scale));
+    samples = std::max<std::size_t>(64, static_cast<std::size_t>(static_cast<double>(samples) * scale));
+    data = report_json(in, points, samples, kReportBytes / 2);
   }
-  // Thinned as far as it goes (a build of thousands of launched compiles):
-  // the units past the budget are counted, not sent, as in fad status.
-  std::size_t left_out = 0;
-  auto& units = data["units"];
-  while (!units.empty() && too_big(data)) {
-    const std::size_t keep = units.size() / 2;
-    left_out += units.size() - keep;
-    units.erase(units.begin() + static_cast<std::ptrdiff_t>(keep), units.end());
-  }
-  if (left_out) data["units_left_out"] = left_out;
   return ok_response(std::move(data));
 }
 

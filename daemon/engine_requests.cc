@@ -175,10 +175,32 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
   }
 }
 
-json Engine::owned_build_json(const BuildRecord& b, bool with_units) {
+json Engine::owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes) {
   auto units = store_.units(b.id);
   overlay_unrecorded(units);
-  json j = build_json(b, units, with_units, live_units(b, units, with_units));
+  const bool with_units = unit_list_bytes > 0;
+  const auto live = live_units(b, units, with_units);
+  json j = build_json(b, units, false, live);
+  if (with_units) {
+    // A build of thousands of units (cached launches) must fit one message
+    // too: units past the budget are counted, never built.
+    json list = json::array();
+    std::size_t used = 0, left_out = 0;
+    for (const auto& u : units) {
+      if (left_out == 0) {
+        auto it = live.find(u.id);
+        json row = unit_json(u, it == live.end() ? nullptr : &it->second);
+        used += row.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+        if (used <= unit_list_bytes) {
+          list.push_back(std::move(row));
+          continue;
+        }
+      }
+      ++left_out;
+    }
+    j["unit_list"] = std::move(list);
+    if (left_out) j["units_left_out"] = left_out;
+  }
   j["started_at"] = opt_json(store_.build_started_at(b.id));
   const uid_t owner = owner_of(b);
   j["uid"] = owner;
@@ -225,18 +247,11 @@ Response Engine::status(const Caller&, const StatusRequest& req) {
   if (req.id) {
     auto b = store_.build(*req.id);
     if (!b) return no_build(*req.id);
-    json one = owned_build_json(*b, true);
-    // A build of thousands of units (cached launches) must fit one message
-    // too: units past the budget are counted, not sent.
-    json all = std::exchange(one["unit_list"], json::array());
-    std::size_t units_left_out = 0;
-    for (auto& u : all) units_left_out += units_left_out > 0 || !append_within(one["unit_list"], std::move(u), used);
-    if (units_left_out) one["units_left_out"] = units_left_out;
-    builds.push_back(std::move(one));
+    builds.push_back(owned_build_json(*b, kListingBytes));
   } else {
     // Oldest first, as a queue is read: the newest are the ones left out.
     for (const auto& b : store_.status_builds(10))
-      left_out += left_out > 0 || !append_within(builds, owned_build_json(b, false), used);
+      left_out += left_out > 0 || !append_within(builds, owned_build_json(b), used);
   }
   json result{{"daemon", daemon_json()}, {"builds", std::move(builds)}};
   if (left_out) result["builds_left_out"] = left_out;
@@ -378,7 +393,7 @@ Response Engine::history(const Caller&, const HistoryRequest& req) {
       ++left_out;  // newest first: the oldest are the ones left out
       continue;
     }
-    auto j = owned_build_json(b, false);
+    auto j = owned_build_json(b);
     // Time waiting behind other builds and time compiling, apart: a 2 s
     // compile that queued for 5 minutes must not read as a 5-minute build.
     const auto started = store_.build_started_at(b.id);

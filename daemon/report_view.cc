@@ -61,24 +61,39 @@ json machine_json(const std::vector<MemorySample>& samples, std::size_t max_samp
 
 }  // namespace
 
-json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples) {
-  json build = build_json(in.build, in.units, true, in.live);
-  json units = std::move(build["unit_list"]);
-  build.erase("unit_list");
+json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples, std::size_t max_unit_bytes) {
+  json build = build_json(in.build, in.units, false, in.live);  // the counts are over every unit
   build["started_at"] = in.build_started_at ? json(*in.build_started_at) : json(nullptr);
+
+  // Units in order while their rows fit `max_unit_bytes`; the rest are
+  // counted, never built: a build of thousands of compiles costs no more
+  // than the part that is sent.
+  json units = json::array();
+  std::map<std::int64_t, std::size_t> index;  // unit id -> position in `units`
+  std::size_t unit_bytes = 0, left_out = 0;
+  for (const auto& u : in.units) {
+    if (left_out == 0) {
+      auto it = in.live.find(u.id);
+      json j = unit_json(u, it == in.live.end() ? nullptr : &it->second);
+      unit_bytes += j.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+      if (unit_bytes <= max_unit_bytes) {
+        j["attempt_list"] = json::array();
+        j["events"] = json::array();
+        index[u.id] = units.size();
+        units.push_back(std::move(j));
+        continue;
+      }
+    }
+    ++left_out;
+  }
 
   // Every attempt keeps at least two points; the rest of the budget is shared
   // in proportion to how many each attempt has.
   std::size_t total_points = 0;
-  for (const auto& a : in.attempts) total_points += std::count(a.points.begin(), a.points.end(), ',') + 1;
+  for (const auto& a : in.attempts)
+    if (index.count(a.unit_id)) total_points += std::count(a.points.begin(), a.points.end(), ',') + 1;
   const double share = total_points > max_points ? static_cast<double>(max_points) / total_points : 1.0;
 
-  std::map<std::int64_t, std::size_t> index;  // unit id -> position in `units`
-  for (std::size_t i = 0; i < in.units.size(); ++i) {
-    index[in.units[i].id] = i;
-    units[i]["attempt_list"] = json::array();
-    units[i]["events"] = json::array();
-  }
   for (const auto& a : in.attempts) {
     auto it = index.find(a.unit_id);
     if (it == index.end()) continue;
@@ -91,11 +106,13 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
     if (it == index.end()) continue;
     units[it->second]["events"].push_back({{"at", tenth(e.at)}, {"kind", e.kind}, {"detail", e.detail}});
   }
-  return {{"build", std::move(build)},
-          {"units", std::move(units)},
-          {"machine", machine_json(in.machine, max_samples)},
-          {"budget_bytes", in.budget_bytes ? json(*in.budget_bytes) : json(nullptr)},
-          {"now", tenth(in.now)}};
+  json report = {{"build", std::move(build)},
+                 {"units", std::move(units)},
+                 {"machine", machine_json(in.machine, max_samples)},
+                 {"budget_bytes", in.budget_bytes ? json(*in.budget_bytes) : json(nullptr)},
+                 {"now", tenth(in.now)}};
+  if (left_out) report["units_left_out"] = left_out;
+  return report;
 }
 
 }  // namespace fad

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -29,8 +30,11 @@ struct ReportInput {
 };
 
 /// The report document. At most `max_points` memory points over all attempts
-/// (each attempt thinned keeping its peaks, at least 2 points each) and at most
-/// `max_samples` machine samples, so the answer stays within one protocol line.
-nlohmann::json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples);
+/// (each attempt thinned keeping its peaks, at least 2 points each), at most
+/// `max_samples` machine samples, and the units (in order) whose rows fit
+/// `max_unit_bytes`, the rest counted in "units_left_out"; so the answer
+/// stays within one protocol line.
+nlohmann::json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples,
+                           std::size_t max_unit_bytes = std::numeric_limits<std::size_t>::max());
 
 }  // namespace fad

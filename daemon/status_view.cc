@@ -21,6 +21,7 @@ std::vector<std::string> archs_of(const BuildRecord& b, const std::vector<UnitRe
       if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
   return out;
 }
+}  // namespace
 
 json unit_json(const UnitRecord& u, const LiveUnit* live) {
   const bool running = live && live->running && u.state == UnitState::running;
@@ -55,7 +56,6 @@ json unit_json(const UnitRecord& u, const LiveUnit* live) {
   }
   return j;
 }
-}  // namespace
 
 json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units, const LiveUnits& live) {
   json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};

@@ -29,6 +29,9 @@ struct LiveUnit {
 };
 using LiveUnits = std::map<std::int64_t, LiveUnit>;  ///< by unit id
 
+/// One element of a build's "unit_list"; `live` may be null.
+nlohmann::json unit_json(const UnitRecord& unit, const LiveUnit* live);
+
 /// The contract's build object. With `with_units`, it also carries "unit_list".
 /// `live` adds running units' memory and elapsed time and queued units' estimates.
 nlohmann::json build_json(const BuildRecord& build, const std::vector<UnitRecord>& units, bool with_units,

@@ -320,4 +320,36 @@ TEST_CASE("report_json: thins the samples to its budget, keeping two points per 
   CHECK(d.at("machine").at("t").size() >= 5);
 }
 
+TEST_CASE("report_json: units past the byte budget are counted, not built, their attempts with them", "[engine]") {
+  ReportInput in;
+  in.build.id = 1;
+  in.build.created_at = "2026-01-01T00:00:00Z";
+  for (int u = 0; u < 100; ++u) {
+    UnitRecord rec;
+    rec.id = u + 1;
+    rec.name = "unit" + std::to_string(u);
+    rec.state = UnitState::succeeded;
+    in.units.push_back(rec);
+    Profile p;
+    for (int i = 0; i < 10; ++i) p.points.emplace_back(i, 100 + i);
+    in.attempts.push_back({rec.id, 1, 0, 10, "succeeded", 1, 1, 1, p.serialize()});
+  }
+  const json whole = report_json(in, 10000, 10);
+  CHECK(whole.at("units").size() == 100);
+  CHECK_FALSE(whole.contains("units_left_out"));
+  json first = whole.at("units")[0];
+  first.erase("attempt_list");  // the budget is on the rows as in fad status
+  first.erase("events");
+  const std::size_t row = first.dump().size() + 1;
+
+  const json part = report_json(in, 10000, 10, row * 10);
+  const auto sent = part.at("units").size();
+  CHECK(sent >= 5);
+  CHECK(sent <= 10);
+  CHECK(sent + part.at("units_left_out").get<std::size_t>() == 100);
+  CHECK(part.at("units").back().at("name") == "unit" + std::to_string(sent - 1));  // in order
+  CHECK(part.at("units")[0].at("attempt_list").size() == 1);
+  CHECK(part.at("build").at("units").at("total") == 100);  // the counts are whole
+}
+
 }  // namespace fad
