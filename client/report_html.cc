@@ -11,6 +11,7 @@
 #include "client/render.h"
 #include "client/report_assets.h"
 #include "common/size.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -268,7 +269,9 @@ std::string script_data(const ReportModel& m) {
 std::string html_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  // Names come from other users: what a terminal would act on (`-o -`) is
+  // shown as '?', as fad status shows it.
+  for (char c : printable(text)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

@@ -28,21 +28,22 @@ inline std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
 }
 
 /// How many bytes at `s[i]` encode a bidirectional formatting character
-/// (U+061C, U+200E-F, U+202A-E, U+2066-9); 0 if none. They reorder what
-/// follows them on screen, so that a listing can show another text than it holds.
-inline std::size_t bidi_control_at(std::string_view s, std::size_t i) {
+/// (U+061C, U+200E-F, U+202A-E, U+2066-9) or a line or paragraph separator
+/// (U+2028-9); 0 if none. The first reorder what follows them on screen, so
+/// that a listing can show another text than it holds; the others break lines.
+inline std::size_t format_control_at(std::string_view s, std::size_t i) {
   const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
   if (at(0) == 0xD8 && at(1) == 0x9C) return 2;
   if (at(0) != 0xE2) return 0;
   const unsigned b1 = at(1), b2 = at(2);
-  if (b1 == 0x80 && (b2 == 0x8E || b2 == 0x8F || (b2 >= 0xAA && b2 <= 0xAE))) return 3;
+  if (b1 == 0x80 && (b2 == 0x8E || b2 == 0x8F || (b2 >= 0xA8 && b2 <= 0xAE))) return 3;
   if (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9) return 3;
   return 0;
 }
 
 /// `s` safe to print on a terminal: control characters (C0, DEL, C1 as
-/// UTF-8, e.g. U+009B, a CSI to some terminals, and bidirectional
-/// formatting) become '?'. Names and commands come from other users: an
+/// UTF-8, e.g. U+009B, a CSI to some terminals, bidirectional formatting and
+/// line separators) become '?'. Names and commands come from other users: an
 /// escape sequence in one must not rewrite your screen, clipboard or title.
 inline std::string printable(std::string_view s) {
   std::string out;
@@ -55,7 +56,7 @@ inline std::string printable(std::string_view s) {
                static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
       out += '?';
       ++i;
-    } else if (const auto n = bidi_control_at(s, i)) {
+    } else if (const auto n = format_control_at(s, i)) {
       out += '?';
       i += n - 1;
     } else {

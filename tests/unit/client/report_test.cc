@@ -211,6 +211,9 @@ TEST_CASE("report HTML: self-contained, one bar per unit, names escaped, the pie
   CHECK(html.find("available memory up to 50.0 GiB") != std::string::npos);
   CHECK(html.find("bwd&lt;1&gt;") != std::string::npos);
   CHECK(html.find("bwd<1>") == std::string::npos);
+  // What a terminal would act on, were the page written to one, shows as '?'.
+  CHECK(html_escape("o\xC2\x9B"
+                    "2J\xE2\x80\xAE.o\x1b") == "o?2J?.o?");
   // The table: estimate against peak, 150% for bwd (underestimated, marked).
   CHECK(html.find("<table id=\"units\">") != std::string::npos);
   CHECK(html.find("<tr data-unit=\"0\" class=\"over\"><td>bwd&lt;1&gt;</td>") != std::string::npos);

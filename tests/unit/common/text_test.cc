@@ -32,6 +32,9 @@ TEST_CASE("printable replaces C0, DEL, C1 and bidi controls and keeps other UTF-
   CHECK(fad::printable("a\xE2\x80\xAE"
                        "cba\xE2\x81\xA6x\xE2\x80\x8Fy\xD8\x9Cz") == "a?cba?x?y?z");
   CHECK(fad::printable("\xE2\x80\x94") == "\xE2\x80\x94");
+  CHECK(fad::printable("a\xE2\x80\xA8"
+                       "b\xE2\x80\xA9"
+                       "c") == "a?b?c");  // line and paragraph separators
   CHECK(fad::has_control("build\xE2\x80\xAE"));
   CHECK(fad::has_control("x\ny"));
   CHECK_FALSE(fad::has_control("caf\xC3\xA9"));
