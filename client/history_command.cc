@@ -81,7 +81,9 @@ int run_history_import(const Command& cmd, Context& ctx) {
 
   std::int64_t imported = 0, skipped = 0;
   std::size_t sent = 0;
-  while (sent < profiles->size()) {
+  // At least one request, even for an empty file: fadd decides who may
+  // import, and says so to a user who may not.
+  do {
     json batch = json::array();
     std::size_t bytes = 0;
     for (; sent < profiles->size() && (batch.empty() || bytes < kBatchBytes); ++sent) {
@@ -97,7 +99,7 @@ int run_history_import(const Command& cmd, Context& ctx) {
     }
     imported += result->value("imported", 0);
     skipped += result->value("skipped", 0);
-  }
+  } while (sent < profiles->size());
   ctx.out << "imported " << imported << " unit profile(s) from " << cmd.file;
   if (skipped > 0) ctx.out << " (" << skipped << " already known)";
   ctx.out << "\n";

@@ -111,6 +111,15 @@ TEST_CASE("history export pages through fadd and writes a versioned file that im
   CHECK(back.seen[0].type == "history_import");
   CHECK(back.seen[0].body["profiles"].size() == 3);
   CHECK(back.out.str() == "imported 2 unit profile(s) from " + file.path.string() + " (1 already known)\n");
+
+  // An empty file is still a request: fadd decides who may import.
+  std::ofstream(file.path) << R"({"format": "fad-history", "version": 1, "profiles": []})";
+  Scripted empty;
+  auto ctx3 = empty.context();
+  CHECK(run_history_import(file_command(CommandKind::history_import, file.path.string()), ctx3) ==
+        kExitUnreachable);  // the scripted fadd has no answer: the request was sent
+  REQUIRE(empty.seen.size() == 1);
+  CHECK(empty.seen[0].body["profiles"].empty());
 }
 
 TEST_CASE("history export never writes through a link planted beside its FILE") {
