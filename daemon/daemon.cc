@@ -203,9 +203,10 @@ int run_daemon(const DaemonOptions& o) {
   });
   // SIGHUP (a closed terminal, a reload by habit) must not end an unattended
   // daemon and its builds; nor SIGUSR1/SIGUSR2 (sent by habit to ask for a
-  // log reopen or a dump), whose default is to kill without a word. fadd
-  // reads its settings once, at start.
+  // log reopen or a dump) or SIGALRM, whose default is to kill without a
+  // word. fadd reads its settings once, at start.
   asio::signal_set ignored(io, SIGHUP, SIGUSR1, SIGUSR2);
+  ignored.add(SIGALRM);
   std::function<void()> ignore_signals = [&] {
     ignored.async_wait([&](boost::system::error_code sec, int sig) {
       if (sec) return;
@@ -213,7 +214,9 @@ int run_daemon(const DaemonOptions& o) {
         spdlog::warn(
             "SIGHUP ignored: fadd reads its settings only at start; to apply changed ones, fad daemon restart");
       else
-        spdlog::warn("{} ignored: fadd has no use for it (SIGTERM stops it)", sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+        spdlog::warn("{} ignored: fadd has no use for it (SIGTERM stops it)", sig == SIGUSR1   ? "SIGUSR1"
+                                                                              : sig == SIGUSR2 ? "SIGUSR2"
+                                                                                               : "SIGALRM");
       ignore_signals();
     });
   };

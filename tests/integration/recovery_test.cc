@@ -98,7 +98,7 @@ TEST_CASE("SIGTERM stops running units, exits 0, and a restart finishes the buil
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
 }
 
-TEST_CASE("SIGHUP, SIGUSR1 and SIGUSR2 neither stop fadd nor its running build, and it says so in the log",
+TEST_CASE("SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM neither stop fadd nor its running build, and it says so in the log",
           "[integration]") {
   Daemon d;
   d.write_kernels(slowish_units(1, "peak_mb=10 duration_s=2"));
@@ -112,8 +112,10 @@ TEST_CASE("SIGHUP, SIGUSR1 and SIGUSR2 neither stop fadd nor its running build, 
   // Nor do the user signals, whose default is to kill without a word.
   REQUIRE(::kill(d.pid(), SIGUSR1) == 0);
   REQUIRE(::kill(d.pid(), SIGUSR2) == 0);
+  REQUIRE(::kill(d.pid(), SIGALRM) == 0);
   REQUIRE(
-      wait_for([&] { return d.daemon_log().find("SIGUSR2 ignored") != std::string::npos; }, std::chrono::seconds(10)));
+      wait_for([&] { return d.daemon_log().find("SIGALRM ignored") != std::string::npos; }, std::chrono::seconds(10)));
+  CHECK(d.daemon_log().find("SIGUSR1 ignored") != std::string::npos);
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
   CHECK(d.fad({"status"}).exit_code == 0);
   CHECK(d.terminate() == 0);
