@@ -1,6 +1,7 @@
 // SQLite-backed state; see store.h. Lists (archs, argv) are stored as JSON text.
 #include "daemon/store.h"
 
+#include "common/text.h"
 #include "daemon/database_check.h"
 
 #include <nlohmann/json.hpp>
@@ -414,7 +415,15 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
   seq.step();
   unit.seq = static_cast<int>(seq.int64(0));
   if (same_name > 0) unit.name += "#" + std::to_string(same_name + 1);
-  if (!log_dir.empty()) unit.log_path = log_dir + "/" + unit.name + ".log";
+  if (!log_dir.empty()) {
+    // The name as a file name: one that would be cut (NAME_MAX is 255 bytes,
+    // ".log" included) or holds controls is shortened and made printable,
+    // and its place in the build keeps it unique.
+    std::string file = printable(unit.name);
+    if (file != unit.name || file.size() + 4 > 255)
+      file = utf8_prefix(file, 255 - 4 - 12) + "~" + std::to_string(unit.seq);
+    unit.log_path = log_dir + "/" + file + ".log";
+  }
   insert_unit(db_, build_id, unit);
   const auto id = db_.last_insert_id();
   tx.commit();

@@ -322,6 +322,19 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   auto percent = make_unit("%", 0);
   store.add_unit(id, percent, "/state/builds/1/logs");
   CHECK(percent.name == "%");
+  // A log's file name fits NAME_MAX and holds no controls, and stays unique.
+  auto file_name = [](const UnitRecord& u) { return u.log_path.substr(u.log_path.rfind('/') + 1); };
+  auto longest = make_unit(std::string(255, 'n'), 0);
+  store.add_unit(id, longest, "/state/builds/1/logs");
+  CHECK(longest.name.size() == 255);
+  CHECK(file_name(longest).size() <= 255);
+  auto twin = make_unit(std::string(255, 'n'), 0);
+  store.add_unit(id, twin, "/state/builds/1/logs");
+  CHECK(file_name(twin) != file_name(longest));
+  auto odd = make_unit("o\n\xC2\x85.o", 0);
+  store.add_unit(id, odd, "/state/builds/1/logs");
+  CHECK(odd.name == "o\n\xC2\x85.o");  // the name itself is kept
+  CHECK(file_name(odd) == "o??.o~" + std::to_string(odd.seq) + ".log");
 }
 
 TEST_CASE("store: status_builds and finished_builds order", "[store]") {
