@@ -70,10 +70,17 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
       if (alive.lock()) done(result);
     });
   };
+  // fadd looks at a path as itself (root): a user who cannot reach it must
+  // not learn from the answer whether it exists. Their probe, run as them,
+  // then fails as it would for them ("Permission denied").
+  const bool as_other = query.run_as && query.run_as->uid != ::geteuid();
   auto path = resolve_executable(query.nvcc);
+  if (!path && as_other && query.nvcc.find('/') != std::string::npos)
+    path = std::filesystem::absolute(query.nvcc).string();
   if (!path) return answer_now(Error{path.error()});
   struct stat st {};
-  if (::stat(path->c_str(), &st) != 0) return answer_now(make_error("compiler '" + *path + "' cannot be examined"));
+  if (::stat(path->c_str(), &st) != 0 && !as_other)
+    return answer_now(make_error("compiler '" + *path + "' cannot be examined"));
   const std::int64_t size = st.st_size;
   const std::int64_t mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   const Key key{*path, query.run_as ? query.run_as->uid : ::geteuid()};

@@ -33,9 +33,10 @@ std::string fake_nvcc(const TempDir& dir, const std::string& name, const std::st
 }
 
 /// Asks for `nvcc` and runs the loop until the answer came (or 20 s passed).
-Result<Toolchain> probe(boost::asio::io_context& io, ToolchainProber& prober, const std::string& nvcc) {
+Result<Toolchain> probe(boost::asio::io_context& io, ToolchainProber& prober, const std::string& nvcc,
+                        std::optional<Credentials> run_as = std::nullopt) {
   std::optional<Result<Toolchain>> answer;
-  prober.get(ToolchainQuery{nvcc, std::nullopt}, [&answer](Result<Toolchain> r) { answer = std::move(r); });
+  prober.get(ToolchainQuery{nvcc, std::move(run_as)}, [&answer](Result<Toolchain> r) { answer = std::move(r); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!answer && std::chrono::steady_clock::now() < deadline) {
     io.restart();
@@ -99,6 +100,34 @@ TEST_CASE("toolchain: one user's slow probes leave room for other users' submits
   REQUIRE(answers.back());
   CHECK_THAT(answers.back()->error(), Contains("compilers for you already"));
   for (std::size_t i = 0; i + 1 < answers.size(); ++i) CHECK_FALSE(answers[i]);  // still probing
+}
+
+TEST_CASE("toolchain: a user learns nothing of a path they cannot reach", "[toolchain]") {
+  if (::geteuid() != 0) {
+    WARN("SKIP: needs root to probe as another user");
+    return;
+  }
+  TempDir dir("fad-toolchain");
+  const std::string hidden = dir / "private";
+  ::mkdir(hidden.c_str(), 0700);
+  const std::string there = fake_nvcc(dir, "private/nvcc");
+  const std::string absent = hidden + "/absent";
+  boost::asio::io_context io;
+  ToolchainProber prober(io, std::chrono::seconds(30), 8);
+  const Credentials nobody{65534, 65534, {65534}};
+  auto a = probe(io, prober, there, nobody);
+  auto b = probe(io, prober, absent, nobody);
+  REQUIRE_FALSE(a);
+  REQUIRE_FALSE(b);
+  // The same answer but for the path: whether a file is there stays hidden.
+  auto without = [](std::string text, const std::string& path) {
+    return text.replace(text.find(path), path.size(), "P");
+  };
+  CHECK(without(a.error(), there) == without(b.error(), absent));
+  CHECK_THAT(a.error(), Contains("Permission denied"));
+  // fadd's own user is still told plainly.
+  CHECK_THAT(probe(io, prober, absent).error(), Contains("is not an executable file"));
+  CHECK(probe(io, prober, there));
 }
 
 }  // namespace fad
