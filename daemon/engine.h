@@ -268,8 +268,10 @@ class Engine {
   void record_attempt(const Running& r, const char* outcome, std::uint64_t peak);
   void record_event(std::int64_t unit_id, const char* kind, const std::string& detail = {});
   QueuedUnit queued_unit(const UnitRecord& u) const;
-  /// Live view of running units (and estimates of queued ones) for status JSON.
-  LiveUnits live_units(const BuildRecord& b, const std::vector<UnitRecord>& units, bool estimate_queued);
+  /// Live view of the running units among `units` for status JSON.
+  LiveUnits running_live(const std::vector<UnitRecord>& units);
+  /// The estimate of one of `b`'s queued units, for the rows a status or report sends.
+  QueuedLive queued_live(const BuildRecord& b);
 
   EngineOptions options_;
   Store& store_;

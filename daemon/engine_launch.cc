@@ -364,8 +364,14 @@ void Engine::check_external(double now) {
     }
     it = last_poll_.erase(it);
   }
-  for (const auto& b : store_.active_builds()) {
-    if (b.kind != "external") continue;
+  // The mirror, not a fresh read: this runs every tick, and hundreds of
+  // queued builds made that read a steady cost. A copy, since closing a
+  // build below may lead to the mirror being refreshed.
+  queue_mirror_.refresh(store_, now);
+  std::vector<BuildRecord> external;
+  for (const auto& b : queue_mirror_.builds())
+    if (b.kind == "external") external.push_back(b);
+  for (const auto& b : external) {
     // Launches outside fad run end with a quiet spell; a fad run build with
     // its opener, or with a quiet spell once the opener is gone (its command
     // may live on and still compile). The quiet spell is checked first: it

@@ -57,45 +57,49 @@ void Engine::record_event(std::int64_t unit_id, const char* kind, const std::str
   }
 }
 
-LiveUnits Engine::live_units(const BuildRecord& b, const std::vector<UnitRecord>& units, bool estimate_queued) {
+LiveUnits Engine::running_live(const std::vector<UnitRecord>& units) {
   LiveUnits live;
   const double now = clock_.now();
   for (const auto& u : units) {
-    if (auto it = running_.find(u.id); it != running_.end()) {
-      const Running& r = it->second;
-      LiveUnit l;
-      l.running = true;
-      l.current_bytes = r.current;
-      l.peak_bytes = r.peak;
-      l.elapsed_s = r.external && r.pgid == 0 ? 0 : std::max(0.0, now - r.started_at);
-      if (r.predicted.duration_s > 0) l.predicted_duration_s = r.predicted.duration_s;
-      if (r.paused)
-        l.state = "paused";
-      else if (r.suspended)
-        l.state = "suspended";
-      live.emplace(u.id, std::move(l));
-    } else if (estimate_queued && u.state == UnitState::queued) {
-      // The estimate at the fewest threads the scheduler would grant: the one
-      // its wait reason ("needs 6.2 GiB, ...") quotes.
-      const QueuedUnit q = queued_unit(u);
-      const auto& config = scheduler_.config();
-      const int threads = config.nvcc_threads > 0 ? std::min(config.nvcc_threads, std::max(1, q.key.arch_count)) : 1;
-      const Estimate est = estimator_.estimate(q.key, threads, q.manifest_prior);
-      LiveUnit l;
-      l.estimate_bytes = std::max(est.peak(), q.requeued_peak);
-      l.estimate_source = estimate_source_id(est.source, est.imported);
-      // The scheduler's own forecast from its last decision, when it made one.
-      if (auto f = forecasts_.find(u.id); f != forecasts_.end()) {
-        l.estimate_source = estimate_source_id(f->second.source, f->second.imported);
-        if (f->second.duration_s > 0) l.predicted_duration_s = f->second.duration_s;
-      } else if (est.profile.duration_s > 0) {
-        l.predicted_duration_s = est.profile.duration_s;
-      }
-      if (b.state == BuildState::paused) l.wait_reason = "build paused ('fad resume " + std::to_string(b.id) + "')";
-      live.emplace(u.id, std::move(l));
-    }
+    auto it = running_.find(u.id);
+    if (it == running_.end()) continue;
+    const Running& r = it->second;
+    LiveUnit l;
+    l.running = true;
+    l.current_bytes = r.current;
+    l.peak_bytes = r.peak;
+    l.elapsed_s = r.external && r.pgid == 0 ? 0 : std::max(0.0, now - r.started_at);
+    if (r.predicted.duration_s > 0) l.predicted_duration_s = r.predicted.duration_s;
+    if (r.paused)
+      l.state = "paused";
+    else if (r.suspended)
+      l.state = "suspended";
+    live.emplace(u.id, std::move(l));
   }
   return live;
+}
+
+QueuedLive Engine::queued_live(const BuildRecord& b) {
+  return [this, paused = b.state == BuildState::paused, id = b.id](const UnitRecord& u) {
+    // The estimate at the fewest threads the scheduler would grant: the one
+    // its wait reason ("needs 6.2 GiB, ...") quotes.
+    const QueuedUnit q = queued_unit(u);
+    const auto& config = scheduler_.config();
+    const int threads = config.nvcc_threads > 0 ? std::min(config.nvcc_threads, std::max(1, q.key.arch_count)) : 1;
+    const Estimate est = estimator_.estimate(q.key, threads, q.manifest_prior);
+    LiveUnit l;
+    l.estimate_bytes = std::max(est.peak(), q.requeued_peak);
+    l.estimate_source = estimate_source_id(est.source, est.imported);
+    // The scheduler's own forecast from its last decision, when it made one.
+    if (auto f = forecasts_.find(u.id); f != forecasts_.end()) {
+      l.estimate_source = estimate_source_id(f->second.source, f->second.imported);
+      if (f->second.duration_s > 0) l.predicted_duration_s = f->second.duration_s;
+    } else if (est.profile.duration_s > 0) {
+      l.predicted_duration_s = est.profile.duration_s;
+    }
+    if (paused) l.wait_reason = "build paused ('fad resume " + std::to_string(id) + "')";
+    return std::optional<LiveUnit>(std::move(l));
+  };
 }
 
 Response Engine::report(const Caller& caller, std::int64_t id) {
@@ -106,7 +110,8 @@ Response Engine::report(const Caller& caller, std::int64_t id) {
   in.build = *b;
   in.build_started_at = store_.build_started_at(id);
   in.units = store_.units(id);
-  in.live = live_units(*b, in.units, true);
+  in.live = running_live(in.units);
+  in.queued = queued_live(*b);
   in.attempts = store_.unit_attempts(id);
   for (const auto& [uid, r] : running_) {
     if (r.unit.build_id != id) continue;

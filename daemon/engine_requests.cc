@@ -178,28 +178,13 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
 json Engine::owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes) {
   auto units = store_.units(b.id);
   overlay_unrecorded(units);
-  const bool with_units = unit_list_bytes > 0;
-  const auto live = live_units(b, units, with_units);
-  json j = build_json(b, units, false, live);
-  if (with_units) {
-    // A build of thousands of units (cached launches) must fit one message
-    // too: units past the budget are counted, never built.
-    json list = json::array();
-    std::size_t used = 0, left_out = 0;
-    for (const auto& u : units) {
-      if (left_out == 0) {
-        auto it = live.find(u.id);
-        json row = unit_json(u, it == live.end() ? nullptr : &it->second);
-        used += row.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
-        if (used <= unit_list_bytes) {
-          list.push_back(std::move(row));
-          continue;
-        }
-      }
-      ++left_out;
-    }
-    j["unit_list"] = std::move(list);
-    if (left_out) j["units_left_out"] = left_out;
+  const auto live = running_live(units);
+  json j = build_json(b, units, live);
+  if (unit_list_bytes > 0) {
+    // A build of thousands of units (cached launches) must fit one message too.
+    UnitRows rows = bounded_unit_rows(units, live, queued_live(b), unit_list_bytes);
+    j["unit_list"] = std::move(rows.rows);
+    if (rows.left_out) j["units_left_out"] = rows.left_out;
   }
   j["started_at"] = opt_json(store_.build_started_at(b.id));
   const uid_t owner = owner_of(b);

@@ -62,29 +62,16 @@ json machine_json(const std::vector<MemorySample>& samples, std::size_t max_samp
 }  // namespace
 
 json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples, std::size_t max_unit_bytes) {
-  json build = build_json(in.build, in.units, false, in.live);  // the counts are over every unit
+  json build = build_json(in.build, in.units, in.live);  // the counts are over every unit
   build["started_at"] = in.build_started_at ? json(*in.build_started_at) : json(nullptr);
 
-  // Units in order while their rows fit `max_unit_bytes`; the rest are
-  // counted, never built: a build of thousands of compiles costs no more
-  // than the part that is sent.
-  json units = json::array();
+  UnitRows rows = bounded_unit_rows(in.units, in.live, in.queued, max_unit_bytes);
+  json& units = rows.rows;
   std::map<std::int64_t, std::size_t> index;  // unit id -> position in `units`
-  std::size_t unit_bytes = 0, left_out = 0;
-  for (const auto& u : in.units) {
-    if (left_out == 0) {
-      auto it = in.live.find(u.id);
-      json j = unit_json(u, it == in.live.end() ? nullptr : &it->second);
-      unit_bytes += j.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
-      if (unit_bytes <= max_unit_bytes) {
-        j["attempt_list"] = json::array();
-        j["events"] = json::array();
-        index[u.id] = units.size();
-        units.push_back(std::move(j));
-        continue;
-      }
-    }
-    ++left_out;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    units[i]["attempt_list"] = json::array();
+    units[i]["events"] = json::array();
+    index[in.units[i].id] = i;
   }
 
   // Every attempt keeps at least two points; the rest of the budget is shared
@@ -111,7 +98,7 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
                  {"machine", machine_json(in.machine, max_samples)},
                  {"budget_bytes", in.budget_bytes ? json(*in.budget_bytes) : json(nullptr)},
                  {"now", tenth(in.now)}};
-  if (left_out) report["units_left_out"] = left_out;
+  if (rows.left_out) report["units_left_out"] = rows.left_out;
   return report;
 }
 

@@ -21,7 +21,8 @@ struct ReportInput {
   BuildRecord build;
   std::optional<std::string> build_started_at;
   std::vector<UnitRecord> units;
-  LiveUnits live;
+  LiveUnits live;                     ///< running units (the counts are over every unit)
+  QueuedLive queued;                  ///< a queued unit's estimate, asked only for the rows sent; may be empty
   std::vector<UnitAttempt> attempts;  ///< finished ones, then running ones (outcome "running")
   std::vector<UnitEvent> events;
   std::vector<MemorySample> machine;          ///< over the build's life

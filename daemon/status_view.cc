@@ -57,7 +57,7 @@ json unit_json(const UnitRecord& u, const LiveUnit* live) {
   return j;
 }
 
-json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool with_units, const LiveUnits& live) {
+json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, const LiveUnits& live) {
   json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
   int cache_hits = 0;
   std::uint64_t current = 0;
@@ -86,15 +86,31 @@ json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, bool
             {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)},
             {"pruned_at", opt(b.pruned_at)},
             {"cache_hits", cache_hits}};
-  if (with_units) {
-    json list = json::array();
-    for (const auto& u : units) {
-      auto it = live.find(u.id);
-      list.push_back(unit_json(u, it == live.end() ? nullptr : &it->second));
-    }
-    j["unit_list"] = std::move(list);
-  }
   return j;
+}
+
+UnitRows bounded_unit_rows(const std::vector<UnitRecord>& units, const LiveUnits& live, const QueuedLive& queued,
+                           std::size_t max_bytes) {
+  UnitRows out;
+  std::size_t used = 0;
+  for (const auto& u : units) {
+    if (out.left_out == 0) {
+      std::optional<LiveUnit> estimate;
+      const LiveUnit* l = nullptr;
+      if (auto it = live.find(u.id); it != live.end())
+        l = &it->second;
+      else if (queued && u.state == UnitState::queued && (estimate = queued(u)))
+        l = &*estimate;
+      json row = unit_json(u, l);
+      used += row.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+      if (used <= max_bytes) {
+        out.rows.push_back(std::move(row));
+        continue;
+      }
+    }
+    ++out.left_out;
+  }
+  return out;
 }
 
 json memory_json(const MemorySnapshot& s, std::uint64_t budget, std::uint64_t committed, std::uint64_t used) {

@@ -1,7 +1,9 @@
 // Renders builds and units as the contract's status JSON. Pure.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,10 +34,24 @@ using LiveUnits = std::map<std::int64_t, LiveUnit>;  ///< by unit id
 /// One element of a build's "unit_list"; `live` may be null.
 nlohmann::json unit_json(const UnitRecord& unit, const LiveUnit* live);
 
-/// The contract's build object. With `with_units`, it also carries "unit_list".
-/// `live` adds running units' memory and elapsed time and queued units' estimates.
-nlohmann::json build_json(const BuildRecord& build, const std::vector<UnitRecord>& units, bool with_units,
-                          const LiveUnits& live = {});
+/// The contract's build object, without its "unit_list". `live` adds running
+/// units' memory to the counts.
+nlohmann::json build_json(const BuildRecord& build, const std::vector<UnitRecord>& units, const LiveUnits& live = {});
+
+/// A queued unit's live view (its estimate), made only for the rows sent.
+using QueuedLive = std::function<std::optional<LiveUnit>(const UnitRecord&)>;
+
+struct UnitRows {
+  nlohmann::json rows = nlohmann::json::array();  ///< unit_json of units[0 .. rows.size())
+  std::size_t left_out = 0;                       ///< the units after them
+};
+
+/// The rows of `units`, in order, while their JSON fits `max_bytes`; the rest
+/// are counted, never built, so a build of thousands of compiles costs no more
+/// than the part that is sent. A unit's live view is its entry in `live`, else
+/// `queued(u)` for a queued unit when `queued` is set.
+UnitRows bounded_unit_rows(const std::vector<UnitRecord>& units, const LiveUnits& live, const QueuedLive& queued,
+                           std::size_t max_bytes);
 
 /// The contract's "memory" object of the daemon view.
 nlohmann::json memory_json(const MemorySnapshot& snap, std::uint64_t budget, std::uint64_t committed,

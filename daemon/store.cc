@@ -643,8 +643,6 @@ int Store::requeue_failed_units(std::int64_t build_id) {
   return db_.changes();
 }
 
-void Store::set_wait_reason(std::int64_t unit_id, const std::string& reason) { set_wait_reasons({{unit_id, reason}}); }
-
 void Store::set_wait_reasons(const std::map<std::int64_t, std::string>& reasons) {
   if (reasons.empty()) return;
   // One transaction for them all: thousands of queued units each tick must

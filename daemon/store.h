@@ -140,8 +140,7 @@ class Store {
   int set_pending_units(std::int64_t build_id, UnitState state, bool include_running);
   /// failed/cancelled -> queued for a build; returns how many.
   int requeue_failed_units(std::int64_t build_id);
-  void set_wait_reason(std::int64_t unit_id, const std::string& reason);
-  /// Many at once (a tick's worth), in one transaction.
+  /// A tick's worth of wait reasons, by unit id, in one transaction.
   void set_wait_reasons(const std::map<std::int64_t, std::string>& reasons);
 
   /// At startup: units left running by a crash go back to the queue. Returns

@@ -289,20 +289,39 @@ TEST_CASE("engine: the report request returns the build, attempts with samples, 
   CHECK(f.engine->report(f.me, id + 1).code == ErrorCode::not_found);
 }
 
-TEST_CASE("report_json: thins the samples to its budget, keeping two points per attempt", "[engine]") {
+namespace {
+
+// A build of `n` units (unit0, unit1, ...), each with one finished attempt of
+// `points` samples whose middle one is the peak.
+ReportInput report_input(int n, int points) {
   ReportInput in;
   in.build.id = 1;
   in.build.created_at = "2026-01-01T00:00:00Z";
-  for (int u = 0; u < 10; ++u) {
+  for (int u = 0; u < n; ++u) {
     UnitRecord rec;
     rec.id = u + 1;
-    rec.name = "u" + std::to_string(u);
+    rec.name = "unit" + std::to_string(u);
+    rec.state = UnitState::succeeded;
     in.units.push_back(rec);
     Profile p;
-    for (int i = 0; i < 100; ++i) p.points.emplace_back(i, (i == 50 ? 9000 : 100) + u);
-    p.duration_s = 100;
-    in.attempts.push_back({rec.id, 1, 0, 100, "succeeded", 1, 1, 1, p.serialize()});
+    for (int i = 0; i < points; ++i) p.points.emplace_back(i, (i == points / 2 ? 9000 : 100) + u);
+    p.duration_s = points;
+    in.attempts.push_back({rec.id, 1, 0, static_cast<double>(points), "succeeded", 1, 1, 1, p.serialize()});
   }
+  return in;
+}
+
+// The size one unit row takes of the report's unit budget.
+std::size_t row_bytes(json unit) {
+  unit.erase("attempt_list");  // the budget is on the rows as in fad status
+  unit.erase("events");
+  return unit.dump().size() + 1;
+}
+
+}  // namespace
+
+TEST_CASE("report_json: thins the samples to its budget, keeping two points per attempt", "[engine]") {
+  ReportInput in = report_input(10, 100);
   for (int i = 0; i < 50; ++i)
     in.machine.push_back(MemorySample{format_rfc3339(1767225600 + i), 64, 60, 1, 1, 1, {}, 9});
   const json d = report_json(in, 200, 10);
@@ -321,28 +340,12 @@ TEST_CASE("report_json: thins the samples to its budget, keeping two points per 
 }
 
 TEST_CASE("report_json: units past the byte budget are counted, not built, their attempts with them", "[engine]") {
-  ReportInput in;
-  in.build.id = 1;
-  in.build.created_at = "2026-01-01T00:00:00Z";
-  for (int u = 0; u < 100; ++u) {
-    UnitRecord rec;
-    rec.id = u + 1;
-    rec.name = "unit" + std::to_string(u);
-    rec.state = UnitState::succeeded;
-    in.units.push_back(rec);
-    Profile p;
-    for (int i = 0; i < 10; ++i) p.points.emplace_back(i, 100 + i);
-    in.attempts.push_back({rec.id, 1, 0, 10, "succeeded", 1, 1, 1, p.serialize()});
-  }
+  const ReportInput in = report_input(100, 10);
   const json whole = report_json(in, 10000, 10);
   CHECK(whole.at("units").size() == 100);
   CHECK_FALSE(whole.contains("units_left_out"));
-  json first = whole.at("units")[0];
-  first.erase("attempt_list");  // the budget is on the rows as in fad status
-  first.erase("events");
-  const std::size_t row = first.dump().size() + 1;
 
-  const json part = report_json(in, 10000, 10, row * 10);
+  const json part = report_json(in, 10000, 10, row_bytes(whole.at("units")[0]) * 10);
   const auto sent = part.at("units").size();
   CHECK(sent >= 5);
   CHECK(sent <= 10);
@@ -350,6 +353,31 @@ TEST_CASE("report_json: units past the byte budget are counted, not built, their
   CHECK(part.at("units").back().at("name") == "unit" + std::to_string(sent - 1));  // in order
   CHECK(part.at("units")[0].at("attempt_list").size() == 1);
   CHECK(part.at("build").at("units").at("total") == 100);  // the counts are whole
+}
+
+TEST_CASE("report_json: a queued unit's estimate is made only for the rows sent", "[engine]") {
+  // An estimate costs the estimator a lookup: a build of tens of thousands
+  // of queued units must not pay for the rows it leaves out.
+  ReportInput in = report_input(100, 2);
+  for (auto& u : in.units) u.state = UnitState::queued;
+  std::size_t asked = 0;
+  in.queued = [&](const UnitRecord& u) {
+    ++asked;
+    LiveUnit l;
+    l.estimate_bytes = 1000 + u.id;
+    return std::optional<LiveUnit>(l);
+  };
+  const json whole = report_json(in, 10000, 10);
+  CHECK(asked == 100);
+  CHECK(whole.at("units")[3].at("estimate_bytes") == 1004);
+
+  asked = 0;
+  const json part = report_json(in, 10000, 10, row_bytes(whole.at("units")[0]) * 10);
+  const auto sent = part.at("units").size();
+  CHECK(sent >= 5);
+  CHECK(asked >= sent);
+  CHECK(asked <= sent + 1);  // the first row that did not fit was made to find that out
+  CHECK(part.at("units").back().at("estimate_bytes") == 1000 + sent);
 }
 
 }  // namespace fad

@@ -35,7 +35,7 @@ TEST_CASE("store: take_changed_builds names builds whose queue changed, not reas
 
   const auto units = store.units(a);
   // What the scheduler writes each pass, and what running units report, mark nothing.
-  store.set_wait_reason(units[0].id, "needs 4.0 GiB");
+  store.set_wait_reasons({{units[0].id, "needs 4.0 GiB"}});
   store.raise_build_peak(a, 1 << 20);
   CHECK(store.take_changed_builds().empty());
   store.start_unit(units[0].id, 2, 1000, "2026-01-01T00:00:01Z");
@@ -67,7 +67,7 @@ TEST_CASE("queue mirror: re-reads only the builds that changed, and everything e
   const auto units = store.units(a);
 
   // A change no mark covers (a wait reason) is not re-read until the whole reload.
-  store.set_wait_reason(mirror.queues()[b].units[0].id, "needs 4.0 GiB");
+  store.set_wait_reasons({{mirror.queues()[b].units[0].id, "needs 4.0 GiB"}});
   mirror.refresh(store, 1);
   CHECK(mirror.queues()[b].units[0].wait_reason.empty());
 

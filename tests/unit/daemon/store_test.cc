@@ -285,9 +285,9 @@ TEST_CASE("store: wait reasons are stored per unit", "[store]") {
   Store store(tmp / "fad.db");
   const auto id = make_three_unit_build(store);
   const auto uid = store.units(id)[2].id;
-  store.set_wait_reason(uid, "needs 4.0 GiB");
+  store.set_wait_reasons({{uid, "needs 4.0 GiB"}});
   CHECK(store.unit(uid)->wait_reason == "needs 4.0 GiB");
-  store.set_wait_reason(uid, "needs 4.0 GiB");
+  store.set_wait_reasons({{uid, "needs 4.0 GiB"}});
   CHECK(store.unit(uid)->wait_reason == "needs 4.0 GiB");
   store.start_unit(uid, 1, 1, "t");
   CHECK(store.unit(uid)->wait_reason.empty());
