@@ -27,6 +27,10 @@ namespace {
 // Descriptors fadd keeps for itself (database, units' pidfds and cgroups)
 // beyond its sessions.
 constexpr std::size_t kReservedFds = 256;
+// Like PostgreSQL's superuser_reserved_connections: the last few connections
+// are root's (and fadd's own user's), so that when other users hold all the
+// rest the administrator can still see who they are and stop them.
+constexpr std::size_t kAdminSessions = 8;
 
 void set_cloexec(int fd) {
   if (const int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
@@ -247,12 +251,15 @@ void Server::admit(local::socket socket) {
   set_cloexec(socket.native_handle());
   const Caller caller = peer_of(socket.native_handle());
   std::size_t& mine = per_user_[caller.uid];
-  if (sessions_.size() >= options_.max_sessions || mine >= options_.max_sessions_per_user) {
-    const bool user_cap = sessions_.size() < options_.max_sessions;
+  const bool admin = caller.uid == 0 || caller.uid == ::geteuid();
+  const std::size_t cap =
+      admin ? options_.max_sessions : options_.max_sessions - std::min(kAdminSessions, options_.max_sessions / 2);
+  if (sessions_.size() >= cap || mine >= options_.max_sessions_per_user) {
+    const bool user_cap = sessions_.size() < cap;
     const std::string why = user_cap ? "too many connections from your user (" + std::to_string(mine) +
                                            " open, limit " + std::to_string(options_.max_sessions_per_user) + ")"
                                      : "too many connections (" + std::to_string(sessions_.size()) + " open, limit " +
-                                           std::to_string(options_.max_sessions) + ")";
+                                           std::to_string(cap) + ")";
     spdlog::warn("refusing a client of uid {}: {}", caller.uid, why);
     say_and_close(socket,
                   encode_error(ErrorCode::failed,

@@ -304,3 +304,43 @@ TEST_CASE("another user's 2,000 idle connections do not lock root out", "[integr
   wait_process(flood, 10);
   ::setrlimit(RLIMIT_NOFILE, &old);
 }
+
+TEST_CASE("when other users hold every connection, root still gets in", "[integration][users][hostile]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  // 400 descriptors leave fadd 200 connections, all of which one user may
+  // hold (the per-user limit is capped by the total): the case of several
+  // users sharing the whole table, with one user.
+  d.set_wrapper({"prlimit", "--nofile=400:400", "--"});
+  start_shared(d, bins, *who, {});
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t flood = ::fork();
+  if (flood == 0) {
+    ::close(ready[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(who->gid) != 0 || ::setuid(who->uid) != 0) ::_exit(2);
+    std::vector<RawClient> idle;
+    for (int i = 0; i < 300; ++i) idle.emplace_back(d.socket());
+    // fadd admits connections in order: once the last one is refused, every
+    // earlier one has been admitted or refused.
+    const auto line = idle.back().read_line(std::chrono::seconds(20));
+    const char verdict = line && line->find("too many connections (") != std::string::npos ? 'r' : 'x';
+    [[maybe_unused]] auto n = ::write(ready[1], &verdict, 1);
+    ::pause();  // until killed
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char verdict = 0;
+  REQUIRE(::read(ready[0], &verdict, 1) == 1);
+  ::close(ready[0]);
+  CHECK(verdict == 'r');
+  auto theirs = as_nobody(*who, bins, d, {"status"});
+  CHECK(theirs.exit_code == 1);
+  CHECK(theirs.err.find("too many connections (192 open, limit 192)") != std::string::npos);
+  auto r = d.fad({"status"}, 30);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  ::kill(flood, SIGKILL);
+  wait_process(flood, 10);
+}
