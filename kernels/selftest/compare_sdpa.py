@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compare libfad_attention with torch.nn.functional.scaled_dot_product_attention:
-correctness of O, dQ, dK, dV and TFLOP/s of both, forward and backward.
+correctness of O, dQ, dK, dV and TFLOP/s, forward and backward, of fad, of SDPA's own
+choice of kernel and of its FlashAttention-2 backend.
 
 Usage: python3 compare_sdpa.py path/to/libfad_attention.so
 
@@ -10,6 +11,7 @@ top-left aligned, fad's bottom-right: identical for equal lengths). Calls go
 through ABI 2 (fad_attention_fwd_v2 / fad_attention_bwd_v2). Variants the
 library was built without are listed as not built.
 """
+import contextlib
 import ctypes
 import sys
 
@@ -109,8 +111,17 @@ def main():
         torch.cuda.synchronize()
         return s.elapsed_time(e) / reps
 
+    # "sdpa" is PyTorch's own choice of kernel (on Hopper it may be a
+    # wgmma kernel, cuDNN's, beyond what mma.sync reaches); "fa2" pins its
+    # FlashAttention-2 backend, the design these kernels follow.
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        flash = SDPBackend.FLASH_ATTENTION
+    except ImportError:
+        sdpa_kernel, flash = None, None
     print(f"libfad_attention {lib.fad_attention_version().decode()} vs torch {torch.__version__} "
-          f"on {torch.cuda.get_device_name()}")
+          f"on {torch.cuda.get_device_name()}: TFLOP/s of fad, of SDPA's own choice (sdpa) and of its "
+          f"FlashAttention-2 backend (fa2), with fad's speed relative to each")
     torch.manual_seed(0)
     ok = True
     for dtype in (torch.float16, torch.bfloat16):
@@ -138,16 +149,33 @@ def main():
                 os_, ls = fwd(qs, ks, vs, causal)
                 t_fad_f = timeit(lambda: fwd(qs, ks, vs, causal))
                 t_fad_b = timeit(lambda: bwd(qs, ks, vs, os_, ls, dos, causal))
-                t_ref_f = timeit(lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal))
-                qg, kg, vg = (t.detach().clone().requires_grad_(True) for t in (qs, ks, vs))
-                out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
-                t_ref_b = timeit(lambda: torch.autograd.grad(out, (qg, kg, vg), dos, retain_graph=True))
                 flops = 4 * Bs * Hs * Ss * Ss * D * (0.5 if causal else 1.0)
+
+                def sdpa_times(backend):
+                    # The backward runs the kernel the forward was dispatched to.
+                    try:
+                        with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+                            t_f = timeit(lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal))
+                            qg, kg, vg = (t.detach().clone().requires_grad_(True) for t in (qs, ks, vs))
+                            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+                        t_b = timeit(lambda: torch.autograd.grad(out, (qg, kg, vg), dos, retain_graph=True))
+                        return t_f, t_b
+                    except RuntimeError:  # the backend does not take this shape or GPU
+                        return None
+
+                def rate(name, t_fad, t_ref, work):
+                    if t_ref is None:
+                        return f"{name}    n/a        "
+                    return f"{name} {work / t_ref / 1e9:6.1f} ({t_ref / t_fad:4.2f}x)"
+
+                default = sdpa_times(None)
+                fa2 = sdpa_times(flash) if flash is not None else None
                 print(f"{str(dtype):15s} d={D:<3d} causal={int(causal)} rel.err O/dQ/dK/dV="
                       f"{'/'.join(f'{e:.1e}' for e in errs)} {'PASS' if good else 'FAIL'} | TFLOP/s fwd fad "
-                      f"{flops / t_fad_f / 1e9:6.1f} sdpa {flops / t_ref_f / 1e9:6.1f} "
-                      f"({t_ref_f / t_fad_f:4.2f}x) | bwd fad {2.5 * flops / t_fad_b / 1e9:6.1f} "
-                      f"sdpa {2.5 * flops / t_ref_b / 1e9:6.1f} ({t_ref_b / t_fad_b:4.2f}x)")
+                      f"{flops / t_fad_f / 1e9:6.1f} {rate('sdpa', t_fad_f, default and default[0], flops)} "
+                      f"{rate('fa2', t_fad_f, fa2 and fa2[0], flops)} | bwd fad {2.5 * flops / t_fad_b / 1e9:6.1f} "
+                      f"{rate('sdpa', t_fad_b, default and default[1], 2.5 * flops)} "
+                      f"{rate('fa2', t_fad_b, fa2 and fa2[1], 2.5 * flops)}")
     print("ALL PASSED" if ok else "FAILURES")
     return 0 if ok else 1
 
