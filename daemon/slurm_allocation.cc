@@ -4,18 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "common/size.h"
+#include "common/text.h"
 #include "daemon/slurm_commands.h"
 #include "daemon/slurm_parse.h"
 
 namespace fad {
 
 namespace {
-/// The first line of a command's output, for a wait reason.
-std::string first_line(const std::string& text) {
-  auto line = text.substr(0, text.find('\n'));
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
-}
-
 /// After a failed probe: a missing mount is not fixed in seconds.
 constexpr double kProbeRetryS = 60;
 
@@ -62,7 +57,7 @@ void SlurmAllocation::request(double now) {
       const bool unreachable = slurm::controller_unreachable(out.output);
       state_ = unreachable ? State::unreachable : State::refused;
       wait_reason_ = std::string(unreachable ? "slurmctld unreachable" : "Slurm refused the allocation") + ": " +
-                     first_line(out.output) + " (retrying)";
+                     one_line(out.output, 200) + " (retrying)";
       spdlog::warn("{}", wait_reason_);
       if (id) runner_.run(slurm::scancel_job_argv(*id), [](const CommandOutput&) {});
       next_retry_ = now + retry_every_s;
@@ -104,7 +99,7 @@ void SlurmAllocation::on_job(const CommandOutput& out, double now) {
     // The job may well still run; steps already running go on. Nothing new
     // starts until slurmctld answers again.
     if (state_ == State::active) {
-      wait_reason_ = "slurmctld unreachable: " + first_line(out.output) + " (retrying)";
+      wait_reason_ = "slurmctld unreachable: " + one_line(out.output, 200) + " (retrying)";
       nodes_.clear();
       state_ = State::probing;  // re-read the job before starting anything
     }
