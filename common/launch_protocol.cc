@@ -119,8 +119,14 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   r.output = *output;
   for (auto [field, path] :
        {std::pair{"cwd", &r.cwd}, std::pair{"source", &r.source}, std::pair{"output", &r.output}}) {
-    if (path->size() > kMaxPathBytes || path->find('\0') != std::string::npos)
+    if (path->find('\0') != std::string::npos) return field_error(field, "a path without NUL bytes");
+    if (path->size() > kMaxPathBytes)
       return field_error(field, "a path of at most " + std::to_string(kMaxPathBytes) + " bytes");
+    // The launcher sends absolute paths (output may be absent); anything else
+    // would be read against fadd's own directory, not the caller's.
+    if (!path->empty() && path->front() != '/') return field_error(field, "an absolute path");
+    if (path != &r.cwd && !path->empty() && path->back() == '/')
+      return field_error(field, "the path of a file, not of a directory");
     const auto slash = path->rfind('/');
     const std::size_t name = path->size() - (slash == std::string::npos ? 0 : slash + 1);
     if (name > kMaxFileNameBytes)
@@ -132,6 +138,7 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   for (const auto& a : *argv) argv_bytes += a.size() + 1;
   if (argv_bytes > kMaxLaunchArgvBytes)
     return field_error("argv", "at most " + std::to_string(kMaxLaunchArgvBytes / 1024) + " KiB of arguments");
+  if (argv->front().empty()) return field_error("argv", "an array whose first string names the compiler");
   r.argv = std::move(*argv);
   auto archs = strings_field(body, "archs", false);
   if (!archs) return make_error(archs.error());

@@ -69,9 +69,16 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   CHECK(with("output", "/w/" + name255));
   CHECK(with("output", "/w/" + name255 + "n").error() ==
         "field \"output\" must be a path whose file name is at most 255 bytes");
-  CHECK(with("source", name255 + "n").error().find("\"source\"") != std::string::npos);
+  CHECK(with("source", "/" + name255 + "n").error().find("\"source\"") != std::string::npos);
   CHECK(with("cwd", "/" + std::string(4096, 'd')).error() == "field \"cwd\" must be a path of at most 4096 bytes");
-  CHECK(with("source", std::string("/a\0b.cu", 7)).error().find("\"source\" must be a path") != std::string::npos);
+  CHECK(with("source", std::string("/a\0b.cu", 7)).error() == "field \"source\" must be a path without NUL bytes");
+  // Paths are the launcher's absolute ones; source and output name files.
+  CHECK(with("source", "a.cu").error() == "field \"source\" must be an absolute path");
+  CHECK(with("cwd", "w").error() == "field \"cwd\" must be an absolute path");
+  CHECK(with("output", "/").error() == "field \"output\" must be the path of a file, not of a directory");
+  CHECK(with("source", "/w/").error() == "field \"source\" must be the path of a file, not of a directory");
+  CHECK(with("output", ""));  // no -o: nvcc's default
+  CHECK(with("argv", {""}).error() == "field \"argv\" must be an array whose first string names the compiler");
   CHECK(with("argv", {"nvcc", std::string(100 * 1024, 'a')}));
   CHECK(with("argv", {"nvcc", std::string(128 * 1024, 'a')}).error() ==
         "field \"argv\" must be at most 128 KiB of arguments");
