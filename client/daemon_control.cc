@@ -49,6 +49,17 @@ std::string state_dir_of(const Response& response) {
   return "";
 }
 
+/// Two spellings of one directory (a trailing slash, a symlink, "..").
+bool same_dir(const std::string& a, const std::string& b) {
+  const auto norm = [](const std::string& p) {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(p, ec);
+    c = (ec ? fs::path(p) : c).lexically_normal();
+    return c.has_filename() || c == c.root_path() ? c : c.parent_path();
+  };
+  return norm(a) == norm(b);
+}
+
 std::string lock_path_in(const std::string& state_dir) { return (fs::path(state_dir) / "fadd.lock").string(); }
 
 // The pid fadd wrote into its lock file; 0 when unreadable.
@@ -230,7 +241,15 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
   long pid = 0;
   std::string state_dir = locations.state_dir;
   if (running) {
-    if (auto dir = state_dir_of(*running); !dir.empty()) state_dir = dir;
+    const std::string theirs = state_dir_of(*running);
+    if (locations.state_dir_named && !theirs.empty() && !same_dir(theirs, locations.state_dir)) {
+      // --state-dir names one fadd, the socket reached another: stopping it
+      // would stop the wrong one.
+      ctx.err << "fad: the fadd at " << ctx.socket << " uses state dir " << theirs << ", not " << locations.state_dir
+              << "; name the socket of the one to stop with --socket\n";
+      return kExitFailed;
+    }
+    if (!theirs.empty()) state_dir = theirs;
     pid = std::strtol(pid_of(*running).c_str(), nullptr, 10);
   }
   const std::string lock = lock_path_in(state_dir);
@@ -243,7 +262,8 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
     }
     pid = pid_in_lock(lock);
     ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid "
-            << (pid > 0 ? std::to_string(pid) : std::string("?")) << "); waiting for it to exit\n";
+            << (pid > 0 ? std::to_string(pid) : std::string("?")) << "); waiting for it to exit"
+            << (locations.state_dir_named ? " (if it serves another socket, name it with --socket)" : "") << "\n";
     ctx.out.flush();
   } else {
     int rc = kExitOk;

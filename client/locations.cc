@@ -20,6 +20,7 @@ Result<Locations> resolve_locations(const Command& cmd, const EnvLookup& env, un
   }
   loc.socket = resolve_path(cmd.socket, env, "FAD_SOCKET", config_socket, default_socket_path(env, uid));
   loc.state_dir = resolve_path(cmd.state_dir, env, "FAD_STATE_DIR", config_state_dir, default_state_dir(env));
+  loc.state_dir_named = cmd.state_dir.has_value();
   return loc;
 }
 

@@ -15,6 +15,7 @@ struct Locations {
   std::string socket;
   std::string state_dir;
   std::optional<std::string> config;  ///< the config file in use, if any
+  bool state_dir_named = false;       ///< --state-dir was given: the user means that fadd
 };
 
 /// Resolves the locations for `cmd`. A config file named by --config or

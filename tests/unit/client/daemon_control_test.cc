@@ -153,6 +153,35 @@ TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is wait
   CHECK(s.types == std::vector<std::string>{"status"});  // nothing to send a shutdown to
 }
 
+TEST_CASE("daemon stop --state-dir DIR does not stop a fadd of another state dir at the socket") {
+  StopScript s;
+  s.answers = {status_answer(99, "/other"), fad::Response{}};
+  Context ctx = s.context();
+  Locations named{"/s", "/st", std::nullopt, true};
+  CHECK(run_daemon_stop(named, ctx, s.watch()) == 1);
+  CHECK(s.err.str() ==
+        "fad: the fadd at /s uses state dir /other, not /st; name the socket of the one to stop with --socket\n");
+  CHECK(s.types == std::vector<std::string>{"status"});  // no shutdown sent
+
+  StopScript same;  // the same directory spelled another way is the same fadd
+  same.answers = {status_answer(99, "/st/"), fad::Response{}};
+  Context sctx = same.context();
+  CHECK(run_daemon_stop(named, sctx, same.watch()) == 0);
+  CHECK(same.types == std::vector<std::string>{"status", "shutdown"});
+
+  StopScript unnamed;  // without --state-dir, the socket decides (a system fadd's own state dir)
+  unnamed.answers = {status_answer(99, "/other"), fad::Response{}};
+  Context uctx = unnamed.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, uctx, unnamed.watch()) == 0);
+  CHECK(unnamed.types == std::vector<std::string>{"status", "shutdown"});
+
+  StopScript elsewhere;  // nothing at the socket, but the named state dir is locked
+  elsewhere.locked_checks_left = 2;
+  Context ectx = elsewhere.context();
+  CHECK(run_daemon_stop(named, ectx, elsewhere.watch()) == 0);
+  CHECK(elsewhere.out.str().find("(if it serves another socket, name it with --socket)") != std::string::npos);
+}
+
 TEST_CASE("nvidia-smi compute capabilities") {
   auto archs = parse_compute_caps("9.0\n9.0\n12.0\r\n\n");
   REQUIRE(archs.ok());
