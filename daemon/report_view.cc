@@ -88,9 +88,30 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
     const auto keep = std::max<std::size_t>(2, static_cast<std::size_t>(std::floor(points * share)));
     units[it->second]["attempt_list"].push_back(attempt_json(a, keep));
   }
+  // Events likewise (a build paused and resumed in a loop has thousands):
+  // each unit keeps its latest, at least two, in proportion to how many it has.
+  std::map<std::int64_t, std::size_t> events_of;
+  std::size_t total_events = 0;
+  for (const auto& e : in.events)
+    if (index.count(e.unit_id)) ++events_of[e.unit_id], ++total_events;
+  const double event_share =
+      total_events > kReportEvents ? static_cast<double>(kReportEvents) / static_cast<double>(total_events) : 1.0;
+  std::map<std::int64_t, std::size_t> skip;  // unit id -> its oldest events left out
+  for (const auto& [id, n] : events_of) {
+    const auto keep = std::min(
+        n, std::max<std::size_t>(2, static_cast<std::size_t>(std::floor(static_cast<double>(n) * event_share))));
+    if (keep < n) {
+      skip[id] = n - keep;
+      units[index[id]]["events_left_out"] = n - keep;
+    }
+  }
   for (const auto& e : in.events) {
     auto it = index.find(e.unit_id);
     if (it == index.end()) continue;
+    if (auto s = skip.find(e.unit_id); s != skip.end() && s->second > 0) {
+      --s->second;
+      continue;
+    }
     units[it->second]["events"].push_back({{"at", tenth(e.at)}, {"kind", e.kind}, {"detail", e.detail}});
   }
   json report = {{"build", std::move(build)},

@@ -48,6 +48,9 @@ struct UnitAttempt {
 };
 
 /// Something that happened to a unit between attempt boundaries.
+/// How many events of one unit the store keeps (the latest).
+inline constexpr std::size_t kMaxEventsPerUnit = 1000;
+
 struct UnitEvent {
   std::int64_t unit_id = 0;
   double at = 0;     ///< epoch seconds

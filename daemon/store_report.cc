@@ -28,6 +28,14 @@ void Store::add_unit_event(const UnitEvent& e) {
       .bind(3, e.kind)
       .bind(4, e.detail)
       .run();
+  // A user who pauses and resumes a build in a loop writes an event per
+  // running unit each time: only the latest kMaxEventsPerUnit are kept.
+  db_.prepare(
+         "DELETE FROM unit_events WHERE rowid IN (SELECT rowid FROM unit_events WHERE unit_id = ? "
+         "ORDER BY rowid DESC LIMIT -1 OFFSET ?)")
+      .bind(1, e.unit_id)
+      .bind(2, static_cast<std::int64_t>(kMaxEventsPerUnit))
+      .run();
 }
 
 std::vector<UnitAttempt> Store::unit_attempts(std::int64_t build_id) {

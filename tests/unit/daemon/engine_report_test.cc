@@ -355,6 +355,31 @@ TEST_CASE("report_json: units past the byte budget are counted, not built, their
   CHECK(part.at("build").at("units").at("total") == 100);  // the counts are whole
 }
 
+TEST_CASE("report_json: events are bounded over the report, each unit keeping its latest", "[engine]") {
+  ReportInput in = report_input(10, 2);
+  // Unit 1 was paused and resumed in a loop; unit 2 has three events.
+  for (std::size_t i = 0; i < 3 * kReportEvents; ++i)
+    in.events.push_back({1, static_cast<double>(i), i % 2 ? "unpause" : "pause", ""});
+  for (int i = 0; i < 3; ++i) in.events.push_back({2, 1000.0 + i, "suspend", "memory pressure"});
+  const json d = report_json(in, 10000, 10);
+  const json& busy = d.at("units")[0].at("events");
+  CHECK(busy.size() <= kReportEvents);
+  CHECK(busy.size() >= kReportEvents / 2);
+  CHECK(busy.size() + d.at("units")[0].at("events_left_out").get<std::size_t>() == 3 * kReportEvents);
+  CHECK(busy.back().at("at").get<double>() == Approx(3 * kReportEvents - 1));  // the latest kept
+  const json& calm = d.at("units")[1].at("events");
+  CHECK(calm.size() == 2);  // its share of three, but never fewer than two
+  CHECK(calm.back().at("at").get<double>() == Approx(1002));
+  CHECK(d.at("units")[2].at("events").empty());
+  CHECK_FALSE(d.at("units")[2].contains("events_left_out"));
+
+  ReportInput few = report_input(2, 2);
+  few.events.push_back({1, 5, "suspend", "memory pressure"});
+  const json f = report_json(few, 10000, 10);
+  CHECK(f.at("units")[0].at("events").size() == 1);
+  CHECK_FALSE(f.at("units")[0].contains("events_left_out"));
+}
+
 TEST_CASE("report_json: a queued unit's estimate is made only for the rows sent", "[engine]") {
   // An estimate costs the estimator a lookup: a build of tens of thousands
   // of queued units must not pay for the rows it leaves out.

@@ -69,6 +69,23 @@ TEST_CASE("store: attempts and events are kept per build, in order", "[store]") 
   CHECK(store.unit_events(b1).empty());
 }
 
+TEST_CASE("store: a unit keeps only its latest events", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto b1 = one_unit_build(store);
+  const auto b2 = one_unit_build(store);
+  const auto u1 = store.units(b1).at(0).id;
+  const auto u2 = store.units(b2).at(0).id;
+  store.add_unit_event({u2, 1, "pause", "other unit"});
+  for (std::size_t i = 0; i < kMaxEventsPerUnit + 50; ++i)
+    store.add_unit_event({u1, static_cast<double>(i), i % 2 ? "unpause" : "pause", ""});
+  const auto events = store.unit_events(b1);
+  REQUIRE(events.size() == kMaxEventsPerUnit);
+  CHECK(events.front().at == Approx(50));  // the oldest went
+  CHECK(events.back().at == Approx(kMaxEventsPerUnit + 49));
+  CHECK(store.unit_events(b2).size() == 1);  // another unit's are its own
+}
+
 TEST_CASE("store: machine samples between two times, with capacity", "[store]") {
   TempDir tmp("fad-store");
   Store store(tmp / "fad.db");
