@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/json_fields.h"
+#include "common/text.h"
 
 namespace fad {
 namespace {
@@ -18,6 +19,9 @@ Result<std::string> text_field(const json& j, const char* name) {
   if (it == j.end() || !it->is_string()) return field_error(name, "a string");
   const auto& s = it->get_ref<const std::string&>();
   if (s.size() > kMaxText) return field_error(name, "a string of at most 4096 bytes");
+  // These are shown in listings and estimate sources: no terminal controls,
+  // no bidirectional overrides (what printable() would replace).
+  if (printable(s) != s) return field_error(name, "printable text (no control characters)");
   return s;
 }
 

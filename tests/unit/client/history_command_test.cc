@@ -168,6 +168,14 @@ TEST_CASE("history import refuses bad files with one line and exit 2, before tal
   CHECK(d.err.str().find("profiles[1]: field \"points[1]\"") != std::string::npos);
   const std::string line = d.err.str();
   CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  // Names end up in listings: no terminal controls, no bidi overrides.
+  for (const std::string bad : {"a\x1b[2J.cu", "a\xe2\x80\xaeu.c"}) {
+    doc["profiles"][1] = profile("b.cu", 1);
+    doc["profiles"][1]["family"] = bad;
+    std::ofstream(file.path) << doc.dump();
+    CHECK(import() == kExitUsage);
+    CHECK(d.err.str().find("profiles[1]: field \"family\" must be printable text") != std::string::npos);
+  }
   fs::remove(file.path);
   fs::create_directory(file.path);
   CHECK(import() == kExitUsage);
