@@ -20,6 +20,11 @@ Response with_body(const Request& req, F&& f) {
   return f(*body);
 }
 
+// Requests whose only effect is their answer.
+bool read_only(const std::string& type) {
+  return type == "status" || type == "logs" || type == "history" || type == "report" || type == "history_export";
+}
+
 std::string encode(const Response& r) { return r.ok ? encode_ok(r.result) : encode_error(r.code, r.message); }
 }  // namespace
 
@@ -72,7 +77,7 @@ void RequestHandler::dispatch(const Request& req, const Caller& c, Reply done) {
   done(std::move(r));
 }
 
-void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLine reply) {
+void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLine reply, bool unread) {
   // Exactly one answer per line, whatever happens: a request that throws (a
   // full disk under a write) still gets its line, and a late answer after an
   // exception is dropped rather than sent twice.
@@ -87,6 +92,10 @@ void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLi
     auto req = parse_request(line);
     if (!req) return once(encode_error(ErrorCode::usage, req.error()));
     type = req->type;
+    if (unread && read_only(type)) {
+      spdlog::info("uid {} hung up before its {} request was answered; not computed", caller.uid, type);
+      return once(encode_error(ErrorCode::usage, "the client hung up; " + type + " not computed"));
+    }
     const bool shutdown = type == "shutdown";
     dispatch(*req, caller, [this, once, shutdown](Response r) {
       const bool stop = shutdown && r.ok;

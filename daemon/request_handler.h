@@ -23,8 +23,11 @@ class RequestHandler {
 
   /// Calls `reply` exactly once with the response line, now or later (a
   /// submit waits for its compiler probe). Never throws: malformed input and
-  /// internal failures become error responses.
-  void handle(std::string_view line, const Caller& caller, ReplyLine reply);
+  /// internal failures become error responses. With `unread` (the client has
+  /// hung up), a request that only reads (status, report, ...) is answered
+  /// with an error without being computed: a flood of expensive reads from
+  /// clients that left must not hold up the event loop. Others still run.
+  void handle(std::string_view line, const Caller& caller, ReplyLine reply, bool unread = false);
 
  private:
   void dispatch(const Request& req, const Caller& caller, Reply done);

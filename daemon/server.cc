@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -123,9 +124,19 @@ class Session : public std::enable_shared_from_this<Session> {
     buffer_.consume(n);
     // One request at a time: the next line is read once this one is answered,
     // now or later (a submit waits for its compiler probe).
-    server_.handler_.handle(line, caller_, [weak = weak_from_this()](std::string out) {
-      if (auto self = weak.lock(); self && !self->closed_) self->write(std::move(out));
-    });
+    server_.handler_.handle(
+        line, caller_,
+        [weak = weak_from_this()](std::string out) {
+          if (auto self = weak.lock(); self && !self->closed_) self->write(std::move(out));
+        },
+        peer_hung_up());
+  }
+
+  // The peer closed its end (POLLHUP: both directions; a client that only
+  // shut down writing still reads its answer): nobody will read the answer.
+  bool peer_hung_up() {
+    pollfd p{socket_.native_handle(), 0, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) != 0;
   }
 
   void write(std::string out) {

@@ -258,6 +258,31 @@ TEST_CASE("a client that never reads its answer is closed after the idle timeout
   CHECK(json::accept(r.out));
 }
 
+TEST_CASE("a read from a client that hung up before fadd got to it is not computed; a cancel still happens",
+          "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({{"fwd_a", "peak_mb=2 duration_s=60"}});
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  const std::string sid = std::to_string(id);
+  // fadd is stopped while the clients connect, ask and hang up, so that it
+  // meets both requests only after their clients have gone.
+  REQUIRE(::kill(d.pid(), SIGSTOP) == 0);
+  {
+    RawClient reader(d.socket());
+    RawClient canceller(d.socket());
+    REQUIRE(reader.ok());
+    REQUIRE(canceller.ok());
+    REQUIRE(reader.send(R"({"v":1,"type":"report","body":{"id":)" + sid + "}}\n"));
+    REQUIRE(canceller.send(R"({"v":1,"type":"cancel","body":{"id":)" + sid + "}}\n"));
+  }
+  REQUIRE(::kill(d.pid(), SIGCONT) == 0);
+  REQUIRE(wait_for([&] { return d.status(id).at("state") == "cancelled"; }, std::chrono::seconds(30)));
+  const std::string log = d.daemon_log();
+  CHECK(log.find("hung up before its report request was answered; not computed") != std::string::npos);
+  CHECK(log.find("hung up before its cancel") == std::string::npos);
+}
+
 TEST_CASE("compilers fadd starts hold no descriptor but 0, 1 and 2, and fadd's own are close-on-exec",
           "[integration][hostile]") {
   Daemon d;

@@ -20,9 +20,10 @@ struct HandlerFixture : test::EngineFixture {
   }
   /// Handles `line` (from `caller`, else this process's user) and parses the
   /// response: exactly one line, ending with one newline.
-  Response call(std::string_view line, std::optional<Caller> caller = std::nullopt) {
+  Response call(std::string_view line, std::optional<Caller> caller = std::nullopt, bool unread = false) {
     std::vector<std::string> answers;
-    REQUIRE_NOTHROW(handler->handle(line, caller.value_or(me), [&](std::string a) { answers.push_back(a); }));
+    REQUIRE_NOTHROW(handler->handle(
+        line, caller.value_or(me), [&](std::string a) { answers.push_back(a); }, unread));
     REQUIRE(answers.size() == 1);
     const std::string& out = answers.front();
     REQUIRE_FALSE(out.empty());
@@ -171,6 +172,31 @@ TEST_CASE("request handler: submit and status round-trip", "[request_handler]") 
   r = f.call(encode_request(Request{"history", HistoryRequest{}.to_json()}));
   REQUIRE(r.ok);
   CHECK(r.result["builds"].size() == 1);
+}
+
+TEST_CASE("request handler: reads for a client that hung up are not computed, changes still happen",
+          "[request_handler]") {
+  HandlerFixture f;
+  SubmitRequest submit;
+  submit.archs = {"9.0"};
+  auto r = f.call(encode_request(Request{"submit", submit.to_json()}));
+  REQUIRE(r.ok);
+  const auto id = r.result.at("id").get<std::int64_t>();
+  for (const std::string& line : {encode_request(Request{"status", StatusRequest{}.to_json()}),
+                                  encode_request(Request{"report", BuildRequest{id}.to_json()}),
+                                  encode_request(Request{"history", HistoryRequest{}.to_json()}),
+                                  std::string(R"({"v":1,"type":"logs","body":{"id":1}})"),
+                                  std::string(R"({"v":1,"type":"history_export","body":{}})")}) {
+    INFO(line);
+    r = f.call(line, std::nullopt, true);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.message, Contains("the client hung up") && Contains("not computed"));
+    CHECK(f.call(line).ok != r.ok);  // the same request from a client still there is answered
+  }
+  // A cancel sent before hanging up is still carried out.
+  r = f.call(encode_request(Request{"cancel", BuildRequest{id}.to_json()}), std::nullopt, true);
+  CHECK(r.ok);
+  CHECK(f.build_state(id) == BuildState::cancelled);
 }
 
 }  // namespace fad
