@@ -5,13 +5,31 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 namespace fad {
 
 struct Caller {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t pid = 0;  ///< the connecting process (0 when unknown)
+  /// Its supplementary groups at connect() (SO_PEERGROUPS); unknown on kernels
+  /// before 4.13. Compiles run with these, never with groups the group
+  /// database grants but the client's process does not hold.
+  std::optional<std::vector<gid_t>> groups = std::nullopt;
   bool is_root() const { return uid == 0; }
 };
+
+/// What a build records of its submitter's groups: the supplementary groups
+/// with the primary one among them; unset when the kernel did not say.
+inline std::optional<std::vector<std::int64_t>> groups_of(const Caller& c) {
+  if (!c.groups) return std::nullopt;
+  std::vector<std::int64_t> out{static_cast<std::int64_t>(c.gid)};
+  for (gid_t g : *c.groups)
+    if (g != c.gid) out.push_back(static_cast<std::int64_t>(g));
+  return out;
+}
 
 }  // namespace fad

@@ -187,6 +187,13 @@ std::optional<Credentials> Engine::run_as(const BuildRecord& b) {
   const uid_t uid = owner_of(b);
   if (uid == 0) return std::nullopt;
   const gid_t gid = static_cast<gid_t>(b.gid.value_or(uid));
+  if (b.groups) {
+    // The groups the submitter's process held: never one the group database
+    // grants but that process had dropped or not yet been given.
+    Credentials c{uid, gid, {}};
+    for (auto g : *b.groups) c.groups.push_back(static_cast<gid_t>(g));
+    return c;
+  }
   const double now = clock_.now();
   auto& cached = credentials_cache_[{uid, gid}];
   // Group lookups may ask a directory service: not once per unit, but a

@@ -74,6 +74,7 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   BuildRecord b;
   b.uid = caller.uid;
   b.gid = caller.gid;
+  b.groups = groups_of(caller);
   // The command is a label and a log line that other users (root) read:
   // bounded, and without the control characters a name may not hold.
   const std::string command = printable(utf8_prefix(req.command, kMaxCommandBytes));
@@ -156,6 +157,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
       b.kernels_glob = "";
       b.uid = caller.uid;
       b.gid = caller.gid;
+      b.groups = groups_of(caller);
       const auto id = store_.create_build(std::move(b), {});
       build = store_.build(id);
     }

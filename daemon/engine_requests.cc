@@ -84,6 +84,7 @@ void Engine::submit(const Caller& caller, const SubmitRequest& req, Reply done) 
   BuildRecord as_owner;
   as_owner.uid = caller.uid;
   as_owner.gid = caller.gid;
+  as_owner.groups = groups_of(caller);
   ToolchainQuery query{req.nvcc.value_or(options_.nvcc), run_as(as_owner)};
   toolchains_(query, [this, caller, req, archs = *archs, done = std::move(done)](Result<Toolchain> tc) {
     try {
@@ -125,6 +126,7 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
   b.created_at = clock_.wall();
   b.uid = caller.uid;
   b.gid = caller.gid;
+  b.groups = groups_of(caller);
   const auto count = units->size();
   try {
     const auto id = store_.create_build(std::move(b), std::move(*units));

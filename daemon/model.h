@@ -51,7 +51,10 @@ struct BuildRecord {
   /// Who submitted it (from the connection's credentials); null for builds
   /// recorded before fadd knew, which belong to fadd's own user.
   std::optional<std::int64_t> uid;
-  std::optional<std::int64_t> gid;       ///< the submitter's group then (compiles run with it)
+  std::optional<std::int64_t> gid;  ///< the submitter's group then (compiles run with it)
+  /// The submitter's supplementary groups then (compiles run with them);
+  /// unset for builds of older fadds: looked up in the group database.
+  std::optional<std::vector<std::int64_t>> groups;
   std::optional<std::string> pruned_at;  ///< when retention deleted its outputs and logs
   /// The `fad run` process that opened an external build; nullopt when
   /// unknown (another pid namespace) or not opened by fad run.

@@ -37,15 +37,34 @@ void set_cloexec(int fd) {
   if (const int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
+/// The peer's supplementary groups as the kernel recorded them at connect().
+std::optional<std::vector<gid_t>> peer_groups(int fd) {
+#ifdef SO_PEERGROUPS
+  std::vector<gid_t> groups(32);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) {
+      groups.resize(len / sizeof(gid_t));
+      return groups;
+    }
+    if (errno != ERANGE) break;
+    groups.resize(len / sizeof(gid_t));  // the kernel said how many
+  }
+#else
+  (void)fd;
+#endif
+  return std::nullopt;
+}
+
 /// The peer's credentials as the kernel recorded them at connect().
 Caller peer_of(int fd) {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     // Unknown: treated as the least privileged user (nobody), never as root.
-    return Caller{static_cast<uid_t>(65534), static_cast<gid_t>(65534), 0};
+    return Caller{static_cast<uid_t>(65534), static_cast<gid_t>(65534), 0, std::vector<gid_t>{65534}};
   }
-  return Caller{cred.uid, cred.gid, cred.pid};
+  return Caller{cred.uid, cred.gid, cred.pid, peer_groups(fd)};
 }
 
 /// Writes one line to a socket that is about to be closed, without waiting.

@@ -155,6 +155,11 @@ ALTER TABLE builds ADD COLUMN opener_start INTEGER;
 ALTER TABLE units ADD COLUMN scope TEXT NOT NULL DEFAULT '';
 ALTER TABLE unit_history ADD COLUMN scope TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9 -> 10: the submitter's supplementary groups as its process held them
+    // (JSON array); NULL for older builds, whose compiles look them up.
+    R"sql(
+ALTER TABLE builds ADD COLUMN supplementary_gids TEXT;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -169,7 +174,7 @@ std::vector<std::string> from_json_text(const std::string& s) {
 
 constexpr std::string_view kBuildColumns =
     "id, name, state, archs, kernels_glob, nvcc, created_at, finished_at, peak_bytes, artifact, error, kind, session, "
-    "command, budget_bytes, uid, gid, pruned_at, opener_pid, opener_start";
+    "command, budget_bytes, uid, gid, pruned_at, opener_pid, opener_start, supplementary_gids";
 
 BuildRecord read_build(const Statement& s) {
   BuildRecord b;
@@ -193,6 +198,16 @@ BuildRecord read_build(const Statement& s) {
   b.pruned_at = s.opt_text(17);
   if (auto pid = s.opt_int64(18); pid && *pid > 0) {
     b.opener = ProcessStamp{static_cast<int>(*pid), static_cast<std::uint64_t>(s.opt_int64(19).value_or(0))};
+  }
+  if (auto groups = s.opt_text(20)) {
+    // Written by fadd itself; anything unreadable counts as unknown.
+    const auto j = nlohmann::json::parse(*groups, nullptr, false);
+    if (j.is_array()) {
+      std::vector<std::int64_t> gids;
+      for (const auto& g : j)
+        if (g.is_number_integer()) gids.push_back(g.get<std::int64_t>());
+      b.groups = std::move(gids);
+    }
   }
   return b;
 }
@@ -378,7 +393,7 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
   Transaction tx(db_);
   db_.prepare(
          "INSERT INTO builds(name, state, archs, kernels_glob, nvcc, created_at, kind, session, command, budget_bytes, "
-         "uid, gid, opener_pid, opener_start) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+         "uid, gid, opener_pid, opener_start, supplementary_gids) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, build.name)
       .bind(2, to_string(build.state))
       .bind(3, to_json_text(build.archs))
@@ -394,6 +409,7 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
       .bind(13, build.opener ? std::optional<std::int64_t>(build.opener->pid) : std::nullopt)
       .bind(14, build.opener ? std::optional<std::int64_t>(static_cast<std::int64_t>(build.opener->start_ticks))
                              : std::nullopt)
+      .bind(15, build.groups ? std::optional<std::string>(nlohmann::json(*build.groups).dump()) : std::nullopt)
       .run();
   const auto id = db_.last_insert_id();
   for (auto& u : units) insert_unit(db_, id, u);

@@ -18,7 +18,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 /// One daemon-wide memory sample.
 struct MemorySample {

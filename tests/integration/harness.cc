@@ -139,7 +139,8 @@ CommandResult run(const std::vector<std::string>& argv, const std::map<std::stri
 }
 
 CommandResult run_as_user(uid_t uid, gid_t gid, const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env, int timeout_s) {
+                          const std::map<std::string, std::string>& env, int timeout_s,
+                          const std::vector<gid_t>& groups) {
   TempDir tmp;
   const auto out = tmp.path() / "out", err = tmp.path() / "err";
   std::vector<std::string> env_strings;
@@ -163,7 +164,7 @@ CommandResult run_as_user(uid_t uid, gid_t gid, const std::vector<std::string>& 
     ::dup2(err_fd, 2);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     ::dup2(null_fd, 0);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(126);
+    if (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(126);
     if (::chdir("/") != 0) ::_exit(126);
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);

@@ -46,10 +46,11 @@ std::optional<int> poll_process(pid_t pid);
 /// the same program at the same time).
 std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd);
 
-/// Runs argv as another user (uid, gid, no supplementary groups): forks, drops
-/// to them, execs. Needs root. Output captured like run().
+/// Runs argv as another user (uid, gid, the supplementary `groups`, none by
+/// default): forks, drops to them, execs. Needs root. Output captured like run().
 CommandResult run_as_user(uid_t uid, gid_t gid, const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env = {}, int timeout_s = 120);
+                          const std::map<std::string, std::string>& env = {}, int timeout_s = 120,
+                          const std::vector<gid_t>& groups = {});
 
 /// Processes whose environment holds `entry` (e.g. "FAD_FAKE_LOG=/tmp/x"): a
 /// test's own compilers, wherever they were reparented.

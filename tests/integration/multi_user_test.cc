@@ -10,6 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <set>
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include "harness.h"
@@ -109,6 +112,29 @@ TEST_CASE("another user cannot cancel, pause, resume, retry or stop root's build
   CHECK(b.at("uid") == 0);
   CHECK(d.running());
   CHECK(d.fad({"cancel", sid}).exit_code == 0);
+}
+
+TEST_CASE("another user's compiles hold the groups their client's process held, not the group database's",
+          "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  start_shared(d, bins, *who, {{"fwd_a", ""}});
+  // nobody's process holds group 4242, which no group database gives it;
+  // before, fadd looked the groups up and ran the compile without it.
+  const gid_t extra = 4242;
+  auto r = run_as_user(who->uid, who->gid, {bins.fad, "submit", "--arch", "9.0", "--wait"},
+                       {{"FAD_SOCKET", d.socket()}, {"FAD_FAKE_LOG", d.fake_log_path()}}, 120, {extra});
+  INFO(r.out << r.err << d.daemon_log());
+  REQUIRE(r.exit_code == 0);
+  const auto lines = lines_with(d, " uid=" + std::to_string(who->uid) + " ");
+  REQUIRE(lines.size() == 1);
+  INFO(lines[0]);
+  const auto at = lines[0].find(" groups=") + 8;
+  std::set<std::string> groups;  // the kernel keeps them sorted, not in the order given
+  std::stringstream list(lines[0].substr(at, lines[0].find(' ', at) - at));
+  for (std::string g; std::getline(list, g, ',');) groups.insert(g);
+  CHECK(groups == std::set<std::string>{std::to_string(who->gid), std::to_string(extra)});
 }
 
 TEST_CASE("another user's build compiles as that user and its files are theirs", "[integration][users]") {

@@ -17,10 +17,9 @@
 // Environment:
 //   FAD_FAKE_VERSION=v         --version reports "release v" (default 13.0).
 //   FAD_FAKE_LOG=path          append one line per invocation, when it starts (flock'ed):
-//                              "pid=<pid> src=<SRC> out=<OBJ> threads=<N> archs=<sm_90,sm_120> uid=<U> fds=<0,1,2>"
-//                              (archs: the code= value of each -gencode, or of -arch; uid: the
-//                              real uid it runs as; fds: the descriptors it was started with);
-//                              link mode appends "link out=<OUT>".
+//                              "pid=<pid> src=<SRC> out=<OBJ> threads=<N> archs=<sm_90,sm_120> uid=<U> groups=<G,...>
+//                              fds=<0,1,2>" (archs: the code= value of each -gencode, or of -arch; uid: the real uid it
+//                              runs as; fds: the descriptors it was started with); link mode appends "link out=<OUT>".
 //   FAD_FAKE_PROFILE=file.tsv  replay a memory trace ("seconds<TAB>MiB" lines, '#' comments),
 //                              interpolating linearly between samples from 0 MiB at time 0.
 //   FAD_FAKE_PEAK_MB=N         synthetic profile instead: ramp to N MiB over the first 20% of
@@ -478,6 +477,15 @@ std::string open_fds() {
   return out;
 }
 
+// The process's supplementary groups, comma-separated, in the order held.
+std::string supplementary_groups() {
+  std::vector<gid_t> groups(static_cast<std::size_t>(std::max(0, ::getgroups(0, nullptr))));
+  const int n = groups.empty() ? 0 : ::getgroups(static_cast<int>(groups.size()), groups.data());
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + std::to_string(groups[static_cast<std::size_t>(i)]);
+  return out;
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
@@ -559,7 +567,7 @@ int run_compile(Args args) {
   const std::string fds = open_fds();  // before anything of its own is opened
   append_log("pid=" + std::to_string(::getpid()) + " src=" + args.src + " out=" + args.out +
              " threads=" + std::to_string(args.threads) + " archs=" + join(args.archs) +
-             " uid=" + std::to_string(::getuid()) + " fds=" + fds);
+             " uid=" + std::to_string(::getuid()) + " groups=" + supplementary_groups() + " fds=" + fds);
 
   const Overrides over = read_overrides(args.src);
   const double time_scale = env_double("FAD_FAKE_TIME_SCALE", 1.0);

@@ -69,6 +69,31 @@ TEST_CASE("engine users: only the owner or root may cancel, pause, resume, retry
   CHECK(f.engine->cancel(kRoot, id).ok);
 }
 
+TEST_CASE("engine users: compiles run with the groups the submitter's process held, not the database's",
+          "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  // Alice's process holds 5000 and 6000 (the kernel said so at connect);
+  // the group database knows nothing of uid 4001.
+  Caller alice = kAlice;
+  alice.groups = std::vector<gid_t>{5000, 4001, 6000};
+  const auto id = submit_as(f, alice);
+  CHECK(f.store->build(id)->groups == std::vector<std::int64_t>{4001, 5000, 6000});  // kept for a restart
+  f.engine->tick();
+  REQUIRE(f.launcher.launches.size() == 4);
+  for (const auto& l : f.launcher.launches) {
+    REQUIRE(l.spec.run_as);
+    CHECK(l.spec.run_as->gid == 4001u);
+    CHECK(l.spec.run_as->groups == std::vector<gid_t>{4001, 5000, 6000});
+  }
+  // A process that dropped its supplementary groups gets none back.
+  Caller dropped = kBob;
+  dropped.groups = std::vector<gid_t>{};
+  const auto bobs = submit_as(f, dropped);
+  CHECK(f.store->build(bobs)->groups == std::vector<std::int64_t>{4002});
+}
+
 TEST_CASE("engine users: only root or fadd's own user may stop fadd", "[engine][users]") {
   EngineFixture f;
   f.options.daemon_uid = 4001;
