@@ -258,7 +258,7 @@ TEST_CASE("a client that never reads its answer is closed after the idle timeout
   CHECK(json::accept(r.out));
 }
 
-TEST_CASE("a read from a client that hung up before fadd got to it is not computed; a cancel still happens",
+TEST_CASE("a read from a client that hung up before fadd got to it is not computed, but a cancel still happens",
           "[integration][hostile]") {
   Daemon d;
   d.write_kernels({{"fwd_a", "peak_mb=2 duration_s=60"}});
