@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -67,6 +68,34 @@ void start_shared(Daemon& d, const SharedBins& bins, const Nobody& who, std::vec
   fs::permissions(d.fake_log_path(), fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec |
                                                         fs::perms::others_exec));  // 0666: every user logs
   d.start({"--nvcc", bins.fake, "--cores", "8"});
+}
+
+// Forks a process of `who` that opens `n` connections to `socket` and holds
+// them until killed; returns its pid and what `verdict` says of its last
+// connection once all are open ('!' when the process could not become `who`).
+std::pair<pid_t, char> hold_connections(const Nobody& who, const std::string& socket, int n,
+                                        const std::function<char(RawClient&)>& verdict) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    char said = '!';
+    std::vector<RawClient> idle;  // held open until the process is killed
+    if (::setgroups(0, nullptr) == 0 && ::setgid(who.gid) == 0 && ::setuid(who.uid) == 0) {
+      for (int i = 0; i < n; ++i) idle.emplace_back(socket);
+      said = verdict(idle.back());
+    }
+    [[maybe_unused]] auto w = ::write(ready[1], &said, 1);
+    ::pause();  // until killed
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char said = 0;
+  const bool got = ::read(ready[0], &said, 1) == 1;
+  ::close(ready[0]);
+  REQUIRE(got);
+  return {pid, said};
 }
 
 CommandResult as_nobody(const Nobody& who, const SharedBins& bins, Daemon& d, std::vector<std::string> args) {
@@ -301,22 +330,8 @@ TEST_CASE("another user's 2,000 idle connections do not lock root out", "[integr
   SharedBins bins;
   Daemon d;
   start_shared(d, bins, *who, {});
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  const pid_t flood = ::fork();
-  if (flood == 0) {
-    ::close(ready[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(who->gid) != 0 || ::setuid(who->uid) != 0) ::_exit(2);
-    std::vector<RawClient> idle;
-    for (int i = 0; i < 2000; ++i) idle.emplace_back(d.socket());
-    [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
-    ::pause();  // until killed
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  REQUIRE(::read(ready[0], &byte, 1) == 1);
-  ::close(ready[0]);
+  const auto [flood, verdict] = hold_connections(*who, d.socket(), 2000, [](RawClient&) { return 'r'; });
+  REQUIRE(verdict == 'r');
   const auto start = std::chrono::steady_clock::now();
   auto r = d.fad({"status"}, 30);
   const double root_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -340,26 +355,12 @@ TEST_CASE("when other users hold every connection, root still gets in", "[integr
   // users sharing the whole table, with one user.
   d.set_wrapper({"prlimit", "--nofile=400:400", "--"});
   start_shared(d, bins, *who, {});
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  const pid_t flood = ::fork();
-  if (flood == 0) {
-    ::close(ready[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(who->gid) != 0 || ::setuid(who->uid) != 0) ::_exit(2);
-    std::vector<RawClient> idle;
-    for (int i = 0; i < 300; ++i) idle.emplace_back(d.socket());
-    // fadd admits connections in order: once the last one is refused, every
-    // earlier one has been admitted or refused.
-    const auto line = idle.back().read_line(std::chrono::seconds(20));
-    const char verdict = line && line->find("too many connections (") != std::string::npos ? 'r' : 'x';
-    [[maybe_unused]] auto n = ::write(ready[1], &verdict, 1);
-    ::pause();  // until killed
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char verdict = 0;
-  REQUIRE(::read(ready[0], &verdict, 1) == 1);
-  ::close(ready[0]);
+  // fadd admits connections in order: once the last one is refused, every
+  // earlier one has been admitted or refused.
+  const auto [flood, verdict] = hold_connections(*who, d.socket(), 300, [](RawClient& last) {
+    const auto line = last.read_line(std::chrono::seconds(20));
+    return line && line->find("too many connections (") != std::string::npos ? 'r' : 'x';
+  });
   CHECK(verdict == 'r');
   auto theirs = as_nobody(*who, bins, d, {"status"});
   CHECK(theirs.exit_code == 1);
