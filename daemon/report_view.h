@@ -17,7 +17,8 @@
 
 namespace fad {
 
-/// Events in one report, over all its units (each keeps its latest).
+/// Events in one report, shared among its units (each keeps its latest two
+/// at least, so a report of more than 2,000 units with events holds more).
 inline constexpr std::size_t kReportEvents = 4000;
 
 struct ReportInput {
@@ -36,8 +37,9 @@ struct ReportInput {
 /// The report document. At most `max_points` memory points over all attempts
 /// (each attempt thinned keeping its peaks, at least 2 points each), at most
 /// `max_samples` machine samples, and the units (in order) whose rows fit
-/// `max_unit_bytes`, the rest counted in "units_left_out", and at most
-/// kReportEvents events (a unit's oldest counted in "events_left_out"); so the answer
+/// `max_unit_bytes`, the rest counted in "units_left_out", and kReportEvents
+/// events shared among them (each unit's latest, at least two; its oldest
+/// counted in "events_left_out"); so the answer
 /// stays within one protocol line.
 nlohmann::json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples,
                            std::size_t max_unit_bytes = std::numeric_limits<std::size_t>::max());
