@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "daemon/model.h"
+
 namespace fad {
 
 struct Caller {
@@ -30,6 +32,15 @@ inline std::optional<std::vector<std::int64_t>> groups_of(const Caller& c) {
   for (gid_t g : *c.groups)
     if (g != c.gid) out.push_back(static_cast<std::int64_t>(g));
   return out;
+}
+
+/// A new build owned by `c`: the uid, gid and groups its compiles run with.
+inline BuildRecord build_owned_by(const Caller& c) {
+  BuildRecord b;
+  b.uid = c.uid;
+  b.gid = c.gid;
+  b.groups = groups_of(c);
+  return b;
 }
 
 }  // namespace fad

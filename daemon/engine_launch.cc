@@ -71,10 +71,7 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   if (shutting_down_) return error_response(ErrorCode::failed, "fadd is shutting down");
   if (auto refused = refuse_compiles_for(caller)) return *refused;
   if (auto refused = refuse_over_build_limit(caller.uid)) return *refused;
-  BuildRecord b;
-  b.uid = caller.uid;
-  b.gid = caller.gid;
-  b.groups = groups_of(caller);
+  BuildRecord b = build_owned_by(caller);
   // The command is a label and a log line that other users (root) read:
   // bounded, and without the control characters a name may not hold.
   const std::string command = printable(utf8_prefix(req.command, kMaxCommandBytes));
@@ -149,15 +146,12 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
     build = store_.session_build(req.session, caller.uid);
     if (!build) {
       if (auto refused = refuse_over_build_limit(caller.uid)) return *refused;
-      BuildRecord b;
+      BuildRecord b = build_owned_by(caller);
       b.name = "launches of session " + std::to_string(req.session);
       b.kind = "external";
       b.session = req.session;
       b.created_at = clock_.wall();
       b.kernels_glob = "";
-      b.uid = caller.uid;
-      b.gid = caller.gid;
-      b.groups = groups_of(caller);
       const auto id = store_.create_build(std::move(b), {});
       build = store_.build(id);
     }

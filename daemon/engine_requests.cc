@@ -81,10 +81,7 @@ void Engine::submit(const Caller& caller, const SubmitRequest& req, Reply done) 
   if (!archs) return done(error_response(ErrorCode::usage, archs.error()));
   // The compiler is probed as the user who will run it, off the event loop;
   // the answer comes when the probe ends.
-  BuildRecord as_owner;
-  as_owner.uid = caller.uid;
-  as_owner.gid = caller.gid;
-  as_owner.groups = groups_of(caller);
+  BuildRecord as_owner = build_owned_by(caller);
   ToolchainQuery query{req.nvcc.value_or(options_.nvcc), run_as(as_owner)};
   toolchains_(query, [this, caller, req, archs = *archs, done = std::move(done)](Result<Toolchain> tc) {
     try {
@@ -118,15 +115,12 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
     u.scope = learning_scope(caller);
     u.key = unit_key(u).exact();
   }
-  BuildRecord b;
+  BuildRecord b = build_owned_by(caller);
   b.name = req.name;
   for (const auto& a : archs) b.archs.push_back(a.display());
   b.kernels_glob = req.kernels;
   b.nvcc = tc->path;
   b.created_at = clock_.wall();
-  b.uid = caller.uid;
-  b.gid = caller.gid;
-  b.groups = groups_of(caller);
   const auto count = units->size();
   try {
     const auto id = store_.create_build(std::move(b), std::move(*units));

@@ -18,6 +18,12 @@ namespace {
 
 double tenth(double s) { return std::round(s * 10) / 10; }
 
+// How many of an item's `n` entries a report keeps when each keeps `share` of
+// its own: two at least (a curve's two ends, a unit's latest two events).
+std::size_t kept(std::size_t n, double share) {
+  return std::min(n, std::max<std::size_t>(2, static_cast<std::size_t>(std::floor(static_cast<double>(n) * share))));
+}
+
 json attempt_json(const UnitAttempt& a, std::size_t max_points) {
   json t = json::array(), bytes = json::array();
   if (auto p = Profile::parse(a.points)) {
@@ -85,8 +91,7 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
     auto it = index.find(a.unit_id);
     if (it == index.end()) continue;
     const std::size_t points = std::count(a.points.begin(), a.points.end(), ',') + 1;
-    const auto keep = std::max<std::size_t>(2, static_cast<std::size_t>(std::floor(points * share)));
-    units[it->second]["attempt_list"].push_back(attempt_json(a, keep));
+    units[it->second]["attempt_list"].push_back(attempt_json(a, kept(points, share)));
   }
   // Events likewise (a build paused and resumed in a loop has thousands):
   // each unit keeps its latest, at least two, in proportion to how many it has.
@@ -98,8 +103,7 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
       total_events > kReportEvents ? static_cast<double>(kReportEvents) / static_cast<double>(total_events) : 1.0;
   std::map<std::int64_t, std::size_t> skip;  // unit id -> its oldest events left out
   for (const auto& [id, n] : events_of) {
-    const auto keep = std::min(
-        n, std::max<std::size_t>(2, static_cast<std::size_t>(std::floor(static_cast<double>(n) * event_share))));
+    const auto keep = kept(n, event_share);
     if (keep < n) {
       skip[id] = n - keep;
       units[index[id]]["events_left_out"] = n - keep;

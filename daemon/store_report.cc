@@ -22,6 +22,7 @@ void Store::add_unit_attempt(const UnitAttempt& a) {
 }
 
 void Store::add_unit_event(const UnitEvent& e) {
+  Transaction tx(db_);  // one fsync for the event and its trim, not two
   db_.prepare("INSERT INTO unit_events(unit_id, at, kind, detail) VALUES(?,?,?,?)")
       .bind(1, e.unit_id)
       .bind(2, e.at)
@@ -36,6 +37,7 @@ void Store::add_unit_event(const UnitEvent& e) {
       .bind(1, e.unit_id)
       .bind(2, static_cast<std::int64_t>(kMaxEventsPerUnit))
       .run();
+  tx.commit();
 }
 
 std::vector<UnitAttempt> Store::unit_attempts(std::int64_t build_id) {
