@@ -82,7 +82,8 @@ class Session : public std::enable_shared_from_this<Session> {
         socket_(std::move(socket)),
         caller_(caller),
         buffer_(kMaxMessageBytes + 1),
-        idle_(server.io_) {}
+        idle_(server.io_),
+        wait_(server.io_) {}
 
   const Caller& caller() const { return caller_; }
   void start() { read(); }
@@ -90,6 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_ = true;
     boost::system::error_code ec;
     idle_.cancel();
+    wait_.cancel();
     socket_.close(ec);
   }
 
@@ -141,6 +143,29 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string line(asio::buffers_begin(buffer_.data()), asio::buffers_begin(buffer_.data()) + n - 1);
     buffer_.consume(n);
+    handle_in_turn(std::move(line));
+  }
+
+  // A user over their share of fadd's time (request_budget.h) waits on a
+  // timer, holding no thread, and is checked again when it fires: several
+  // connections of one user take turns at that user's share.
+  void handle_in_turn(std::string line) {
+    const bool limited = !Server::is_admin(caller_);
+    if (limited) {
+      const auto wait = server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
+      if (wait.count() > 0) {
+        if (server_.slowed_.insert(caller_.uid).second)
+          spdlog::info("uid {} has used its share of fadd's time; its requests wait (this one {} ms)", caller_.uid,
+                       wait.count());
+        wait_.expires_after(wait);
+        wait_.async_wait([self = shared_from_this(), line = std::move(line)](boost::system::error_code ec) mutable {
+          if (!ec && !self->closed_) self->handle_in_turn(std::move(line));
+        });
+        return;
+      }
+      server_.slowed_.erase(caller_.uid);
+    }
+    const auto start = RequestBudget::Clock::now();
     // One request at a time: the next line is read once this one is answered,
     // now or later (a submit waits for its compiler probe).
     server_.handler_.handle(
@@ -149,6 +174,10 @@ class Session : public std::enable_shared_from_this<Session> {
           if (auto self = weak.lock(); self && !self->closed_) self->write(std::move(out));
         },
         peer_hung_up());
+    if (limited) {
+      const auto end = RequestBudget::Clock::now();
+      server_.budget_.charge(caller_.uid, end - start, end);
+    }
   }
 
   // The peer closed its end (POLLHUP: both directions; a client that only
@@ -185,12 +214,13 @@ class Session : public std::enable_shared_from_this<Session> {
   Caller caller_;
   asio::streambuf buffer_;
   asio::steady_timer idle_;
+  asio::steady_timer wait_;  ///< a request waiting for its user's turn
   std::string out_;
   bool closed_ = false;
 };
 
 Server::Server(asio::io_context& io, RequestHandler& handler, ServerOptions options)
-    : io_(io), handler_(handler), options_(options), acceptor_(io), accept_retry_(io) {
+    : io_(io), handler_(handler), options_(options), acceptor_(io), accept_retry_(io), budget_(options.requests) {
   // Never more sessions than descriptors: past the limit accept() fails and
   // every client, not only the newest, would be turned away.
   rlimit lim{};
@@ -281,7 +311,7 @@ void Server::admit(local::socket socket) {
   set_cloexec(socket.native_handle());
   const Caller caller = peer_of(socket.native_handle());
   std::size_t& mine = per_user_[caller.uid];
-  const bool admin = caller.uid == 0 || caller.uid == ::geteuid();
+  const bool admin = is_admin(caller);
   const std::size_t cap =
       admin ? options_.max_sessions : options_.max_sessions - std::min(kAdminSessions, options_.max_sessions / 2);
   if (sessions_.size() >= cap || mine >= options_.max_sessions_per_user) {
@@ -303,6 +333,8 @@ void Server::admit(local::socket socket) {
   sessions_.insert(s);
   s->start();
 }
+
+bool Server::is_admin(const Caller& c) { return c.uid == 0 || c.uid == ::geteuid(); }
 
 void Server::remove(const std::shared_ptr<Session>& s) {
   s->close();

@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/result.h"
+#include "daemon/request_budget.h"
 #include "daemon/request_handler.h"
 
 namespace fad {
@@ -37,6 +38,9 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(10);
   std::size_t max_sessions = 1024;          ///< all users together (also kept below the fd limit)
   std::size_t max_sessions_per_user = 256;  ///< one uid, so no user can lock the others out
+  /// How much of fadd's time one user's requests may take (root and fadd's
+  /// own user are not limited).
+  RequestLimits requests;
 };
 
 class Server {
@@ -60,6 +64,7 @@ class Server {
   void accept();
   void admit(boost::asio::local::stream_protocol::socket socket);
   void remove(const std::shared_ptr<Session>& s);
+  static bool is_admin(const Caller& c);
 
   boost::asio::io_context& io_;
   RequestHandler& handler_;
@@ -69,6 +74,8 @@ class Server {
   std::string path_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::map<uid_t, std::size_t> per_user_;
+  RequestBudget budget_;
+  std::set<uid_t> slowed_;  ///< users whose last request had to wait (logged once per spell)
 };
 
 }  // namespace fad

@@ -371,3 +371,55 @@ TEST_CASE("when other users hold every connection, root still gets in", "[integr
   ::kill(flood, SIGKILL);
   wait_process(flood, 10);
 }
+
+TEST_CASE("a user flooding fadd with expensive reads is slowed to their share, not refused",
+          "[integration][users][hostile]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  std::vector<FakeUnit> units;
+  for (int i = 0; i < 300; ++i) units.push_back({"u" + std::to_string(i), ""});
+  start_shared(d, bins, *who, units);
+  REQUIRE(d.fad({"submit", "--arch", "9.0", "--wait"}, 120).exit_code == 0);
+  // Eight connections asking for the 300-unit build's report back to back:
+  // fadd's time goes to answering them, far over a quarter of it. The flood
+  // exits 3 if a request is ever refused or dropped.
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t flood = ::fork();
+  if (flood == 0) {
+    ::close(ready[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(who->gid) != 0 || ::setuid(who->uid) != 0) ::_exit(2);
+    std::vector<RawClient> askers;
+    for (int i = 0; i < 8; ++i) askers.emplace_back(d.socket());
+    const std::string report = R"({"v":1,"type":"report","body":{"id":1}})"
+                               "\n";
+    for (auto& c : askers) c.send(report);
+    [[maybe_unused]] auto w = ::write(ready[1], "r", 1);
+    for (;;)
+      for (auto& c : askers) {
+        auto line = c.read_line(std::chrono::seconds(60));
+        if (!line || line->find(R"("ok":true)") == std::string::npos) ::_exit(3);
+        c.send(report);
+      }
+  }
+  ::close(ready[1]);
+  char said = 0;
+  CHECK(::read(ready[0], &said, 1) == 1);
+  ::close(ready[0]);
+  const std::string slowed = "uid " + std::to_string(who->uid) + " has used its share of fadd's time";
+  CHECK(wait_for([&] { return d.daemon_log().find(slowed) != std::string::npos; }, std::chrono::seconds(60)));
+  // While slowed, that user is still answered, and root is not held up.
+  const auto start = std::chrono::steady_clock::now();
+  auto r = d.fad({"status", "1"}, 30);
+  const double root_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.exit_code == 0);
+  auto theirs = as_nobody(*who, bins, d, {"status", "1"});
+  INFO(theirs.err);
+  CHECK(theirs.exit_code == 0);
+  CHECK(::waitpid(flood, nullptr, WNOHANG) == 0);  // still flooding: never refused
+  WARN("FIGURE with nobody's 8 connections asking for reports back to back, root's fad status 1 took " << root_s * 1000
+                                                                                                       << " ms");
+  ::kill(flood, SIGKILL);
+  wait_process(flood, 10);
+}
