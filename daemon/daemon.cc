@@ -171,6 +171,9 @@ int run_daemon(const DaemonOptions& o) {
   Engine engine(
       engine_options(o), *store, clock, probe, *launcher,
       [&toolchains](const ToolchainQuery& query, ToolchainCallback done) { toolchains.get(query, std::move(done)); });
+  // Deleting pruned builds' trees runs on a thread of its own (tree_remover.h).
+  TreeWorker tree_worker(io);
+  engine.set_tree_remover(tree_worker.remover());
   try {
     engine.recover();
   } catch (const StoreError& e) {

@@ -29,6 +29,7 @@
 #include "daemon/status_view.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
+#include "daemon/tree_remover.h"
 
 namespace fad {
 
@@ -101,8 +102,13 @@ class Engine {
   Response shutdown(const Caller& caller);
   /// Deletes finished builds' STATE/builds/ID/ older than the request's age
   /// (or the retention): the caller's own builds, every user's for root; never
-  /// an active build, never the estimator's history.
-  Response prune(const Caller& caller, const PruneRequest& req);
+  /// an active build, never the estimator's history. The builds are marked
+  /// and their trees moved to STATE/trash at once; `done` is called once the
+  /// tree remover has deleted (or, for a dry run, measured) them.
+  void prune(const Caller& caller, const PruneRequest& req, Reply done);
+  /// Who deletes pruned trees (tree_remover.h); inline until set. Also
+  /// empties STATE/trash of what a stopped fadd left there.
+  void set_tree_remover(TreeRemover remover);
   /// The data `fad report` draws: the build, its units' attempts with their
   /// memory samples, unit events and the machine samples over its life.
   Response report(const Caller& caller, std::int64_t id);
@@ -255,6 +261,7 @@ class Engine {
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
   std::string build_dir(std::int64_t id) const;
+  std::string trash_dir() const { return options_.state_dir + "/trash"; }
   /// The units ready to be scheduled, from the queue mirror; `by_id` points at their records.
   std::vector<QueuedUnit> collect_queue(double now, QueuedRecords& by_id);
   /// Writes the wait reasons that differ from what the units' rows already
@@ -279,6 +286,8 @@ class Engine {
   MemoryProbe& probe_;
   ProcessLauncher& launcher_;
   ToolchainLookup toolchains_;
+  TreeRemover remove_trees_ = inline_tree_remover();
+  std::uint64_t trash_serial_ = 0;       ///< keeps names in the trash apart
   std::unique_ptr<CompileCache> cache_;  ///< null when off or unusable
   /// Bundled builds served by the compile cache: their compiler's identity
   /// (probed_identity), dropped once the build is final.

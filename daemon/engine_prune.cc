@@ -3,6 +3,9 @@
 // day. The database rows stay, marked pruned, so `fad history` still lists the
 // builds; the estimator's unit_history is never touched, so what fad learned
 // about each unit survives every prune.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -35,32 +38,45 @@ std::optional<std::string> rfc3339_before(const std::string& wall, std::int64_t 
   return std::string(buf);
 }
 
-// Bytes of the regular files under `dir` (symlinks not followed); 0 when absent.
-std::uint64_t tree_bytes(const fs::path& dir) {
-  std::uint64_t total = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code fec;
-    if (it->is_regular_file(fec) && !it->is_symlink(fec)) total += it->file_size(fec);
-  }
-  return total;
-}
-
 }  // namespace
 
-Response Engine::prune(const Caller& caller, const PruneRequest& req) {
+void Engine::set_tree_remover(TreeRemover remover) {
+  remove_trees_ = std::move(remover);
+  // What a stopped fadd left in the trash (its worker stops mid-tree).
+  std::error_code ec;
+  std::vector<std::string> left;
+  for (fs::directory_iterator it(trash_dir(), ec), end; !ec && it != end; it.increment(ec))
+    left.push_back(it->path().string());
+  if (left.empty()) return;
+  remove_trees_(std::move(left), false, trash_dir(), [](std::vector<TreeResult> results) {
+    std::uint64_t bytes = 0;
+    for (const auto& r : results) {
+      bytes += r.bytes;
+      if (!r.error.empty()) spdlog::warn("emptying the trash: {}", r.error);
+    }
+    spdlog::info("emptied the trash a stopped fadd left: {} tree(s), {}", results.size(), format_size(bytes));
+  });
+}
+
+void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   const std::optional<std::int64_t> age = req.older_than_s ? req.older_than_s : options_.retention_s;
   if (!age)
-    return error_response(
+    return done(error_response(
         ErrorCode::usage,
-        "no age to prune by: the 'retention' config key is \"never\"; pass --older-than AGE (e.g. 30d)");
+        "no age to prune by: the 'retention' config key is \"never\"; pass --older-than AGE (e.g. 30d)"));
   const std::string now = clock_.wall();
   auto cutoff = rfc3339_before(now, *age);
-  if (!cutoff) return error_response(ErrorCode::internal, "cannot compute the prune cutoff from the time " + now);
-  json builds = json::array();
-  std::uint64_t freed = 0;
+  if (!cutoff) return done(error_response(ErrorCode::internal, "cannot compute the prune cutoff from the time " + now));
+  std::error_code ec;
+  if (!req.dry_run) fs::create_directories(trash_dir(), ec);
+  if (ec) return done(error_response(ErrorCode::failed, "cannot create " + trash_dir() + ": " + ec.message()));
+  // On the event loop only what is one system call per build: the rename into
+  // the trash and the mark. Walking and deleting what the build's user wrote
+  // (any number of files, any depth) is the tree remover's, off the loop.
+  std::vector<BuildRecord> chosen;
+  std::vector<std::string> trees;
   std::string failures;
-  for (const auto& b : store_.prunable_builds(*cutoff)) {
+  for (auto& b : store_.prunable_builds(*cutoff)) {
     // Each user prunes their own builds; root (and the retention) every build.
     if (!caller.is_root() && owner_of(b) != caller.uid) continue;
     // A cancelled build may still be stopping its compilers; they write to
@@ -68,28 +84,44 @@ Response Engine::prune(const Caller& caller, const PruneRequest& req) {
     bool stopping = false;
     for (const auto& [uid, r] : running_) stopping |= r.unit.build_id == b.id;
     if (stopping) continue;
-    const fs::path dir = build_dir(b.id);
-    const std::uint64_t bytes = tree_bytes(dir);
+    std::string tree = build_dir(b.id);
     if (!req.dry_run) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-      if (ec) {
-        failures += (failures.empty() ? "" : "; ") + dir.string() + ": " + ec.message();
+      const std::string moved = trash_dir() + "/" + std::to_string(b.id) + "-" + std::to_string(++trash_serial_);
+      if (::rename(tree.c_str(), moved.c_str()) != 0 && errno != ENOENT) {
+        failures += (failures.empty() ? "" : "; ") + tree + ": " + std::strerror(errno);
         continue;
       }
       store_.mark_pruned(b.id, now);
+      tree = moved;
     }
-    freed += bytes;
-    builds.push_back({{"id", b.id}, {"name", b.name}, {"finished_at", b.finished_at.value_or("")}, {"bytes", bytes}});
+    trees.push_back(std::move(tree));
+    chosen.push_back(std::move(b));
   }
-  if (!req.dry_run && !builds.empty())
-    spdlog::info("pruned {} finished build(s) older than {} (finished before {}), freed {}", builds.size(),
-                 format_age(*age), *cutoff, format_size(freed));
-  if (!failures.empty()) {
-    spdlog::warn("prune: cannot delete {}", failures);
-    return error_response(ErrorCode::failed, "cannot delete " + failures);
-  }
-  return ok_response({{"dry_run", req.dry_run}, {"older_than_s", *age}, {"bytes", freed}, {"builds", builds}});
+  remove_trees_(
+      std::move(trees), req.dry_run, trash_dir(),
+      [age = *age, cutoff = *cutoff, dry_run = req.dry_run, chosen = std::move(chosen), failures = std::move(failures),
+       done = std::move(done)](std::vector<TreeResult> results) mutable {
+        json builds = json::array();
+        std::uint64_t freed = 0;
+        for (std::size_t i = 0; i < chosen.size() && i < results.size(); ++i) {
+          const auto& b = chosen[i];
+          const auto& r = results[i];
+          // A tree that could not all be deleted is still gone from
+          // the build (it is in the trash); the error says what is left.
+          if (!r.error.empty()) failures += (failures.empty() ? "" : "; ") + r.error;
+          freed += r.bytes;
+          builds.push_back(
+              {{"id", b.id}, {"name", b.name}, {"finished_at", b.finished_at.value_or("")}, {"bytes", r.bytes}});
+        }
+        if (!dry_run && !builds.empty())
+          spdlog::info("pruned {} finished build(s) older than {} (finished before {}), freed {}", builds.size(),
+                       format_age(age), cutoff, format_size(freed));
+        if (!failures.empty()) {
+          spdlog::warn("prune: cannot delete {}", failures);
+          return done(error_response(ErrorCode::failed, "cannot delete " + failures));
+        }
+        done(ok_response({{"dry_run", dry_run}, {"older_than_s", age}, {"bytes", freed}, {"builds", builds}}));
+      });
 }
 
 void Engine::apply_retention(double now) {
@@ -98,8 +130,10 @@ void Engine::apply_retention(double now) {
   last_retention_ = now;
   PruneRequest req;
   req.older_than_s = options_.retention_s;
-  auto r = prune(Caller{}, req);  // root's view: the retention covers every user's builds
-  if (!r.ok) spdlog::warn("retention: {}", r.message);
+  // Root's view: the retention covers every user's builds.
+  prune(Caller{}, req, [](Response r) {
+    if (!r.ok) spdlog::warn("retention: {}", r.message);
+  });
 }
 
 }  // namespace fad

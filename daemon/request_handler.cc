@@ -35,6 +35,11 @@ void RequestHandler::dispatch(const Request& req, const Caller& c, Reply done) {
     if (!body) return done(error_response(ErrorCode::usage, req.type + ": " + body.error()));
     return engine_.submit(c, *body, std::move(done));
   }
+  if (t == "prune") {
+    auto body = PruneRequest::from_json(req.body);
+    if (!body) return done(error_response(ErrorCode::usage, req.type + ": " + body.error()));
+    return engine_.prune(c, *body, std::move(done));
+  }
   Response r;
   if (t == "status")
     r = with_body<StatusRequest>(req, [&](const auto& b) { return engine_.status(c, b); });
@@ -52,8 +57,6 @@ void RequestHandler::dispatch(const Request& req, const Caller& c, Reply done) {
     r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.retry(c, b.id); });
   else if (t == "report")
     r = with_body<BuildRequest>(req, [&](const auto& b) { return engine_.report(c, b.id); });
-  else if (t == "prune")
-    r = with_body<PruneRequest>(req, [&](const auto& b) { return engine_.prune(c, b); });
   else if (t == "open_build")
     r = with_body<OpenBuildRequest>(req, [&](const auto& b) { return engine_.open_build(c, b); });
   else if (t == "close_build")

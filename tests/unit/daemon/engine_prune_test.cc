@@ -40,7 +40,10 @@ Response prune(EngineFixture& f, std::optional<std::int64_t> age, bool dry_run =
   PruneRequest req;
   req.older_than_s = age;
   req.dry_run = dry_run;
-  return f.engine->prune(f.me, req);
+  std::optional<Response> answer;
+  f.engine->prune(f.me, req, [&answer](Response r) { answer = std::move(r); });
+  if (!answer) throw std::logic_error("prune did not answer (the inline tree remover answers at once)");
+  return *answer;
 }
 
 }  // namespace
@@ -166,4 +169,83 @@ TEST_CASE("retention: fadd applies the configured age at its first tick, then on
   CHECK(prune(f, std::nullopt).result.at("older_than_s") == 10 * kDay);
 }
 
+}  // namespace fad
+
+namespace fad {
+namespace {
+
+/// A tree remover that holds its jobs until the test runs them, as the
+/// worker thread would while the event loop goes on.
+struct HeldRemover {
+  struct Job {
+    std::vector<std::string> dirs;
+    bool count_only;
+    std::string spill;
+    std::function<void(std::vector<TreeResult>)> done;
+  };
+  std::vector<Job> jobs;
+  TreeRemover remover() {
+    return [this](std::vector<std::string> dirs, bool count_only, std::string spill,
+                  std::function<void(std::vector<TreeResult>)> done) {
+      jobs.push_back(Job{std::move(dirs), count_only, std::move(spill), std::move(done)});
+    };
+  }
+  void run_all() {
+    auto pending = std::move(jobs);
+    jobs.clear();
+    for (auto& j : pending) inline_tree_remover()(j.dirs, j.count_only, j.spill, j.done);
+  }
+};
+
+TEST_CASE("prune: the build is marked and its tree moved aside at once, deleted off the loop, then answered",
+          "[prune]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  HeldRemover held;
+  f.engine->set_tree_remover(held.remover());
+  REQUIRE(held.jobs.empty());  // an empty trash: nothing to sweep
+  f.clock.wall_ = "2026-01-01T00:00:00Z";
+  const auto id = run_to_success(f);
+  f.clock.wall_ = "2026-02-05T00:00:00Z";
+
+  std::optional<Response> answer;
+  PruneRequest req;
+  req.older_than_s = 30 * kDay;
+  f.engine->prune(f.me, req, [&](Response r) { answer = std::move(r); });
+  CHECK_FALSE(answer);  // not before the tree is gone
+  REQUIRE(held.jobs.size() == 1);
+  REQUIRE(held.jobs[0].dirs.size() == 1);
+  const std::string in_trash = held.jobs[0].dirs[0];
+  CHECK(fs::path(in_trash).parent_path() == fs::path(f.state) / "trash");
+  CHECK(fs::exists(in_trash + "/build.log"));
+  CHECK_FALSE(fs::exists(f.build_dir(id)));
+  CHECK(f.store->build(id)->pruned_at.has_value());
+  // Meanwhile fadd goes on, and a second prune does not take the build again.
+  f.engine->tick();
+  std::optional<Response> second;
+  f.engine->prune(f.me, req, [&](Response r) { second = std::move(r); });
+  held.run_all();
+  REQUIRE(second);
+  CHECK(ids_of(*second).empty());
+  REQUIRE(answer);
+  REQUIRE(answer->ok);
+  CHECK(ids_of(*answer) == std::vector<std::int64_t>{id});
+  CHECK(answer->result.at("bytes").get<std::uint64_t>() > 0);
+  CHECK_FALSE(fs::exists(in_trash));
+}
+
+TEST_CASE("prune: what a stopped fadd left in the trash is deleted when the next one starts", "[prune]") {
+  EngineFixture f;
+  test::write_file(fs::path(f.state) / "trash" / "7-1" / "obj" / "a.o", "half deleted");
+  f.make_engine();
+  HeldRemover held;
+  f.engine->set_tree_remover(held.remover());
+  REQUIRE(held.jobs.size() == 1);
+  CHECK(held.jobs[0].dirs == std::vector<std::string>{f.state + "/trash/7-1"});
+  CHECK_FALSE(held.jobs[0].count_only);
+  held.run_all();
+  CHECK(fs::is_empty(fs::path(f.state) / "trash"));
+}
+
+}  // namespace
 }  // namespace fad

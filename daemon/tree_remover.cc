@@ -1,0 +1,195 @@
+// Tree walks from directory descriptors; see tree_remover.h.
+#include "daemon/tree_remover.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+namespace fad {
+
+namespace {
+
+struct Walk {
+  bool count_only;
+  int spill_fd;  ///< -1 when counting
+  const std::atomic<bool>& stop;
+  std::uint64_t bytes = 0;
+  std::string error;
+  std::vector<std::string> spilled;  ///< names moved into the spill dir, still to delete
+  unsigned serial = 0;
+
+  void fail(const std::string& what) {
+    if (error.empty()) error = what + ": " + std::strerror(errno);
+  }
+
+  // Counts and (unless counting) empties the directory open as `fd`, which it
+  // closes. Every name is looked at with AT_SYMLINK_NOFOLLOW and every
+  // directory opened with O_NOFOLLOW from its parent's descriptor, so a swap
+  // of a directory for a link mid-walk makes an open fail, never a descent
+  // into the link's target.
+  void empty(int fd, int depth) {
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      fail("cannot read a directory");
+      ::close(fd);
+      return;
+    }
+    // Deleting while reading may make readdir skip names: read again until a
+    // pass deletes nothing (a few passes at most: a process still writing
+    // there could otherwise keep the walk going for ever).
+    bool again = true;
+    for (int pass = 0; again && pass < 8 && !stop; ++pass) {
+      again = false;
+      ::rewinddir(d);
+      while (dirent* e = ::readdir(d)) {
+        if (stop) break;
+        const char* name = e->d_name;
+        if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+        struct stat st {};
+        if (::fstatat(::dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+        if (S_ISDIR(st.st_mode)) {
+          if (!count_only && depth + 1 >= kMaxTreeDepth) {
+            // Too deep to hold another descriptor: moved up, deleted later.
+            const std::string moved = "deep-" + std::to_string(::getpid()) + "-" + std::to_string(++serial);
+            if (::renameat(::dirfd(d), name, spill_fd, moved.c_str()) == 0) {
+              spilled.push_back(moved);
+              again = true;
+            } else {
+              fail("cannot move a deep directory into the trash");
+            }
+            continue;
+          }
+          if (count_only && depth + 1 >= kMaxTreeDepth) continue;
+          const int sub = ::openat(::dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (sub < 0) {
+            // Swapped for a link or a file since fstatat: delete that instead.
+            if ((errno == ELOOP || errno == ENOTDIR) && !count_only && ::unlinkat(::dirfd(d), name, 0) == 0)
+              again = true;
+            else if (errno != ENOENT)
+              fail("cannot open a directory");
+            continue;
+          }
+          empty(sub, depth + 1);
+          if (!count_only) {
+            if (::unlinkat(::dirfd(d), name, AT_REMOVEDIR) == 0)
+              again = true;
+            else if (errno != ENOENT)
+              fail("cannot remove a directory");
+          }
+        } else {
+          if (S_ISREG(st.st_mode)) bytes += static_cast<std::uint64_t>(st.st_size);
+          if (!count_only) {
+            if (::unlinkat(::dirfd(d), name, 0) == 0)
+              again = true;
+            else if (errno != ENOENT)
+              fail("cannot remove a file");
+          }
+        }
+      }
+      if (count_only) break;
+    }
+    ::closedir(d);
+  }
+};
+
+}  // namespace
+
+TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill,
+                       const std::atomic<bool>& stop) {
+  TreeResult out{dir, 0, ""};
+  const int top = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (top < 0) {
+    if (errno != ENOENT) out.error = dir + ": cannot open: " + std::strerror(errno);
+    return out;
+  }
+  int spill_fd = -1;
+  if (!count_only) {
+    spill_fd = ::open(spill.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (spill_fd < 0) {
+      out.error = spill + ": cannot open: " + std::strerror(errno);
+      ::close(top);
+      return out;
+    }
+  }
+  Walk walk{count_only, spill_fd, stop, 0, {}, {}, 0};
+  walk.empty(top, 0);
+  // What was too deep, flattened into the spill dir: each a tree of its own.
+  while (!walk.spilled.empty() && !stop) {
+    const std::string name = walk.spilled.back();
+    walk.spilled.pop_back();
+    const int fd = ::openat(spill_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      walk.fail("cannot open a moved directory");
+      continue;
+    }
+    walk.empty(fd, 0);
+    if (::unlinkat(spill_fd, name.c_str(), AT_REMOVEDIR) != 0) walk.fail("cannot remove a moved directory");
+  }
+  if (spill_fd >= 0) ::close(spill_fd);
+  if (!count_only && !stop && ::rmdir(dir.c_str()) != 0 && errno != ENOENT) walk.fail("cannot remove");
+  out.bytes = walk.bytes;
+  if (stop) out.error = dir + ": stopped before the end (fadd is stopping); the rest goes at the next start";
+  else if (!walk.error.empty()) out.error = dir + ": " + walk.error;
+  return out;
+}
+
+TreeRemover inline_tree_remover() {
+  return [](std::vector<std::string> dirs, bool count_only, std::string spill,
+            std::function<void(std::vector<TreeResult>)> done) {
+    static const std::atomic<bool> never{false};
+    std::vector<TreeResult> results;
+    for (const auto& d : dirs) results.push_back(remove_tree(d, count_only, spill, never));
+    done(std::move(results));
+  };
+}
+
+TreeWorker::TreeWorker(boost::asio::io_context& io) : io_(io), thread_([this] { loop(); }) {}
+
+TreeWorker::~TreeWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    jobs_.clear();
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+TreeRemover TreeWorker::remover() {
+  return [this](std::vector<std::string> dirs, bool count_only, std::string spill,
+                std::function<void(std::vector<TreeResult>)> done) {
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back(Job{std::move(dirs), count_only, std::move(spill), std::move(done)});
+    }
+    wake_.notify_one();
+  };
+}
+
+void TreeWorker::loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::vector<TreeResult> results;
+    for (const auto& d : job.dirs) results.push_back(remove_tree(d, job.count_only, job.spill, stop_));
+    // The answer is the event loop's business: the callback touches the store.
+    boost::asio::post(io_, [done = std::move(job.done), results = std::move(results)]() mutable {
+      done(std::move(results));
+    });
+  }
+}
+
+}  // namespace fad

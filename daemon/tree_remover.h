@@ -1,0 +1,79 @@
+// Deleting, or measuring, finished builds' trees without stalling fadd. A
+// build's directory holds what its compiles wrote as its user: a tree that
+// user shapes (a million files, nesting thousands deep, a directory swapped
+// for a symlink to /etc while it is walked). `fad prune` and the retention
+// rename it into STATE/trash on the event loop (one system call), and a
+// worker thread walks and deletes it there from directory descriptors,
+// never following a link.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace fad {
+
+struct TreeResult {
+  std::string path;
+  std::uint64_t bytes = 0;  ///< of the regular files found (symlinks not followed)
+  std::string error;        ///< empty when all went well
+};
+
+/// Sums the sizes of the regular files under `dir` and, unless `count_only`,
+/// deletes it. Never follows a symbolic link. A walk holds at most
+/// kMaxTreeDepth descriptors: deeper directories are moved up into `spill` (a
+/// directory on the same filesystem) and deleted from there; counting alone
+/// does not look below that depth. A missing `dir` is 0 bytes, no error.
+/// `stop` ends the walk early, with an error saying so.
+TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill,
+                       const std::atomic<bool>& stop);
+inline constexpr int kMaxTreeDepth = 64;
+
+/// What the Engine calls: measure or delete `dirs` (moving deep parts into
+/// `spill`), then `done` with one result per dir, on the event loop.
+using TreeRemover = std::function<void(std::vector<std::string> dirs, bool count_only, std::string spill,
+                                       std::function<void(std::vector<TreeResult>)> done)>;
+
+/// The same, synchronously: for tests and for a fadd without a worker.
+TreeRemover inline_tree_remover();
+
+/// One worker thread taking jobs in order; results are posted to `io`.
+class TreeWorker {
+ public:
+  explicit TreeWorker(boost::asio::io_context& io);
+  /// Stops the walk in progress (what is left stays in the trash, swept at
+  /// the next start) and joins the thread; queued jobs are dropped.
+  ~TreeWorker();
+  TreeWorker(const TreeWorker&) = delete;
+  TreeWorker& operator=(const TreeWorker&) = delete;
+
+  TreeRemover remover();
+
+ private:
+  struct Job {
+    std::vector<std::string> dirs;
+    bool count_only = false;
+    std::string spill;
+    std::function<void(std::vector<TreeResult>)> done;
+  };
+  void loop();
+
+  boost::asio::io_context& io_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Job> jobs_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace fad

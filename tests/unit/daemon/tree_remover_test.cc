@@ -1,0 +1,119 @@
+// The walk that deletes pruned builds' trees: what it counts, that it never
+// follows a link out of the tree, that no nesting depth defeats it, and the
+// worker thread answering on the event loop.
+#include "daemon/tree_remover.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using test::TempDir;
+using test::write_file;
+namespace fs = std::filesystem;
+
+const std::atomic<bool> kGo{false};
+
+/// A build-like tree: two files, a nested directory, and links out of it.
+fs::path build_tree(const TempDir& tmp, const fs::path& outside) {
+  const fs::path t = tmp.path() / "tree";
+  write_file(t / "build.log", std::string(1000, 'x'));
+  write_file(t / "obj" / "deep" / "a.o", std::string(234, 'y'));
+  fs::create_directory_symlink(outside, t / "obj" / "to-outside");
+  fs::create_symlink(outside / "keep.txt", t / "keep-link");
+  return t;
+}
+
+TEST_CASE("a tree is counted and deleted, its links removed and never followed", "[tree_remover]") {
+  TempDir tmp;
+  const fs::path outside = tmp.path() / "outside";
+  write_file(outside / "keep.txt", std::string(5000, 'k'));
+  const fs::path t = build_tree(tmp, outside);
+  fs::create_directory(tmp.path() / "spill");
+
+  auto counted = remove_tree(t.string(), true, "", kGo);
+  CHECK(counted.error.empty());
+  CHECK(counted.bytes == 1234);  // the 5000 bytes behind the links are not the build's
+  CHECK(fs::exists(t / "obj" / "deep" / "a.o"));
+
+  auto removed = remove_tree(t.string(), false, (tmp.path() / "spill").string(), kGo);
+  CHECK(removed.error.empty());
+  CHECK(removed.bytes == 1234);
+  CHECK_FALSE(fs::exists(fs::symlink_status(t)));
+  CHECK(fs::file_size(outside / "keep.txt") == 5000);
+}
+
+TEST_CASE("a tree nested far deeper than the walk holds descriptors for is deleted all the same", "[tree_remover]") {
+  TempDir tmp;
+  fs::create_directory(tmp.path() / "spill");
+  const fs::path t = tmp.path() / "tree";
+  // 300 levels (a user can nest thousands), built relative to dodge PATH_MAX.
+  fs::create_directory(t);
+  const int keep = ::open(".", O_RDONLY);
+  REQUIRE(::chdir(t.c_str()) == 0);
+  for (int i = 0; i < 300; ++i) {
+    REQUIRE(::mkdir("d", 0755) == 0);
+    REQUIRE(::chdir("d") == 0);
+    std::ofstream("f") << "12345678";
+  }
+  REQUIRE(::fchdir(keep) == 0);
+  ::close(keep);
+
+  auto counted = remove_tree(t.string(), true, "", kGo);
+  CHECK(counted.bytes == 8 * (kMaxTreeDepth - 1));  // counting stops at the depth limit
+  auto removed = remove_tree(t.string(), false, (tmp.path() / "spill").string(), kGo);
+  INFO(removed.error);
+  CHECK(removed.error.empty());
+  CHECK(removed.bytes == 8 * 300);
+  CHECK_FALSE(fs::exists(t));
+  CHECK(fs::is_empty(tmp.path() / "spill"));
+}
+
+TEST_CASE("a missing tree is nothing to do, a stopped walk says what is left", "[tree_remover]") {
+  TempDir tmp;
+  fs::create_directory(tmp.path() / "spill");
+  auto missing = remove_tree((tmp.path() / "none").string(), false, (tmp.path() / "spill").string(), kGo);
+  CHECK(missing.error.empty());
+  CHECK(missing.bytes == 0);
+
+  const fs::path t = build_tree(tmp, tmp.path());
+  const std::atomic<bool> stop{true};
+  auto stopped = remove_tree(t.string(), false, (tmp.path() / "spill").string(), stop);
+  CHECK_THAT(stopped.error, Catch::Contains("stopped before the end"));
+  CHECK(fs::exists(t));
+}
+
+TEST_CASE("the worker deletes on its own thread and answers on the event loop", "[tree_remover]") {
+  TempDir tmp;
+  fs::create_directory(tmp.path() / "spill");
+  const fs::path t = build_tree(tmp, tmp.path() / "elsewhere");
+  boost::asio::io_context io;
+  auto busy = boost::asio::make_work_guard(io);  // run_one waits for the worker's answer
+  TreeWorker worker(io);
+  std::vector<TreeResult> got;
+  std::thread::id answered_on;
+  worker.remover()({t.string(), (tmp.path() / "gone").string()}, false, (tmp.path() / "spill").string(),
+                   [&](std::vector<TreeResult> r) {
+                     got = std::move(r);
+                     answered_on = std::this_thread::get_id();
+                   });
+  // run_one blocks until the worker posts its answer: no sleep, no timeout guess.
+  io.run_one();
+  REQUIRE(got.size() == 2);
+  CHECK(answered_on == std::this_thread::get_id());
+  CHECK(got[0].bytes == 1234);
+  CHECK(got[1].bytes == 0);
+  CHECK_FALSE(fs::exists(t));
+}
+
+}  // namespace
+}  // namespace fad
