@@ -670,6 +670,15 @@ void gmem_atomic_add(float* p, float v) {
   if (gmem_ok(p, 4, "atomicAdd")) *p += v;
 }
 
+void gmem_atomic_add2(float* p, float v0, float v1) {
+  ++g_stats.atomics;
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) violation("misaligned atomicAdd.v2");
+  if (gmem_ok(p, 8, "atomicAdd.v2")) {
+    p[0] += v0;
+    p[1] += v1;
+  }
+}
+
 }  // namespace fad_emu
 
 cudaError_t& emu_last_error() {

@@ -57,12 +57,14 @@ struct BwdTraits {
 // H100), and tiles that fit 99 KiB (sm_86, sm_89); the launcher picks by the
 // device's opt-in limit. dK and dV take 2 * BN * D / threads fp32 registers
 // per thread for the whole kernel: at head dim 128, 128 keys per block would
-// leave too few for S, dP and the fragments (ptxas spills), so 64.
+// leave too few for S, dP and the fragments (ptxas spills), so 64; its warps
+// take 32 x 32 blocks of dK, dV and dQ (2 x 4 warps: fewer ldmatrix per mma,
+// 7 % faster on an H200; at head dim 64 the same for S and dP was slower).
 template <typename T, int D, bool BIG> struct BwdCfg;
 template <typename T> struct BwdCfg<T, 32, true> { using K = BwdTraits<T, 32, 128, 128, 8, 2, 8, 4, 8>; };
 template <typename T> struct BwdCfg<T, 64, true> { using K = BwdTraits<T, 64, 64, 128, 8, 2, 4, 4, 4>; };
 template <typename T> struct BwdCfg<T, 96, true> { using K = BwdTraits<T, 96, 64, 128, 8, 2, 4, 4, 4>; };
-template <typename T> struct BwdCfg<T, 128, true> { using K = BwdTraits<T, 128, 64, 64, 8, 2, 4, 4, 4>; };
+template <typename T> struct BwdCfg<T, 128, true> { using K = BwdTraits<T, 128, 64, 64, 8, 2, 4, 2, 2>; };
 template <typename T> struct BwdCfg<T, 160, true> { using K = BwdTraits<T, 160, 64, 64, 8, 2, 4, 4, 4>; };
 template <typename T> struct BwdCfg<T, 192, true> { using K = BwdTraits<T, 192, 64, 64, 8, 2, 4, 4, 4>; };
 template <typename T> struct BwdCfg<T, 256, true> { using K = BwdTraits<T, 256, 64, 64, 8, 1, 4, 4, 4>; };
@@ -91,25 +93,27 @@ struct DqCfg {
   using K = DqTraits<T, D, 64, (D <= 128 ? 64 : 32), 4, (D <= 128 ? 2 : 1)>;
 };
 
-// Per-row softmax inputs of the backward: LSE in base-2 units (+inf for rows
-// past the sequence or with no visible key, so that P = 0 there) and Dsum.
+// Per-row softmax inputs of the backward, as stored: LSE (-inf for rows past
+// the sequence or with no visible key) and Dsum.
 template <int MA>
 __device__ __forceinline__ void load_row_stats(const Params& p, int b, int h, const SeqInfo& s, int row0,
-                                               float (&lse2)[MA][2], float (&dsum)[MA][2]) {
+                                               float (&lse)[MA][2], float (&dsum)[MA][2]) {
   const int g = lane_id() >> 2;
 #pragma unroll
   for (int a = 0; a < MA; ++a)
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int i = row0 + 16 * a + g + 8 * hh;
-      float l2 = __builtin_huge_valf(), ds = 0.0f;
+      // Converted to base 2 only where it is used (scores_to_grads): no
+      // instruction here waits for the loads, which overlap the S and dP
+      // products (waiting here cost 6-9 % of the backward on an H200).
+      float l = kNegInf, ds = 0.0f;
       if (i < s.sq) {
         const int64_t r = row_index(p, b, h, s, i);
-        const float lse = ldg(p.lse + r);
-        l2 = lse == kNegInf ? __builtin_huge_valf() : lse * kLog2e;
+        l = ldg(p.lse + r);
         ds = ldg(p.dsum + r);
       }
-      lse2[a][hh] = l2;
+      lse[a][hh] = l;
       dsum[a][hh] = ds;
     }
 }
@@ -119,9 +123,15 @@ __device__ __forceinline__ void load_row_stats(const Params& p, int b, int h, co
 template <bool CAUSAL, bool LOCAL, bool EVEN, bool ALIBI, bool SOFTCAP, bool DROPOUT, int MA, int NA>
 __device__ __forceinline__ void scores_to_grads(float (&s)[MA][NA][4], float (&dp)[MA][NA][4], const Params& p,
                                                 const Mask<CAUSAL, LOCAL, EVEN>& mask, bool masked, int row0,
-                                                int col0, float alibi, const float (&lse2)[MA][2],
+                                                int col0, float alibi, const float (&lse_raw)[MA][2],
                                                 const float (&dsum)[MA][2], uint64_t seed, uint64_t offset, int bh) {
   const int l = lane_id(), g = l >> 2, t = l & 3;
+  float lse2[MA][2];  // base 2; +inf where no key is visible (P = 0)
+#pragma unroll
+  for (int a = 0; a < MA; ++a)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh)
+      lse2[a][hh] = lse_raw[a][hh] == kNegInf ? __builtin_huge_valf() : lse_raw[a][hh] * kLog2e;
   const uint64_t keep = DROPOUT ? dropout_bits<MA, NA>(p, seed, offset, bh, row0, col0) : 0;
 #pragma unroll
   for (int a = 0; a < MA; ++a)
@@ -253,8 +263,8 @@ __global__ void __launch_bounds__(K::kThreads, 1) bwd_kernel(const Params p) {
     if (QST == 2 && it + 1 < n_it) load_q(it + 1, st ^ 1);
     cp_async_commit();
 
-    float lse2[MA1][2], dsum[MA1][2];
-    load_row_stats(p, b, h, s, m0 + r1, lse2, dsum);
+    float lse[MA1][2], dsum[MA1][2];
+    load_row_stats(p, b, h, s, m0 + r1, lse, dsum);
     const float alibi = ALIBI ? alibi_raw_slope(p, b, h) : 0.0f;
 
     // dP = dO V^T and S = Q K^T over this warp's BM x BN slice
@@ -289,7 +299,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) bwd_kernel(const Params p) {
     }
     const bool masked = mask.partial(m0 + r1, 16 * MA1, n0 + c1, 8 * NA1);
     scores_to_grads<CAUSAL, LOCAL, EVEN, ALIBI, SOFTCAP, DROPOUT>(acc_s, acc_dp, p, mask, masked, m0 + r1, n0 + c1,
-                                                                   alibi, lse2, dsum, seed, offset, b * p.heads + h);
+                                                                   alibi, lse, dsum, seed, offset, b * p.heads + h);
 #pragma unroll
     for (int a = 0; a < MA1; ++a)
 #pragma unroll
@@ -360,8 +370,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) bwd_kernel(const Params p) {
               float* dst = p.dq_accum + row_index(p, b, h, s, i) * D + c3 + 8 * cc + 2 * t;
 #pragma unroll
               for (int n = 0; n < CH3; ++n) {
-                atomic_add_f32(dst + 8 * n, acc_q[a][n][2 * hh]);
-                atomic_add_f32(dst + 8 * n + 1, acc_q[a][n][2 * hh + 1]);
+                atomic_add_f32x2(dst + 8 * n, acc_q[a][n][2 * hh], acc_q[a][n][2 * hh + 1]);
               }
             }
           }
@@ -436,8 +445,8 @@ __global__ void __launch_bounds__(K::kThreads, 1) bwd_dq_kernel(const Params p) 
 
   float acc_q[MA][DA][4];
   zero(acc_q);
-  float lse2[MA][2], dsum[MA][2];
-  load_row_stats(p, b, h, s, m0 + wrow, lse2, dsum);
+  float lse[MA][2], dsum[MA][2];
+  load_row_stats(p, b, h, s, m0 + wrow, lse, dsum);
   const Mask<CAUSAL, LOCAL, EVEN> mask(p, s);
   const float alibi = ALIBI ? alibi_raw_slope(p, b, h) : 0.0f;
   const uint64_t seed = DROPOUT ? ldg(p.rng_in) : 0, offset = DROPOUT ? ldg(p.rng_in + 1) : 0;
@@ -489,7 +498,7 @@ __global__ void __launch_bounds__(K::kThreads, 1) bwd_dq_kernel(const Params p) 
     }
     const bool masked = mask.partial(m0 + wrow, 16 * MA, n0, BN);
     scores_to_grads<CAUSAL, LOCAL, EVEN, ALIBI, SOFTCAP, DROPOUT>(acc_s, acc_dp, p, mask, masked, m0 + wrow, n0,
-                                                                   alibi, lse2, dsum, seed, offset, b * p.heads + h);
+                                                                   alibi, lse, dsum, seed, offset, b * p.heads + h);
     sync_block();  // every warp is done with V_j
     if (nb > nb_lo) load_v(nb - 1);  // with one K buffer, K_{j-1} follows the dQ product
     cp_async_commit();

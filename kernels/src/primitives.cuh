@@ -148,6 +148,16 @@ __device__ __forceinline__ void stg(V* p, V v) {
 __device__ __forceinline__ void stg128(void* p, uint4 v) { *reinterpret_cast<uint4*>(p) = v; }
 __device__ __forceinline__ void stg16(void* p, uint16_t v) { *reinterpret_cast<uint16_t*>(p) = v; }
 __device__ __forceinline__ void atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
+// p[0] += v0, p[1] += v1 (p 8-byte aligned): one 8-byte vector reduction on
+// sm_90 (red.global.add.v2.f32, PTX ISA 8.1), two scalar ones before.
+__device__ __forceinline__ void atomic_add_f32x2(float* p, float v0, float v1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(v0), "f"(v1) : "memory");
+#else
+  atomicAdd(p, v0);
+  atomicAdd(p + 1, v1);
+#endif
+}
 
 // ----------------------------------------------------------------------- math
 __device__ __forceinline__ float exp2_approx(float x) {

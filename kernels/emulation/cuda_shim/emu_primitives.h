@@ -67,6 +67,7 @@ inline void stg(V* p, V v) {
 inline void stg128(void* p, uint4 v) { fad_emu::gmem_store(p, &v, 16); }
 inline void stg16(void* p, uint16_t v) { fad_emu::gmem_store(p, &v, 2); }
 inline void atomic_add_f32(float* p, float v) { fad_emu::gmem_atomic_add(p, v); }
+inline void atomic_add_f32x2(float* p, float v0, float v1) { fad_emu::gmem_atomic_add2(p, v0, v1); }
 
 inline float exp2_approx(float x) { return std::exp2(x); }
 inline float log2_approx(float x) { return std::log2(x); }

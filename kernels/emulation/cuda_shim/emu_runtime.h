@@ -84,5 +84,6 @@ void smem_load(void* out, const void* p, std::size_t n);
 void gmem_load(void* out, const void* p, std::size_t n);
 void gmem_store(void* p, const void* v, std::size_t n);
 void gmem_atomic_add(float* p, float v);
+void gmem_atomic_add2(float* p, float v0, float v1);  // one 8-byte vector reduction
 
 }  // namespace fad_emu
