@@ -94,16 +94,32 @@ void Estimator::learn(const Observation& obs) {
   if (!kept.key.family.empty()) remember(by_family_[kept.key.scoped_family()], kept);
   ++learned_;
   cache_.clear();
+  fallback_cache_.clear();
 }
 
-void Estimator::observe_running(const std::vector<RunningObservation>& running) { siblings_.replace(running); }
+void Estimator::observe_running(const std::vector<RunningObservation>& running) {
+  siblings_.replace(running);
+  fallback_cache_.clear();
+}
 
 Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const {
-  Estimate est;
-  const int arch = std::max(key.arch_count, 1);
-  const int e = effective_parallelism(threads, arch);
   std::pair<std::string, int> cache_key{key.exact(), threads};
-  if (auto hit = cache_.find(cache_key); hit != cache_.end()) return hit->second;
+  auto hit = cache_.find(cache_key);
+  if (hit == cache_.end()) hit = cache_.emplace(cache_key, measured(key, threads)).first;
+  if (hit->second) return *hit->second;
+  const FallbackKey fb{key.scope,
+                       key.family,
+                       key.arch_count,
+                       threads,
+                       manifest ? manifest->peak_bytes : 0,
+                       manifest ? manifest->duration_s : 0.0};
+  auto known = fallback_cache_.find(fb);
+  if (known == fallback_cache_.end()) known = fallback_cache_.emplace(fb, fallback(key, threads, manifest)).first;
+  return known->second;
+}
+
+std::optional<Estimate> Estimator::measured(const UnitKey& key, int threads) const {
+  Estimate est;
   // At each step a unit's own scope first, then what trusted builds taught
   // (the same key with no scope); never another user's scope.
   std::vector<UnitKey> scopes{key};
@@ -122,12 +138,17 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
       est.source = EstimateSource::same_source;
     }
   }
-  if (!est.profile.points.empty()) {
-    est.profile = est.profile.thinned(kMaxPoints);
-    cache_.emplace(cache_key, est);
-    return est;
-  }
-  // From here on the estimate depends on the running units: never cached.
+  if (est.profile.points.empty()) return std::nullopt;
+  est.profile = est.profile.thinned(kMaxPoints);
+  return est;
+}
+
+Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const {
+  Estimate est;
+  const int arch = std::max(key.arch_count, 1);
+  const int e = effective_parallelism(threads, arch);
+  std::vector<UnitKey> scopes{key};
+  if (!key.scope.empty()) scopes.push_back(key.shared());
   std::optional<Profile> running;
   for (const auto& k : scopes)
     if (!running) running = siblings_.predict(k, threads);

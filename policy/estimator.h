@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,8 +93,23 @@ class Estimator {
   SiblingEvidence siblings_;
   /// Exact and same-source estimates by (exact key, threads), cleared by
   /// learn(): the scheduler asks for the same queued units on every decision.
+  /// A key with neither maps to nothing: its estimate is the fallback's.
   /// Not thread-safe.
-  mutable std::map<std::pair<std::string, int>, Estimate> cache_;
+  struct CacheKeyHash {
+    std::size_t operator()(const std::pair<std::string, int>& k) const {
+      return std::hash<std::string>{}(k.first) * 31 + static_cast<std::size_t>(k.second);
+    }
+  };
+  /// Hashed: exact keys share long prefixes (flags, compiler), which makes
+  /// an ordered map's comparisons the scheduler pass's biggest cost.
+  mutable std::unordered_map<std::pair<std::string, int>, std::optional<Estimate>, CacheKeyHash> cache_;
+  /// The fallback (family, running siblings, manifest, prior) depends on a
+  /// unit only through these: thousands of queued units of one family share
+  /// one entry. Cleared by learn() and observe_running().
+  using FallbackKey = std::tuple<std::string, std::string, int, int, std::uint64_t, double>;
+  mutable std::map<FallbackKey, Estimate> fallback_cache_;
+  std::optional<Estimate> measured(const UnitKey& key, int threads) const;  ///< exact or same source
+  Estimate fallback(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const;
 };
 
 }  // namespace fad

@@ -202,3 +202,34 @@ TEST_CASE("Estimator: a never-seen unit's prior takes the prior's time per arch 
 
 }  // namespace
 }  // namespace fad
+
+namespace fad {
+namespace {
+
+TEST_CASE("Estimator: remembered answers never outlive what they rest on") {
+  // The estimator remembers answers between passes (a queue of thousands asks
+  // about each unit twice per tick): what it remembers must track learning,
+  // the running units, and everything an answer depends on.
+  Estimator est({5 * kGiB, 120});
+  const UnitKey a = key("a.cu", "fam"), b = key("b.cu", "fam"), wide = key("c.cu", "fam", "-O3", 2);
+  CHECK(est.estimate(a, 1, std::nullopt).source == EstimateSource::prior);
+  CHECK(est.estimate(a, 1, ManifestPrior{kGiB, 60}).peak() == kGiB);  // same family, its own manifest
+  CHECK(est.estimate(b, 1, ManifestPrior{2 * kGiB, 60}).peak() == 2 * kGiB);
+  CHECK(est.estimate(wide, 2, std::nullopt).peak() == 10 * kGiB);  // two archs at once
+  CHECK(est.estimate(a, 2, std::nullopt).peak() == 5 * kGiB);      // one arch: threads add nothing
+  // Learning `a` itself: `a` is exact from now on, its sibling `b` is family.
+  est.learn(obs(a, 1, spiky(3 * kGiB, 100)));
+  CHECK(est.estimate(a, 1, std::nullopt).source == EstimateSource::exact);
+  CHECK(est.estimate(a, 1, std::nullopt).peak() == 3 * kGiB);
+  CHECK(est.estimate(b, 1, ManifestPrior{2 * kGiB, 60}).source == EstimateSource::family);
+  // A running sibling above the family's finished units raises the family's
+  // estimate at the next pass, and stops doing so once it is gone.
+  const std::uint64_t family_peak = est.estimate(b, 1, std::nullopt).peak();
+  est.observe_running({{key("d.cu", "fam"), 1, spiky(8 * kGiB, 100), 5 * kGiB}});  // past its spike
+  CHECK(est.estimate(b, 1, std::nullopt).peak() > family_peak);
+  est.observe_running({});
+  CHECK(est.estimate(b, 1, std::nullopt).peak() == family_peak);
+}
+
+}  // namespace
+}  // namespace fad
