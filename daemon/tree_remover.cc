@@ -135,8 +135,10 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
   if (spill_fd >= 0) ::close(spill_fd);
   if (!count_only && !stop && ::rmdir(dir.c_str()) != 0 && errno != ENOENT) walk.fail("cannot remove");
   out.bytes = walk.bytes;
-  if (stop) out.error = dir + ": stopped before the end (fadd is stopping); the rest goes at the next start";
-  else if (!walk.error.empty()) out.error = dir + ": " + walk.error;
+  if (stop)
+    out.error = dir + ": stopped before the end (fadd is stopping); the rest goes at the next start";
+  else if (!walk.error.empty())
+    out.error = dir + ": " + walk.error;
   return out;
 }
 
@@ -186,9 +188,8 @@ void TreeWorker::loop() {
     std::vector<TreeResult> results;
     for (const auto& d : job.dirs) results.push_back(remove_tree(d, job.count_only, job.spill, stop_));
     // The answer is the event loop's business: the callback touches the store.
-    boost::asio::post(io_, [done = std::move(job.done), results = std::move(results)]() mutable {
-      done(std::move(results));
-    });
+    boost::asio::post(
+        io_, [done = std::move(job.done), results = std::move(results)]() mutable { done(std::move(results)); });
   }
 }
 
