@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
     Estimator estimator(EstimatorConfig{});
     // Half the families learned (a unit of each finished), a quarter with a
     // sibling running past its spike, the rest unknown.
-    for (int f = 0; f < kFamilies / 2; ++f) estimator.learn(Observation{key_of(1000000 + f), 1, trace(3ull << 30, 300)});
+    for (int f = 0; f < kFamilies / 2; ++f)
+      estimator.learn(Observation{key_of(1000000 + f), 1, trace(3ull << 30, 300)});
     std::vector<RunningObservation> running;
     std::vector<RunningUnit> live;
     for (int f = kFamilies / 2; f < 3 * kFamilies / 4; ++f) {
