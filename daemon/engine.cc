@@ -86,6 +86,7 @@ void Engine::recover() {
     launcher_.signal_group(pgid, SIGKILL);
   }
   if (!boot.empty()) store_.set_meta("boot_id", boot);
+  trim_history();
   std::size_t learned = 0;
   for (const auto& h : store_.history()) {
     auto profile = Profile::parse(h.profile);
@@ -142,6 +143,7 @@ void Engine::tick() {
   }
   if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
   best_effort([&] { apply_retention(now); });
+  if (now - last_history_trim_ >= options_.retention_every_s) best_effort([&] { trim_history(); });
   if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
     best_effort([&] {
       std::uint64_t fad_bytes = 0;
@@ -751,6 +753,14 @@ void Engine::update_build(std::int64_t build_id) {
   } else if (b->state != BuildState::paused) {
     store_.set_build_state(build_id, started > 0 ? BuildState::running : BuildState::queued, std::nullopt);
   }
+}
+
+void Engine::trim_history() {
+  // One row per finished unit would grow for ever (and be read at every
+  // start); the estimator only ever uses the newest few per key.
+  last_history_trim_ = clock_.now();
+  if (const auto gone = store_.trim_history(Estimator::kKeepPerKey); gone > 0)
+    spdlog::info("history: dropped {} profile(s) older than the newest {} of their unit", gone, Estimator::kKeepPerKey);
 }
 
 std::string Engine::build_dir(std::int64_t id) const { return options_.state_dir + "/builds/" + std::to_string(id); }

@@ -260,6 +260,7 @@ class Engine {
   void store_cached(const UnitRecord& unit, double started_at);
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
+  void trim_history();
   std::string build_dir(std::int64_t id) const;
   std::string trash_dir() const { return options_.state_dir + "/trash"; }
   /// The units ready to be scheduled, from the queue mirror; `by_id` points at their records.
@@ -316,6 +317,7 @@ class Engine {
   std::map<std::int64_t, double> last_activity_;
   /// When the retention last ran (monotonic seconds).
   std::optional<double> last_retention_;
+  double last_history_trim_ = 0;  ///< clock_.now() of the last trim_history()
   /// Queued units' estimates as of the last decision (fad status, progress ETAs).
   std::map<std::int64_t, Forecast> forecasts_;
   /// Units stopped as the last one running while the machine was short: they rerun alone.

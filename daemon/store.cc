@@ -503,7 +503,13 @@ std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) 
 }
 
 void Store::mark_pruned(std::int64_t id, const std::string& at) {
+  // A build server's curves are most of the database after a year: they go
+  // with the outputs (the estimator's unit_history is separate and stays).
+  Transaction tx(db_);
   db_.prepare("UPDATE builds SET pruned_at = ? WHERE id = ? AND pruned_at IS NULL").bind(1, at).bind(2, id).run();
+  db_.prepare("DELETE FROM unit_samples WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
+  db_.prepare("DELETE FROM unit_events WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
+  tx.commit();
 }
 
 std::vector<BuildRecord> Store::finished_builds(int limit) {
@@ -730,6 +736,15 @@ std::vector<HistoryRecord> Store::history() {
   std::vector<HistoryRecord> out;
   while (st.step()) out.push_back(read_history(st));
   return out;
+}
+
+std::int64_t Store::trim_history(std::size_t keep) {
+  db_.prepare(
+         "DELETE FROM unit_history WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY key, "
+         "family ORDER BY origin = 'imported', id DESC) AS newness FROM unit_history) WHERE newness > ?)")
+      .bind(1, static_cast<std::int64_t>(keep))
+      .run();
+  return db_.changes();
 }
 
 std::vector<HistoryRecord> Store::history_page(std::int64_t after_id, int limit) {

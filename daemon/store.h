@@ -112,6 +112,8 @@ class Store {
   /// before `finished_by`, oldest first. Never a queued, running or paused one.
   std::vector<BuildRecord> prunable_builds(const std::string& finished_by);
   /// Records that a build's outputs and logs were deleted; its rows stay.
+  /// Marks a build pruned and deletes its units' memory curves and events
+  /// (what `fad report` draws; the unit rows stay).
   void mark_pruned(std::int64_t id, const std::string& at);
 
   std::vector<UnitRecord> units(std::int64_t build_id);
@@ -155,6 +157,10 @@ class Store {
   /// Keeps at most `keep` daemon samples (oldest dropped).
   void trim_samples(int keep);
   std::vector<HistoryRecord> history();
+  /// Deletes the history rows the estimator can never use: past the newest
+  /// `keep` of each key and family (local rows newer than imported ones, as
+  /// the estimator orders them). Returns how many went.
+  std::int64_t trim_history(std::size_t keep);
   /// Shared-scope history records (what every user learns from; see
   /// UnitKey::scope) with an id above `after_id`, oldest first, at most `limit`.
   std::vector<HistoryRecord> history_page(std::int64_t after_id, int limit);

@@ -22,7 +22,7 @@
 namespace fad {
 namespace {
 
-constexpr std::size_t kKeep = 5;         // observations kept per key
+constexpr std::size_t kKeep = Estimator::kKeepPerKey;
 constexpr std::size_t kCombine = 3;      // newest observations combined for exact / same source
 constexpr double kFallbackMargin = 1.1;  // another unit's profile is only a likeness
 constexpr std::size_t kMaxPoints = 64;   // estimates are thinned so the scheduler stays fast

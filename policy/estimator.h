@@ -58,6 +58,10 @@ struct ManifestPrior {
 
 class Estimator {
  public:
+  /// Observations kept per key (and per source, per family): older ones
+  /// never inform an estimate again.
+  static constexpr std::size_t kKeepPerKey = 5;
+
   explicit Estimator(EstimatorConfig config);
 
   /// Records a finished unit. Later estimates for the same exact key, same

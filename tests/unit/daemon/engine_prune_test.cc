@@ -77,8 +77,17 @@ TEST_CASE("prune: old finished builds lose outputs and logs but keep their rows,
   CHECK(fs::exists(f.build_dir(old_ok)));
   CHECK_FALSE(f.store->build(old_ok)->pruned_at.has_value());
 
+  const auto attempts = f.store->unit_attempts(old_ok).size();
+  f.store->add_unit_event(UnitEvent{f.store->units(old_ok).front().id, 1.0, "paused", "by the user"});
+  REQUIRE(f.store->unit_events(old_ok).size() == 1);
+  const auto others = f.store->unit_events(recent_cancelled).size() + f.store->unit_events(active).size();
   auto done = prune(f, 30 * kDay);
   REQUIRE(done.ok);
+  // Its memory curves and events went with it (unit rows stay).
+  CHECK(attempts > 0);
+  CHECK(f.store->unit_attempts(old_ok).empty());
+  CHECK(f.store->unit_events(old_ok).empty());
+  CHECK(f.store->unit_events(recent_cancelled).size() + f.store->unit_events(active).size() == others);
   CHECK(ids_of(done) == std::vector<std::int64_t>{old_ok});
   CHECK(done.result.at("bytes") == dry.result.at("bytes"));
   CHECK_FALSE(fs::exists(f.build_dir(old_ok)));

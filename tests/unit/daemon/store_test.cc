@@ -6,6 +6,7 @@
 
 #include "daemon/sqlite.h"
 #include "daemon/store.h"
+#include "policy/estimator.h"
 #include "fakes.h"
 #include "store_rows.h"
 
@@ -413,6 +414,87 @@ TEST_CASE("store: a unit restored from the compile cache is succeeded and cached
   store.mark_unit_cached(units[1].id, "2026-01-01T00:00:04Z");
   CHECK(store.unit(units[1].id)->state == UnitState::running);
   CHECK_FALSE(store.unit(units[1].id)->cached);
+}
+
+}  // namespace fad
+
+namespace fad {
+namespace {
+
+/// What the estimator learns from `rows`, as the engine loads them at start.
+Estimator estimator_of(const std::vector<HistoryRecord>& rows) {
+  Estimator est({5ull << 30, 120});
+  for (const auto& h : rows) {
+    auto profile = Profile::parse(h.profile);
+    if (!profile) continue;
+    est.learn(
+        Observation{UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope},
+                    h.threads, *profile, h.origin == "imported"});
+  }
+  return est;
+}
+
+}  // namespace
+
+TEST_CASE("store: history is trimmed to what the estimator can use, and the estimates do not change", "[store]") {
+  test::TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  auto add = [&](const std::string& source, const std::string& family, int mib, bool imported) {
+    HistoryRecord h{
+        source + "\x1f", source, "hash", "-O3", "90",
+        "V13",           family, 1,      1,     "0:" + std::to_string(static_cast<std::int64_t>(mib) << 20) + ";10"};
+    if (imported) {
+      h.recorded_at = "2026-01-01T00:00:00Z";
+      REQUIRE(store.import_history(h));
+      return;
+    }
+    store.db()
+        .prepare(
+            "INSERT INTO unit_history(key, source, content_hash, flags, archs, compiler, family, arch_count, threads, "
+            "profile) VALUES(?,?,?,?,?,?,?,?,?,?)")
+        .bind(1, h.key)
+        .bind(2, h.source)
+        .bind(3, h.content_hash)
+        .bind(4, h.flags)
+        .bind(5, h.archs)
+        .bind(6, h.compiler)
+        .bind(7, h.family)
+        .bind(8, h.arch_count)
+        .bind(9, h.threads)
+        .bind(10, h.profile)
+        .run();
+  };
+  for (int i = 1; i <= 7; ++i) add("a.cu", "f", 100 * i, false);  // the two oldest go
+  add("a.cu", "f", 5000, true);                                   // imported: behind any local row, go
+  add("a.cu", "f", 6000, true);
+  for (int i = 1; i <= 2; ++i) add("b.cu", "f", 300 * i, false);  // 2 local + 3 newest imported stay
+  for (int i = 1; i <= 4; ++i) add("b.cu", "f", 1000 * i, true);
+  add("a.cu", "g", 42, false);  // the same unit in another family: its own five
+  const auto before = store.history();
+  REQUIRE(before.size() == 16);
+
+  CHECK(store.trim_history(5) == 5);
+  const auto after = store.history();
+  std::vector<std::string> kept;
+  for (const auto& h : after) kept.push_back(h.source + "/" + h.family + "/" + h.profile + "/" + h.origin);
+  CHECK(kept == std::vector<std::string>{
+                    "a.cu/f/0:314572800;10/local", "a.cu/f/0:419430400;10/local", "a.cu/f/0:524288000;10/local",
+                    "a.cu/f/0:629145600;10/local", "a.cu/f/0:734003200;10/local", "b.cu/f/0:314572800;10/local",
+                    "b.cu/f/0:629145600;10/local", "b.cu/f/0:2097152000;10/imported", "b.cu/f/0:3145728000;10/imported",
+                    "b.cu/f/0:4194304000;10/imported", "a.cu/g/0:44040192;10/local"});
+  CHECK(store.trim_history(5) == 0);
+
+  // Lossless: every estimate the old rows gave, the trimmed rows give.
+  auto full = estimator_of(before), trimmed = estimator_of(after);
+  for (const auto& h : before)
+    for (int threads : {1, 2}) {
+      const UnitKey k{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope};
+      UnitKey sibling = k;
+      sibling.source = "new.cu";  // same family, never seen: the family's estimate
+      CHECK(full.estimate(k, threads, std::nullopt).peak() == trimmed.estimate(k, threads, std::nullopt).peak());
+      CHECK(full.estimate(sibling, threads, std::nullopt).peak() ==
+            trimmed.estimate(sibling, threads, std::nullopt).peak());
+    }
 }
 
 }  // namespace fad
