@@ -97,7 +97,9 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
     trees.push_back(std::move(tree));
     chosen.push_back(std::move(b));
   }
-  remove_trees_(
+  // Nothing to delete: answered now, not behind other prunes' deletions.
+  const TreeRemover now_or_worker = trees.empty() ? inline_tree_remover() : remove_trees_;
+  now_or_worker(
       std::move(trees), req.dry_run, trash_dir(),
       [age = *age, cutoff = *cutoff, dry_run = req.dry_run, chosen = std::move(chosen), failures = std::move(failures),
        done = std::move(done)](std::vector<TreeResult> results) mutable {

@@ -32,6 +32,11 @@ constexpr std::size_t kReservedFds = 256;
 // are root's (and fadd's own user's), so that when other users hold all the
 // rest the administrator can still see who they are and stop them.
 constexpr std::size_t kAdminSessions = 8;
+// A session keeps a read buffer this large between requests; one grown past
+// it by a large request is given back.
+constexpr std::size_t kKeptBufferBytes = 64 * 1024;
+// One log line per slowed user at most this often.
+constexpr auto kSlowedLogEvery = std::chrono::seconds(60);
 
 void set_cloexec(int fd) {
   if (const int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
@@ -81,7 +86,7 @@ class Session : public std::enable_shared_from_this<Session> {
       : server_(server),
         socket_(std::move(socket)),
         caller_(caller),
-        buffer_(kMaxMessageBytes + 1),
+        buffer_(std::make_unique<asio::streambuf>(kMaxMessageBytes + 1)),
         idle_(server.io_),
         wait_(server.io_) {}
 
@@ -109,7 +114,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                              std::to_string(self->server_.options_.idle_timeout.count() / 1000) +
                                              " s; the connection is closed"));
     });
-    asio::async_read_until(socket_, buffer_, '\n',
+    asio::async_read_until(socket_, *buffer_, '\n',
                            [self = shared_from_this()](auto ec, std::size_t n) { self->on_read(ec, n); });
   }
 
@@ -134,15 +139,15 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     if (ec) {
-      if (ec == asio::error::eof && buffer_.size() > 0) {
+      if (ec == asio::error::eof && buffer_->size() > 0) {
         reply_and_close(encode_error(ErrorCode::usage, "truncated message (the stream ended before a newline)"));
         return;
       }
       server_.remove(shared_from_this());
       return;
     }
-    std::string line(asio::buffers_begin(buffer_.data()), asio::buffers_begin(buffer_.data()) + n - 1);
-    buffer_.consume(n);
+    std::string line(asio::buffers_begin(buffer_->data()), asio::buffers_begin(buffer_->data()) + n - 1);
+    buffer_->consume(n);
     handle_in_turn(std::move(line));
   }
 
@@ -154,16 +159,13 @@ class Session : public std::enable_shared_from_this<Session> {
     if (limited) {
       const auto wait = server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
       if (wait.count() > 0) {
-        if (server_.slowed_.insert(caller_.uid).second)
-          spdlog::info("uid {} has used its share of fadd's time; its requests wait (this one {} ms)", caller_.uid,
-                       wait.count());
+        server_.note_slowed(caller_.uid, wait);
         wait_.expires_after(wait);
         wait_.async_wait([self = shared_from_this(), line = std::move(line)](boost::system::error_code ec) mutable {
           if (!ec && !self->closed_) self->handle_in_turn(std::move(line));
         });
         return;
       }
-      server_.slowed_.erase(caller_.uid);
     }
     const auto start = RequestBudget::Clock::now();
     // One request at a time: the next line is read once this one is answered,
@@ -197,7 +199,23 @@ class Session : public std::enable_shared_from_this<Session> {
         self->server_.remove(self);
         return;
       }
-      self->read();
+      self->read_in_turn();
+    });
+  }
+
+  // The next request of a user over their share is left unread (in the
+  // kernel's socket buffer, not in fadd's memory) until their turn; a large
+  // request's buffer is given back first.
+  void read_in_turn() {
+    if (buffer_->capacity() > kKeptBufferBytes && buffer_->size() == 0)  // no pipelined request in it
+      buffer_ = std::make_unique<asio::streambuf>(kMaxMessageBytes + 1);
+    const auto wait = Server::is_admin(caller_) ? std::chrono::milliseconds(0)
+                                                : server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
+    if (wait.count() == 0) return read();
+    server_.note_slowed(caller_.uid, wait);
+    wait_.expires_after(wait);
+    wait_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->closed_) self->read_in_turn();
     });
   }
 
@@ -212,7 +230,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Server& server_;
   local::socket socket_;
   Caller caller_;
-  asio::streambuf buffer_;
+  std::unique_ptr<asio::streambuf> buffer_;
   asio::steady_timer idle_;
   asio::steady_timer wait_;  ///< a request waiting for its user's turn
   std::string out_;
@@ -335,6 +353,17 @@ void Server::admit(local::socket socket) {
 }
 
 bool Server::is_admin(const Caller& c) { return c.uid == 0 || c.uid == ::geteuid(); }
+
+void Server::note_slowed(uid_t uid, std::chrono::milliseconds wait) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = slowed_.find(uid);
+  if (it != slowed_.end() && now - it->second < kSlowedLogEvery) return;
+  slowed_[uid] = now;
+  spdlog::info(
+      "uid {} has used its share of fadd's time; its requests wait (this one {} ms; said at most once a "
+      "minute)",
+      uid, wait.count());
+}
 
 void Server::remove(const std::shared_ptr<Session>& s) {
   s->close();

@@ -65,6 +65,7 @@ class Server {
   void admit(boost::asio::local::stream_protocol::socket socket);
   void remove(const std::shared_ptr<Session>& s);
   static bool is_admin(const Caller& c);
+  void note_slowed(uid_t uid, std::chrono::milliseconds wait);
 
   boost::asio::io_context& io_;
   RequestHandler& handler_;
@@ -75,7 +76,8 @@ class Server {
   std::set<std::shared_ptr<Session>> sessions_;
   std::map<uid_t, std::size_t> per_user_;
   RequestBudget budget_;
-  std::set<uid_t> slowed_;  ///< users whose last request had to wait (logged once per spell)
+  /// When each slowed user was last logged (at most once a minute).
+  std::map<uid_t, std::chrono::steady_clock::time_point> slowed_;
 };
 
 }  // namespace fad

@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
 
 namespace fad {
 
@@ -20,10 +21,21 @@ struct Walk {
   bool count_only;
   int spill_fd;  ///< -1 when counting
   const std::atomic<bool>& stop;
+  std::chrono::steady_clock::time_point deadline;
   std::uint64_t bytes = 0;
+  bool timed_out = false;
+  unsigned seen = 0;
   std::string error;
   std::vector<std::string> spilled;  ///< names moved into the spill dir, still to delete
   unsigned serial = 0;
+
+  // Stopping, or past the deadline: a process of the build's user still
+  // writing into the tree would otherwise keep the walk going for ever.
+  bool halted() {
+    if (stop) return true;
+    if (!timed_out && (++seen & 255) == 0 && std::chrono::steady_clock::now() > deadline) timed_out = true;
+    return timed_out;
+  }
 
   void fail(const std::string& what) {
     if (error.empty()) error = what + ": " + std::strerror(errno);
@@ -45,11 +57,11 @@ struct Walk {
     // pass deletes nothing (a few passes at most: a process still writing
     // there could otherwise keep the walk going for ever).
     bool again = true;
-    for (int pass = 0; again && pass < 8 && !stop; ++pass) {
+    for (int pass = 0; again && pass < 8 && !halted(); ++pass) {
       again = false;
       ::rewinddir(d);
       while (dirent* e = ::readdir(d)) {
-        if (stop) break;
+        if (halted()) break;
         const char* name = e->d_name;
         if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
         struct stat st {};
@@ -101,8 +113,8 @@ struct Walk {
 
 }  // namespace
 
-TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill,
-                       const std::atomic<bool>& stop) {
+TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
+                       std::chrono::steady_clock::duration slice) {
   TreeResult out{dir, 0, ""};
   const int top = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (top < 0) {
@@ -118,10 +130,10 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
       return out;
     }
   }
-  Walk walk{count_only, spill_fd, stop, 0, {}, {}, 0};
+  Walk walk{count_only, spill_fd, stop, std::chrono::steady_clock::now() + slice, 0, false, 0, {}, {}, 0};
   walk.empty(top, 0);
   // What was too deep, flattened into the spill dir: each a tree of its own.
-  while (!walk.spilled.empty() && !stop) {
+  while (!walk.spilled.empty() && !walk.halted()) {
     const std::string name = walk.spilled.back();
     walk.spilled.pop_back();
     const int fd = ::openat(spill_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -133,10 +145,15 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
     if (::unlinkat(spill_fd, name.c_str(), AT_REMOVEDIR) != 0) walk.fail("cannot remove a moved directory");
   }
   if (spill_fd >= 0) ::close(spill_fd);
-  if (!count_only && !stop && ::rmdir(dir.c_str()) != 0 && errno != ENOENT) walk.fail("cannot remove");
+  if (!count_only && !walk.halted() && ::rmdir(dir.c_str()) != 0 && errno != ENOENT) walk.fail("cannot remove");
   out.bytes = walk.bytes;
+  out.unfinished = walk.timed_out && !stop;
   if (stop)
     out.error = dir + ": stopped before the end (fadd is stopping); the rest goes at the next start";
+  else if (out.unfinished)
+    out.error = dir + (count_only ? ": counting took longer than its time slice; the figure is short"
+                                  : ": not deleted within its time slice (is a process still writing there?); "
+                                    "the rest goes after the other deletions waiting");
   else if (!walk.error.empty())
     out.error = dir + ": " + walk.error;
   return out;
@@ -147,7 +164,7 @@ TreeRemover inline_tree_remover() {
             std::function<void(std::vector<TreeResult>)> done) {
     static const std::atomic<bool> never{false};
     std::vector<TreeResult> results;
-    for (const auto& d : dirs) results.push_back(remove_tree(d, count_only, spill, never));
+    for (const auto& d : dirs) results.push_back(remove_tree(d, count_only, spill, never, std::chrono::hours(24)));
     done(std::move(results));
   };
 }
@@ -186,7 +203,21 @@ void TreeWorker::loop() {
       jobs_.pop_front();
     }
     std::vector<TreeResult> results;
-    for (const auto& d : job.dirs) results.push_back(remove_tree(d, job.count_only, job.spill, stop_));
+    std::vector<std::string> unfinished;
+    for (const auto& d : job.dirs) {
+      results.push_back(remove_tree(d, job.count_only, job.spill, stop_, kTreeSlice));
+      if (results.back().unfinished && !job.count_only) unfinished.push_back(d);
+    }
+    // What one slice could not finish goes to the back of the queue, so one
+    // tree (a user still writing into it) never holds up the others.
+    if (!unfinished.empty()) {
+      std::lock_guard lock(mutex_);
+      if (!stop_)
+        jobs_.push_back(Job{std::move(unfinished), false, job.spill, [](std::vector<TreeResult> rest) {
+                              for (const auto& r : rest)
+                                if (!r.error.empty()) spdlog::warn("deleting a pruned tree: {}", r.error);
+                            }});
+    }
     // The answer is the event loop's business: the callback touches the store.
     boost::asio::post(
         io_, [done = std::move(job.done), results = std::move(results)]() mutable { done(std::move(results)); });

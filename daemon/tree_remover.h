@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -27,6 +28,7 @@ struct TreeResult {
   std::string path;
   std::uint64_t bytes = 0;  ///< of the regular files found (symlinks not followed)
   std::string error;        ///< empty when all went well
+  bool unfinished = false;  ///< its time slice ran out first (the rest is still there)
 };
 
 /// Sums the sizes of the regular files under `dir` and, unless `count_only`,
@@ -34,10 +36,13 @@ struct TreeResult {
 /// kMaxTreeDepth descriptors: deeper directories are moved up into `spill` (a
 /// directory on the same filesystem) and deleted from there; counting alone
 /// does not look below that depth. A missing `dir` is 0 bytes, no error.
-/// `stop` ends the walk early, with an error saying so.
-TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill,
-                       const std::atomic<bool>& stop);
+/// `stop` ends the walk early, with an error saying so; so does `slice`
+/// running out (`unfinished`).
+TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
+                       std::chrono::steady_clock::duration slice);
 inline constexpr int kMaxTreeDepth = 64;
+/// The worker's slice per tree: a million files take about 25 s.
+inline constexpr std::chrono::seconds kTreeSlice{60};
 
 /// What the Engine calls: measure or delete `dirs` (moving deep parts into
 /// `spill`), then `done` with one result per dir, on the event loop.

@@ -40,12 +40,12 @@ TEST_CASE("a tree is counted and deleted, its links removed and never followed",
   const fs::path t = build_tree(tmp, outside);
   fs::create_directory(tmp.path() / "spill");
 
-  auto counted = remove_tree(t.string(), true, "", kGo);
+  auto counted = remove_tree(t.string(), true, "", kGo, std::chrono::hours(1));
   CHECK(counted.error.empty());
   CHECK(counted.bytes == 1234);  // the 5000 bytes behind the links are not the build's
   CHECK(fs::exists(t / "obj" / "deep" / "a.o"));
 
-  auto removed = remove_tree(t.string(), false, (tmp.path() / "spill").string(), kGo);
+  auto removed = remove_tree(t.string(), false, (tmp.path() / "spill").string(), kGo, std::chrono::hours(1));
   CHECK(removed.error.empty());
   CHECK(removed.bytes == 1234);
   CHECK_FALSE(fs::exists(fs::symlink_status(t)));
@@ -68,9 +68,9 @@ TEST_CASE("a tree nested far deeper than the walk holds descriptors for is delet
   REQUIRE(::fchdir(keep) == 0);
   ::close(keep);
 
-  auto counted = remove_tree(t.string(), true, "", kGo);
+  auto counted = remove_tree(t.string(), true, "", kGo, std::chrono::hours(1));
   CHECK(counted.bytes == 8 * (kMaxTreeDepth - 1));  // counting stops at the depth limit
-  auto removed = remove_tree(t.string(), false, (tmp.path() / "spill").string(), kGo);
+  auto removed = remove_tree(t.string(), false, (tmp.path() / "spill").string(), kGo, std::chrono::hours(1));
   INFO(removed.error);
   CHECK(removed.error.empty());
   CHECK(removed.bytes == 8 * 300);
@@ -81,13 +81,14 @@ TEST_CASE("a tree nested far deeper than the walk holds descriptors for is delet
 TEST_CASE("a missing tree is nothing to do, a stopped walk says what is left", "[tree_remover]") {
   TempDir tmp;
   fs::create_directory(tmp.path() / "spill");
-  auto missing = remove_tree((tmp.path() / "none").string(), false, (tmp.path() / "spill").string(), kGo);
+  auto missing =
+      remove_tree((tmp.path() / "none").string(), false, (tmp.path() / "spill").string(), kGo, std::chrono::hours(1));
   CHECK(missing.error.empty());
   CHECK(missing.bytes == 0);
 
   const fs::path t = build_tree(tmp, tmp.path());
   const std::atomic<bool> stop{true};
-  auto stopped = remove_tree(t.string(), false, (tmp.path() / "spill").string(), stop);
+  auto stopped = remove_tree(t.string(), false, (tmp.path() / "spill").string(), stop, std::chrono::hours(1));
   CHECK_THAT(stopped.error, Catch::Contains("stopped before the end"));
   CHECK(fs::exists(t));
 }
@@ -112,6 +113,31 @@ TEST_CASE("the worker deletes on its own thread and answers on the event loop", 
   CHECK(answered_on == std::this_thread::get_id());
   CHECK(got[0].bytes == 1234);
   CHECK(got[1].bytes == 0);
+  CHECK_FALSE(fs::exists(t));
+}
+
+}  // namespace
+}  // namespace fad
+
+namespace fad {
+namespace {
+
+TEST_CASE("a walk that runs out of its time slice says so and leaves the rest for later", "[tree_remover]") {
+  // As when the build's user keeps writing into the tree: the worker gives
+  // the tree one slice, then lets the other deletions waiting go first.
+  test::TempDir tmp;
+  fs::create_directory(tmp.path() / "spill");
+  const fs::path t = tmp.path() / "tree";
+  for (int i = 0; i < 600; ++i) test::write_file(t / ("f" + std::to_string(i)), "x");
+  const std::atomic<bool> go{false};
+  auto first = remove_tree(t.string(), false, (tmp.path() / "spill").string(), go, std::chrono::seconds(0));
+  CHECK(first.unfinished);
+  CHECK_THAT(first.error, Catch::Contains("not deleted within its time slice"));
+  CHECK(fs::exists(t));
+  auto rest = remove_tree(t.string(), false, (tmp.path() / "spill").string(), go, std::chrono::hours(1));
+  CHECK_FALSE(rest.unfinished);
+  CHECK(rest.error.empty());
+  CHECK(first.bytes + rest.bytes == 600);
   CHECK_FALSE(fs::exists(t));
 }
 
