@@ -148,25 +148,26 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string line(asio::buffers_begin(buffer_->data()), asio::buffers_begin(buffer_->data()) + n - 1);
     buffer_->consume(n);
-    handle_in_turn(std::move(line));
+    after_turn([this, line = std::move(line)]() mutable { handle(std::move(line)); });
   }
 
   // A user over their share of fadd's time (request_budget.h) waits on a
   // timer, holding no thread, and is checked again when it fires: several
   // connections of one user take turns at that user's share.
-  void handle_in_turn(std::string line) {
+  template <typename Next>
+  void after_turn(Next next) {
+    const auto wait = Server::is_admin(caller_) ? std::chrono::milliseconds(0)
+                                                : server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
+    if (wait.count() == 0) return next();
+    server_.note_slowed(caller_.uid, wait);
+    wait_.expires_after(wait);
+    wait_.async_wait([self = shared_from_this(), next = std::move(next)](boost::system::error_code ec) mutable {
+      if (!ec && !self->closed_) self->after_turn(std::move(next));
+    });
+  }
+
+  void handle(std::string line) {
     const bool limited = !Server::is_admin(caller_);
-    if (limited) {
-      const auto wait = server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
-      if (wait.count() > 0) {
-        server_.note_slowed(caller_.uid, wait);
-        wait_.expires_after(wait);
-        wait_.async_wait([self = shared_from_this(), line = std::move(line)](boost::system::error_code ec) mutable {
-          if (!ec && !self->closed_) self->handle_in_turn(std::move(line));
-        });
-        return;
-      }
-    }
     const auto start = RequestBudget::Clock::now();
     // One request at a time: the next line is read once this one is answered,
     // now or later (a submit waits for its compiler probe).
@@ -199,6 +200,7 @@ class Session : public std::enable_shared_from_this<Session> {
         self->server_.remove(self);
         return;
       }
+      std::string().swap(self->out_);  // a reply can be a megabyte; a slowed session may wait long
       self->read_in_turn();
     });
   }
@@ -209,14 +211,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_in_turn() {
     if (buffer_->capacity() > kKeptBufferBytes && buffer_->size() == 0)  // no pipelined request in it
       buffer_ = std::make_unique<asio::streambuf>(kMaxMessageBytes + 1);
-    const auto wait = Server::is_admin(caller_) ? std::chrono::milliseconds(0)
-                                                : server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
-    if (wait.count() == 0) return read();
-    server_.note_slowed(caller_.uid, wait);
-    wait_.expires_after(wait);
-    wait_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (!ec && !self->closed_) self->read_in_turn();
-    });
+    after_turn([this] { read(); });
   }
 
   void reply_and_close(std::string response) {
