@@ -91,7 +91,16 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
         failures += (failures.empty() ? "" : "; ") + tree + ": " + std::strerror(errno);
         continue;
       }
-      store_.mark_pruned(b.id, now);
+      try {
+        store_.mark_pruned(b.id, now);
+      } catch (const std::exception& e) {
+        // A full disk fails the mark after the rename: the tree goes back,
+        // so a build is never without its outputs yet not marked pruned.
+        if (::rename(moved.c_str(), tree.c_str()) != 0)
+          spdlog::error("prune: cannot put {} back from {}: {}", tree, moved, std::strerror(errno));
+        failures += (failures.empty() ? "" : "; ") + tree + ": cannot mark the build pruned: " + e.what();
+        continue;
+      }
       tree = moved;
     }
     trees.push_back(std::move(tree));

@@ -258,5 +258,32 @@ TEST_CASE("prune: what a stopped fadd left in the trash is deleted when the next
   CHECK(fs::is_empty(fs::path(f.state) / "trash"));
 }
 
+TEST_CASE("prune: a full disk at the mark puts the tree back, and the next prune takes it", "[prune]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  f.clock.wall_ = "2026-01-01T00:00:00Z";
+  const auto id = run_to_success(f);
+  f.clock.wall_ = "2026-02-05T00:00:00Z";
+  f.store->db().exec(
+      "CREATE TEMP TRIGGER full_disk BEFORE UPDATE OF pruned_at ON builds"
+      " BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
+
+  auto r = prune(f, 30 * kDay);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.message, Contains(f.build_dir(id)) && Contains("cannot mark the build pruned") &&
+                            Contains("database or disk is full"));
+  // Not pruned in the database, so not a byte gone: outputs and logs are back.
+  CHECK_FALSE(f.store->build(id)->pruned_at.has_value());
+  CHECK(fs::exists(f.build_dir(id) + "/build.log"));
+  CHECK(fs::is_empty(fs::path(f.state) / "trash"));
+
+  f.store->db().exec("DROP TRIGGER temp.full_disk");
+  r = prune(f, 30 * kDay);
+  REQUIRE(r.ok);
+  CHECK(ids_of(r) == std::vector<std::int64_t>{id});
+  CHECK(f.store->build(id)->pruned_at.has_value());
+  CHECK_FALSE(fs::exists(f.build_dir(id)));
+}
+
 }  // namespace
 }  // namespace fad
