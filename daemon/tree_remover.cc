@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <optional>
+#include <random>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -17,24 +20,47 @@ namespace fad {
 
 namespace {
 
+// Names for what is moved up into the spill dir: a serial keeps this fadd's
+// walks apart (an unfinished one leaves parts for the next), and a random
+// token keeps them from what an earlier fadd left there (in a container fadd
+// has the same pid each time); the rename never replaces either way.
+std::atomic<std::uint64_t> g_moved_serial{0};
+const std::string& moved_prefix() {
+  static const std::string prefix = [] {
+    std::random_device rd;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "deep-%08x%08x-", rd(), rd());
+    return std::string(buf);
+  }();
+  return prefix;
+}
+
 struct Walk {
-  bool count_only;
-  int spill_fd;  ///< -1 when counting
-  const std::atomic<bool>& stop;
-  std::chrono::steady_clock::time_point deadline;
+  Walk(bool count_only, int spill_fd, const std::function<bool()>& halt)
+      : count_only(count_only), spill_fd(spill_fd), halt(halt) {}
+
+  const bool count_only;
+  const int spill_fd;  ///< -1 when counting
+  const std::function<bool()>& halt;
   std::uint64_t bytes = 0;
-  bool timed_out = false;
-  unsigned seen = 0;
+  bool stopped = false;
   std::string error;
   std::vector<std::string> spilled;  ///< names moved into the spill dir, still to delete
-  unsigned serial = 0;
 
-  // Stopping, or past the deadline: a process of the build's user still
-  // writing into the tree would otherwise keep the walk going for ever.
   bool halted() {
-    if (stop) return true;
-    if (!timed_out && (++seen & 255) == 0 && std::chrono::steady_clock::now() > deadline) timed_out = true;
-    return timed_out;
+    if (!stopped && halt()) stopped = true;
+    return stopped;
+  }
+
+  // Moves `name` (in `dir_fd`) into the spill dir under a name no other
+  // entry there has; nullopt with errno set when it cannot.
+  std::optional<std::string> move_up(int dir_fd, const char* name) {
+    for (int tries = 0; tries < 16; ++tries) {
+      std::string moved = moved_prefix() + std::to_string(++g_moved_serial);
+      if (::renameat2(dir_fd, name, spill_fd, moved.c_str(), RENAME_NOREPLACE) == 0) return moved;
+      if (errno != EEXIST) return std::nullopt;
+    }
+    return std::nullopt;
   }
 
   void fail(const std::string& what) {
@@ -69,9 +95,8 @@ struct Walk {
         if (S_ISDIR(st.st_mode)) {
           if (!count_only && depth + 1 >= kMaxTreeDepth) {
             // Too deep to hold another descriptor: moved up, deleted later.
-            const std::string moved = "deep-" + std::to_string(::getpid()) + "-" + std::to_string(++serial);
-            if (::renameat(::dirfd(d), name, spill_fd, moved.c_str()) == 0) {
-              spilled.push_back(moved);
+            if (auto moved = move_up(::dirfd(d), name)) {
+              spilled.push_back(std::move(*moved));
               again = true;
             } else {
               fail("cannot move a deep directory into the trash");
@@ -113,9 +138,10 @@ struct Walk {
 
 }  // namespace
 
-TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
-                       std::chrono::steady_clock::duration slice) {
-  TreeResult out{dir, 0, ""};
+TreeResult remove_tree_until(const std::string& dir, bool count_only, const std::string& spill,
+                             const std::function<bool()>& halt) {
+  TreeResult out;
+  out.path = dir;
   const int top = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (top < 0) {
     if (errno != ENOENT) out.error = dir + ": cannot open: " + std::strerror(errno);
@@ -130,7 +156,7 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
       return out;
     }
   }
-  Walk walk{count_only, spill_fd, stop, std::chrono::steady_clock::now() + slice, 0, false, 0, {}, {}, 0};
+  Walk walk(count_only, spill_fd, halt);
   walk.empty(top, 0);
   // What was too deep, flattened into the spill dir: each a tree of its own.
   while (!walk.spilled.empty() && !walk.halted()) {
@@ -142,20 +168,40 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
       continue;
     }
     walk.empty(fd, 0);
+    if (walk.halted()) {  // still there, and still this walk's to finish
+      walk.spilled.push_back(name);
+      break;
+    }
     if (::unlinkat(spill_fd, name.c_str(), AT_REMOVEDIR) != 0) walk.fail("cannot remove a moved directory");
   }
   if (spill_fd >= 0) ::close(spill_fd);
+  for (const auto& name : walk.spilled) out.moved.push_back(spill + "/" + name);
   if (!count_only && !walk.halted() && ::rmdir(dir.c_str()) != 0 && errno != ENOENT) walk.fail("cannot remove");
   out.bytes = walk.bytes;
-  out.unfinished = walk.timed_out && !stop;
-  if (stop)
+  out.unfinished = walk.stopped;
+  if (!walk.error.empty()) out.error = dir + ": " + walk.error;
+  return out;
+}
+
+TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
+                       std::chrono::steady_clock::duration slice) {
+  // Stopping, or past the deadline: a process of the build's user still
+  // writing into the tree would otherwise keep the walk going for ever. The
+  // clock is read every 256 names, not on each.
+  const auto deadline = std::chrono::steady_clock::now() + slice;
+  unsigned seen = 0;
+  const std::function<bool()> halt = [&] {
+    return stop || ((++seen & 255) == 0 && std::chrono::steady_clock::now() > deadline);
+  };
+  TreeResult out = remove_tree_until(dir, count_only, spill, halt);
+  if (stop) {
+    out.unfinished = false;
     out.error = dir + ": stopped before the end (fadd is stopping); the rest goes at the next start";
-  else if (out.unfinished)
+  } else if (out.unfinished) {
     out.error = dir + (count_only ? ": counting took longer than its time slice; the figure is short"
                                   : ": not deleted within its time slice (is a process still writing there?); "
                                     "the rest goes after the other deletions waiting");
-  else if (!walk.error.empty())
-    out.error = dir + ": " + walk.error;
+  }
   return out;
 }
 
@@ -169,7 +215,8 @@ TreeRemover inline_tree_remover() {
   };
 }
 
-TreeWorker::TreeWorker(boost::asio::io_context& io) : io_(io), thread_([this] { loop(); }) {}
+TreeWorker::TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice, int max_slices)
+    : io_(io), slice_(slice), max_slices_(max_slices), thread_([this] { loop(); }) {}
 
 TreeWorker::~TreeWorker() {
   {
@@ -205,18 +252,30 @@ void TreeWorker::loop() {
     std::vector<TreeResult> results;
     std::vector<std::string> unfinished;
     for (const auto& d : job.dirs) {
-      results.push_back(remove_tree(d, job.count_only, job.spill, stop_, kTreeSlice));
-      if (results.back().unfinished && !job.count_only) unfinished.push_back(d);
+      results.push_back(remove_tree(d, job.count_only, job.spill, stop_, slice_));
+      const auto& r = results.back();
+      if (!r.unfinished || job.count_only) continue;
+      unfinished.push_back(d);
+      unfinished.insert(unfinished.end(), r.moved.begin(), r.moved.end());
     }
     // What one slice could not finish goes to the back of the queue, so one
-    // tree (a user still writing into it) never holds up the others.
-    if (!unfinished.empty()) {
+    // tree (a user still writing into it) never holds up the others; after
+    // max_slices_ it waits in the trash for the next start.
+    if (!unfinished.empty() && job.slice >= max_slices_) {
+      spdlog::warn(
+          "{} tree(s) still not deleted after {} slices of {} s (is a process still writing there?); "
+          "left in {} until fadd's next start: {}",
+          unfinished.size(), max_slices_, std::chrono::duration_cast<std::chrono::seconds>(slice_).count(), job.spill,
+          unfinished.front());
+    } else if (!unfinished.empty()) {
       std::lock_guard lock(mutex_);
       if (!stop_)
-        jobs_.push_back(Job{std::move(unfinished), false, job.spill, [](std::vector<TreeResult> rest) {
+        jobs_.push_back(Job{std::move(unfinished), false, job.spill,
+                            [](std::vector<TreeResult> rest) {
                               for (const auto& r : rest)
                                 if (!r.error.empty()) spdlog::warn("deleting a pruned tree: {}", r.error);
-                            }});
+                            },
+                            job.slice + 1});
     }
     // The answer is the event loop's business: the callback touches the store.
     boost::asio::post(

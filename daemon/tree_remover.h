@@ -29,6 +29,9 @@ struct TreeResult {
   std::uint64_t bytes = 0;  ///< of the regular files found (symlinks not followed)
   std::string error;        ///< empty when all went well
   bool unfinished = false;  ///< its time slice ran out first (the rest is still there)
+  /// Parts moved up into the spill dir and not yet deleted (unfinished or
+  /// stopped): trees of their own, for the next slice.
+  std::vector<std::string> moved;
 };
 
 /// Sums the sizes of the regular files under `dir` and, unless `count_only`,
@@ -41,8 +44,16 @@ struct TreeResult {
 TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
                        std::chrono::steady_clock::duration slice);
 inline constexpr int kMaxTreeDepth = 64;
+
+/// The walk itself: the same, halted (`unfinished`, no error of its own)
+/// once `halt` says so; it is asked before each name.
+TreeResult remove_tree_until(const std::string& dir, bool count_only, const std::string& spill,
+                             const std::function<bool()>& halt);
 /// The worker's slice per tree: a million files take about 25 s.
 inline constexpr std::chrono::seconds kTreeSlice{60};
+/// Slices one tree gets before the worker leaves it in the trash for the next
+/// start: a process still writing into it would keep the worker busy for ever.
+inline constexpr int kMaxTreeSlices = 10;
 
 /// What the Engine calls: measure or delete `dirs` (moving deep parts into
 /// `spill`), then `done` with one result per dir, on the event loop.
@@ -55,7 +66,9 @@ TreeRemover inline_tree_remover();
 /// One worker thread taking jobs in order; results are posted to `io`.
 class TreeWorker {
  public:
-  explicit TreeWorker(boost::asio::io_context& io);
+  /// Each tree gets `slice` at a time, `max_slices` in all.
+  explicit TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice = kTreeSlice,
+                      int max_slices = kMaxTreeSlices);
   /// Stops the walk in progress (what is left stays in the trash, swept at
   /// the next start) and joins the thread; queued jobs are dropped.
   ~TreeWorker();
@@ -70,10 +83,13 @@ class TreeWorker {
     bool count_only = false;
     std::string spill;
     std::function<void(std::vector<TreeResult>)> done;
+    int slice = 1;  ///< which slice of these trees this is
   };
   void loop();
 
   boost::asio::io_context& io_;
+  const std::chrono::steady_clock::duration slice_;
+  const int max_slices_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> jobs_;

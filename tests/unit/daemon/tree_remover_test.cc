@@ -78,6 +78,51 @@ TEST_CASE("a tree nested far deeper than the walk holds descriptors for is delet
   CHECK(fs::is_empty(tmp.path() / "spill"));
 }
 
+TEST_CASE("a deep tree's walk halted after moving parts up names them, and they are deleted with the rest later",
+          "[tree_remover]") {
+  TempDir tmp;
+  const fs::path spill = tmp.path() / "spill";
+  fs::create_directory(spill);
+  const fs::path t = tmp.path() / "tree";
+  fs::create_directory(t);
+  const int keep = ::open(".", O_RDONLY);
+  REQUIRE(::chdir(t.c_str()) == 0);
+  for (int i = 0; i < 300; ++i) {
+    REQUIRE(::mkdir("d", 0755) == 0);
+    REQUIRE(::chdir("d") == 0);
+    std::ofstream("f") << "12345678";
+  }
+  REQUIRE(::fchdir(keep) == 0);
+  ::close(keep);
+
+  // Halted as soon as a part is in the spill dir, as a time slice running out
+  // there would: the part is the walk's to name, not an orphan in the trash.
+  const std::function<bool()> spilled_once = [&] { return !fs::is_empty(spill); };
+  auto first = remove_tree_until(t.string(), false, spill.string(), spilled_once);
+  CHECK(first.unfinished);
+  CHECK(first.error.empty());
+  REQUIRE(first.moved.size() == 1);
+  CHECK(fs::path(first.moved[0]).parent_path() == spill);
+  CHECK(fs::is_directory(first.moved[0]));
+  CHECK(fs::exists(t));
+
+  // The next slice takes the tree and the moved part; the tree spills again
+  // into the same dir without touching the part still there.
+  std::uint64_t bytes = first.bytes;
+  std::vector<std::string> next{t.string()};
+  next.insert(next.end(), first.moved.begin(), first.moved.end());
+  for (const auto& d : next) {
+    auto r = remove_tree(d, false, spill.string(), kGo, std::chrono::hours(1));
+    INFO(r.error);
+    CHECK(r.error.empty());
+    CHECK(r.moved.empty());
+    bytes += r.bytes;
+  }
+  CHECK(bytes == 8 * 300);
+  CHECK_FALSE(fs::exists(t));
+  CHECK(fs::is_empty(spill));
+}
+
 TEST_CASE("a missing tree is nothing to do, a stopped walk says what is left", "[tree_remover]") {
   TempDir tmp;
   fs::create_directory(tmp.path() / "spill");
@@ -139,6 +184,56 @@ TEST_CASE("a walk that runs out of its time slice says so and leaves the rest fo
   CHECK(rest.error.empty());
   CHECK(first.bytes + rest.bytes == 600);
   CHECK_FALSE(fs::exists(t));
+}
+
+}  // namespace
+}  // namespace fad
+
+namespace fad {
+namespace {
+
+TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, then leaves it for the next start",
+          "[tree_remover]") {
+  // A slice of 0 s halts each walk at its first look at the clock (256
+  // names), as a tree a process keeps writing into runs out of every slice.
+  test::TempDir tmp;
+  const fs::path spill = tmp.path() / "spill";
+  fs::create_directory(spill);
+  const fs::path t = tmp.path() / "tree";
+  const fs::path small = tmp.path() / "small";
+  boost::asio::io_context io;
+  auto busy = boost::asio::make_work_guard(io);
+  std::vector<TreeResult> got;
+  const auto take = [&](std::vector<TreeResult> r) { got = std::move(r); };
+
+  SECTION("within the limit the tree goes in three slices, the first one answering") {
+    for (int i = 0; i < 600; ++i) test::write_file(t / ("f" + std::to_string(i)), "x");
+    TreeWorker worker(io, std::chrono::seconds(0), 3);
+    worker.remover()({t.string()}, false, spill.string(), take);
+    io.run_one();  // the answer, after the first slice
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].unfinished);
+    CHECK(fs::exists(t));
+    io.run_one();  // the second slice's (logged) results
+    io.run_one();  // the third's
+    CHECK_FALSE(fs::exists(t));
+  }
+  SECTION("past the limit the tree stays in the trash and the worker takes other work") {
+    for (int i = 0; i < 900; ++i) test::write_file(t / ("f" + std::to_string(i)), "x");
+    test::write_file(small / "a", "y");
+    TreeWorker worker(io, std::chrono::seconds(0), 2);
+    worker.remover()({t.string()}, false, spill.string(), take);
+    io.run_one();
+    io.run_one();  // the second and last slice
+    // A third slice would be queued ahead of this job and run before it.
+    worker.remover()({small.string()}, false, spill.string(), take);
+    io.run_one();
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].path == small.string());
+    CHECK_FALSE(fs::exists(small));
+    REQUIRE(fs::exists(t));
+    CHECK_FALSE(fs::is_empty(t));
+  }
 }
 
 }  // namespace
