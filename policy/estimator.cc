@@ -22,7 +22,6 @@
 namespace fad {
 namespace {
 
-constexpr std::size_t kKeep = Estimator::kKeepPerKey;
 constexpr std::size_t kCombine = 3;      // newest observations combined for exact / same source
 constexpr double kFallbackMargin = 1.1;  // another unit's profile is only a likeness
 constexpr std::size_t kMaxPoints = 64;   // estimates are thinned so the scheduler stays fast
@@ -51,7 +50,7 @@ Profile newest_max(const std::vector<Observation>& list, std::size_t n, const Un
   return out;
 }
 
-/// Keeps the newest kKeep, imported ones before (older than) local ones.
+/// Keeps the newest kKeepPerKey, imported ones before (older than) local ones.
 void remember(std::vector<Observation>& list, const Observation& obs) {
   if (obs.imported) {
     auto first_local = std::find_if(list.begin(), list.end(), [](const Observation& o) { return !o.imported; });
@@ -59,7 +58,7 @@ void remember(std::vector<Observation>& list, const Observation& obs) {
   } else {
     list.push_back(obs);
   }
-  if (list.size() > kKeep) list.erase(list.begin());
+  if (list.size() > Estimator::kKeepPerKey) list.erase(list.begin());
 }
 
 }  // namespace
@@ -107,14 +106,15 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
   auto hit = cache_.find(cache_key);
   if (hit == cache_.end()) hit = cache_.emplace(cache_key, measured(key, threads)).first;
   if (hit->second) return *hit->second;
-  const FallbackKey fb{key.scope,
-                       key.family,
-                       key.arch_count,
-                       threads,
-                       manifest ? manifest->peak_bytes : 0,
-                       manifest ? manifest->duration_s : 0.0};
+  const FallbackView fb{key.scope,
+                        key.family,
+                        key.arch_count,
+                        threads,
+                        manifest ? manifest->peak_bytes : 0,
+                        manifest ? manifest->duration_s : 0.0};
   auto known = fallback_cache_.find(fb);
-  if (known == fallback_cache_.end()) known = fallback_cache_.emplace(fb, fallback(key, threads, manifest)).first;
+  if (known == fallback_cache_.end())
+    known = fallback_cache_.emplace(FallbackKey(fb), fallback(key, threads, manifest)).first;
   return known->second;
 }
 

@@ -110,8 +110,10 @@ class Estimator {
   /// The fallback (family, running siblings, manifest, prior) depends on a
   /// unit only through these: thousands of queued units of one family share
   /// one entry. Cleared by learn() and observe_running().
+  /// Looked up by views (no copies of scope and family per queued unit).
   using FallbackKey = std::tuple<std::string, std::string, int, int, std::uint64_t, double>;
-  mutable std::map<FallbackKey, Estimate> fallback_cache_;
+  using FallbackView = std::tuple<std::string_view, std::string_view, int, int, std::uint64_t, double>;
+  mutable std::map<FallbackKey, Estimate, std::less<>> fallback_cache_;
   std::optional<Estimate> measured(const UnitKey& key, int threads) const;  ///< exact or same source
   Estimate fallback(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const;
 };
