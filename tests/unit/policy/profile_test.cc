@@ -184,5 +184,30 @@ TEST_CASE("Profile::peak_with agrees with evaluating every breakpoint") {
   }
 }
 
+TEST_CASE("Profile::widened keeps the peak and the duration of any measured timeline") {
+  // The forecast users see is the unwidened estimate's peak and duration;
+  // admission plans with the widened one. They must agree.
+  std::uint64_t state = 777;
+  auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int round = 0; round < 500; ++round) {
+    Profile p;
+    double t = static_cast<double>(next(3));
+    for (std::uint64_t k = next(8) + 1; k > 0; --k) {
+      p.points.emplace_back(t, (next(10) + 1) * kGiB / 4);
+      t += static_cast<double>(next(4) + 1);  // samples are strictly apart in time
+    }
+    p.duration_s = t;
+    const double window = static_cast<double>(next(6)) / 2;
+    const Profile w = p.widened(window);
+    INFO("p=" << p.serialize() << " window=" << window);
+    REQUIRE(w.peak() == p.peak());
+    REQUIRE(w.duration_s == p.duration_s);
+    for (double at = 0; at < p.duration_s; at += 0.5) REQUIRE(w.at(at) >= p.at(at));
+  }
+}
+
 }  // namespace
 }  // namespace fad
