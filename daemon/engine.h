@@ -58,6 +58,10 @@ struct EngineOptions {
   /// limit): every open build costs each tick, so one user's thousands would
   /// slow fadd for everyone.
   int max_builds_per_user = 32;
+  /// Compiles one fad run (or launch session) build may record: a command
+  /// that compiles without end (a loop of cache hits) would otherwise grow
+  /// the database without bound. Past it, compiles run without fadd.
+  int max_units_per_launch_build = 100000;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)

@@ -156,6 +156,10 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
       build = store_.build(id);
     }
   }
+  if (const int cap = options_.max_units_per_launch_build; cap > 0 && store_.unit_count(build->id, cap) >= cap)
+    return error_response(ErrorCode::failed, "build " + std::to_string(build->id) + " has recorded " +
+                                                 std::to_string(cap) +
+                                                 " compiles, the most one build may; this one runs without fadd");
   UnitRecord u;
   u.kind = UnitKind::external;
   u.name = fs::path(req.output.empty() ? req.source : req.output).filename().string();

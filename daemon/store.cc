@@ -474,6 +474,13 @@ int Store::open_builds_of(std::int64_t uid) {
   return static_cast<int>(st.int64(0));
 }
 
+int Store::unit_count(std::int64_t build_id, int cap) {
+  auto st = db_.prepare("SELECT COUNT(*) FROM (SELECT 1 FROM units WHERE build_id = ? LIMIT ?)");
+  st.bind(1, build_id).bind(2, cap);
+  st.step();
+  return static_cast<int>(st.int64(0));
+}
+
 int Store::waiting_launches_of(std::int64_t uid) {
   auto st = db_.prepare(
       "SELECT COUNT(*) FROM units JOIN builds ON builds.id = units.build_id WHERE builds.uid IS ? AND "

@@ -102,6 +102,8 @@ class Store {
   std::vector<BuildRecord> active_builds();
   /// How many builds of `uid` are queued, running or paused.
   int open_builds_of(std::int64_t uid);
+  /// The units of one build, up to `cap` (counting stops there).
+  int unit_count(std::int64_t build_id, int cap);
   /// How many compiles `fad launch` of `uid` sent wait for admission.
   int waiting_launches_of(std::int64_t uid);
   /// Builds shown by `fad status`: active ones plus the `recent` newest finished ones.

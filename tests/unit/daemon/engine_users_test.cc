@@ -361,6 +361,41 @@ TEST_CASE("engine users: one user's compiles waiting for admission are bounded, 
   CHECK(f.engine->launch(kBob, hit).ok);
 }
 
+TEST_CASE("engine users: a launch build records compiles up to its cap, then they run without fadd",
+          "[engine][users]") {
+  // A command that compiles without end (here cache hits, which wait for
+  // nothing) must not grow the database without bound.
+  EngineFixture f;
+  f.options.max_units_per_launch_build = 5;
+  f.make_engine().recover();
+  auto hit = [](int session, int i) {
+    LaunchRequest l;
+    l.session = session;
+    l.cwd = "/w";
+    l.source = "/w/k" + std::to_string(i) + ".cu";
+    l.argv = {"/bin/true", "-c", l.source};
+    l.cached = true;
+    return l;
+  };
+  std::int64_t build = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto r = f.engine->launch(f.me, hit(3, i));
+    REQUIRE(r.ok);
+    build = r.result.at("build_id").get<std::int64_t>();
+  }
+  auto over = f.engine->launch(f.me, hit(3, 5));
+  CHECK_FALSE(over.ok);
+  CHECK(over.code == ErrorCode::failed);
+  CHECK(over.message == "build " + std::to_string(build) +
+                            " has recorded 5 compiles, the most one build may; this one runs without fadd");
+  auto queued = hit(3, 6);
+  queued.cached = false;
+  CHECK_FALSE(f.engine->launch(f.me, queued).ok);
+  CHECK(f.store->units(build).size() == 5);
+  // Another session's build has its own count.
+  CHECK(f.engine->launch(f.me, hit(4, 0)).ok);
+}
+
 TEST_CASE("engine users: a root fadd learns from a user's bundled builds for that user only", "[engine][users]") {
   EngineFixture f;
   f.options.daemon_uid = 0;
