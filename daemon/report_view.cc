@@ -94,19 +94,34 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
     units[it->second]["attempt_list"].push_back(attempt_json(a, kept(points, share)));
   }
   // Events likewise (a build paused and resumed in a loop has thousands):
-  // each unit keeps its latest, at least two, in proportion to how many it has.
+  // each unit keeps its latest, two when there is room for two each, and
+  // the rest in proportion to how many it has; never more than kReportEvents
+  // in all, however many units have events.
   std::map<std::int64_t, std::size_t> events_of;
   std::size_t total_events = 0;
   for (const auto& e : in.events)
     if (index.count(e.unit_id)) ++events_of[e.unit_id], ++total_events;
-  const double event_share =
-      total_events > kReportEvents ? static_cast<double>(kReportEvents) / static_cast<double>(total_events) : 1.0;
   std::map<std::int64_t, std::size_t> skip;  // unit id -> its oldest events left out
-  for (const auto& [id, n] : events_of) {
-    const auto keep = kept(n, event_share);
-    if (keep < n) {
-      skip[id] = n - keep;
-      units[index[id]]["events_left_out"] = n - keep;
+  if (total_events > kReportEvents) {
+    const std::size_t floor_each = std::min<std::size_t>(2, kReportEvents / events_of.size());
+    std::size_t excess = 0;
+    for (const auto& [id, n] : events_of) excess += n - std::min(n, floor_each);
+    const std::size_t room = kReportEvents - floor_each * events_of.size();
+    const double share = static_cast<double>(room) / static_cast<double>(excess);  // excess > room
+    std::map<std::int64_t, std::size_t> keep;
+    std::size_t spent = 0;
+    for (const auto& [id, n] : events_of) {
+      const std::size_t base = std::min(n, floor_each);
+      keep[id] = base + static_cast<std::size_t>(std::floor(static_cast<double>(n - base) * share));
+      spent += keep[id];
+    }
+    // What flooring left unspent goes one each, in unit order.
+    for (auto& [id, k] : keep)
+      if (spent < kReportEvents && k < events_of[id]) ++k, ++spent;
+    for (const auto& [id, n] : events_of) {
+      if (keep[id] == n) continue;
+      skip[id] = n - keep[id];
+      units[index[id]]["events_left_out"] = n - keep[id];
     }
   }
   for (const auto& e : in.events) {

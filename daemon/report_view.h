@@ -38,8 +38,8 @@ struct ReportInput {
 /// (each attempt thinned keeping its peaks, at least 2 points each), at most
 /// `max_samples` machine samples, and the units (in order) whose rows fit
 /// `max_unit_bytes`, the rest counted in "units_left_out", and kReportEvents
-/// events shared among them (each unit's latest, at least two; its oldest
-/// counted in "events_left_out"); so the answer
+/// events shared among them (each unit's latest, two where there is room;
+/// its oldest counted in "events_left_out"); so the answer
 /// stays within one protocol line.
 nlohmann::json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_samples,
                            std::size_t max_unit_bytes = std::numeric_limits<std::size_t>::max());

@@ -380,6 +380,40 @@ TEST_CASE("report_json: events are bounded over the report, each unit keeping it
   CHECK_FALSE(f.at("units")[0].contains("events_left_out"));
 }
 
+TEST_CASE("report_json: the event bound holds however many units have events", "[engine]") {
+  // 3,000 units with three events each: two each would be 6,000.
+  ReportInput in = report_input(3000, 2);
+  for (int u = 1; u <= 3000; ++u)
+    for (int i = 0; i < 3; ++i) in.events.push_back({u, 100.0 * u + i, "suspend", "memory pressure"});
+  const json d = report_json(in, 1000000, 10);
+  std::size_t sent = 0, left_out = 0;
+  REQUIRE(d.at("units").size() == 3000);
+  for (std::size_t i = 0; i < 3000; ++i) {
+    const auto& unit = d.at("units")[i];
+    const auto& events = unit.at("events");
+    REQUIRE_FALSE(events.empty());
+    const double latest = 100.0 * static_cast<double>(i + 1) + 2;   // unit i has id i + 1
+    CHECK(events.back().at("at").get<double>() == Approx(latest));  // each unit's latest kept
+    sent += events.size();
+    left_out += unit.value("events_left_out", std::size_t{0});
+  }
+  CHECK(sent <= kReportEvents);
+  CHECK(sent >= kReportEvents - 1);  // the bound is used, not wasted
+  CHECK(sent + left_out == 9000);
+
+  // More units with events than the bound: some units' are left out, counted.
+  ReportInput many = report_input(5000, 2);
+  for (int u = 1; u <= 5000; ++u) many.events.push_back({u, static_cast<double>(u), "suspend", ""});
+  const json m = report_json(many, 1000000, 10);
+  std::size_t kept = 0, counted = 0;
+  for (const auto& unit : m.at("units")) {
+    kept += unit.at("events").size();
+    counted += unit.value("events_left_out", std::size_t{0});
+  }
+  CHECK(kept == kReportEvents);
+  CHECK(kept + counted == 5000);
+}
+
 TEST_CASE("report_json: a queued unit's estimate is made only for the rows sent", "[engine]") {
   // An estimate costs the estimator a lookup: a build of tens of thousands
   // of queued units must not pay for the rows it leaves out.
