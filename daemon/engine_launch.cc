@@ -12,6 +12,7 @@
 #include "daemon/build_files.h"
 #include "daemon/credentials.h"
 #include "daemon/engine.h"
+#include "common/duration.h"
 #include "daemon/responses.h"
 #include "daemon/planner.h"
 
@@ -32,6 +33,10 @@ constexpr double kStartTimeoutS = 60;
 constexpr double kGoneGraceS = 10;
 // Launches outside `fad run` are grouped per session into one build, closed after this quiet spell.
 constexpr double kSessionIdleS = 30;
+// A fad run whose process fadd cannot see (another pid namespace: SO_PEERCRED
+// gave no pid) cannot be watched: its build closes after this long with no
+// compile, or it would stay open, counted against its user, for ever.
+constexpr double kUnseenOpenerIdleS = 3600;
 // A unit fadd stopped whose process group is gone: this long without its
 // launcher reporting the end means the launcher is gone too.
 constexpr double kStoppedGoneGraceS = 2;
@@ -379,8 +384,12 @@ void Engine::check_external(double now) {
     auto [activity, inserted] = last_activity_.emplace(b.id, now);
     if (inserted || now - activity->second < kSessionIdleS) continue;
     std::string why;
-    if (!b.session) {
-      if (!b.opener || opener_alive(*b.opener)) continue;
+    if (!b.session && !b.opener) {
+      if (now - activity->second < kUnseenOpenerIdleS) continue;
+      why = "nothing compiled for " + format_age(static_cast<std::int64_t>(kUnseenOpenerIdleS)) +
+            " and fadd cannot see whether its fad run still lives (another pid namespace)";
+    } else if (!b.session) {
+      if (opener_alive(*b.opener)) continue;
       why = "fad run (pid " + std::to_string(b.opener->pid) + ") ended without reporting its command's exit";
     }
     bool busy = false;

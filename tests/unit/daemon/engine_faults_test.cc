@@ -328,6 +328,34 @@ TEST_CASE("engine faults: a fad run build whose fad run was killed closes once i
   CHECK_THAT(f.store->build(build)->error, Contains("fad run (pid " + std::to_string(opener) + ") ended"));
 }
 
+TEST_CASE("engine faults: a fad run fadd cannot see closes after an hour with nothing compiled", "[engine][faults]") {
+  // From another pid namespace SO_PEERCRED gives no pid: nothing to watch.
+  EngineFixture f;
+  f.make_engine().recover();
+  Caller unseen = f.me;
+  unseen.pid = 0;
+  auto opened = f.engine->open_build(unseen, OpenBuildRequest{"run", "ninja", std::nullopt});
+  REQUIRE(opened.ok);
+  const auto build = opened.result.at("id").get<std::int64_t>();
+  REQUIRE_FALSE(f.store->build(build)->opener);
+  tick_for(f, 40);
+  CHECK(f.build_state(build) == BuildState::running);
+  // A compile 50 minutes in starts the hour again.
+  f.clock.advance(3000);
+  f.engine->tick();
+  auto l = launch_of("/w/a.cu");
+  l.build_id = build;
+  const auto unit = started_launch(f, l, 600);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  f.clock.advance(3000);
+  f.engine->tick();
+  CHECK(f.build_state(build) == BuildState::running);
+  f.clock.advance(700);
+  f.engine->tick();
+  REQUIRE(f.build_state(build) == BuildState::failed);
+  CHECK_THAT(f.store->build(build)->error, Contains("nothing compiled for 1h") && Contains("another pid namespace"));
+}
+
 TEST_CASE("engine faults: a fad run build outlives fadd, but not a pid reused by another process", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
