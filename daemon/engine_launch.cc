@@ -7,12 +7,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/duration.h"
 #include "common/size.h"
 #include "common/text.h"
 #include "daemon/build_files.h"
 #include "daemon/credentials.h"
 #include "daemon/engine.h"
-#include "common/duration.h"
 #include "daemon/responses.h"
 #include "daemon/planner.h"
 
