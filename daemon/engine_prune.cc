@@ -50,11 +50,14 @@ void Engine::set_tree_remover(TreeRemover remover) {
   if (left.empty()) return;
   remove_trees_(std::move(left), false, trash_dir(), [](std::vector<TreeResult> results) {
     std::uint64_t bytes = 0;
+    std::size_t failed = 0;
     for (const auto& r : results) {
       bytes += r.bytes;
       if (!r.error.empty()) spdlog::warn("emptying the trash: {}", r.error);
+      failed += !r.error.empty();
     }
-    spdlog::info("emptied the trash a stopped fadd left: {} tree(s), {}", results.size(), format_size(bytes));
+    spdlog::info("emptied the trash a stopped fadd left: {} of {} entries, {}", results.size() - failed, results.size(),
+                 format_size(bytes));
   });
 }
 

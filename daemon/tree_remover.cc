@@ -144,6 +144,13 @@ TreeResult remove_tree_until(const std::string& dir, bool count_only, const std:
   out.path = dir;
   const int top = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (top < 0) {
+    // Not a directory (any more): what a user swapped in for a moved part;
+    // a link is removed, never followed.
+    if ((errno == ENOTDIR || errno == ELOOP) && !count_only) {
+      struct stat st {};
+      if (::lstat(dir.c_str(), &st) == 0 && S_ISREG(st.st_mode)) out.bytes = static_cast<std::uint64_t>(st.st_size);
+      if (::unlink(dir.c_str()) == 0 || errno == ENOENT) return out;
+    }
     if (errno != ENOENT) out.error = dir + ": cannot open: " + std::strerror(errno);
     return out;
   }
@@ -164,7 +171,10 @@ TreeResult remove_tree_until(const std::string& dir, bool count_only, const std:
     walk.spilled.pop_back();
     const int fd = ::openat(spill_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-      walk.fail("cannot open a moved directory");
+      // The build's user swapped a file or link in for the directory between
+      // its check and the move: it is in the trash all the same, removed.
+      if ((errno == ENOTDIR || errno == ELOOP) && ::unlinkat(spill_fd, name.c_str(), 0) == 0) continue;
+      if (errno != ENOENT) walk.fail("cannot open a moved directory");
       continue;
     }
     walk.empty(fd, 0);

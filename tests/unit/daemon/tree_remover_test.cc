@@ -238,3 +238,55 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
 
 }  // namespace
 }  // namespace fad
+
+namespace fad {
+namespace {
+
+TEST_CASE("what a user swaps in for a directory the walk moved, a file or a link, is removed from the trash too",
+          "[tree_remover]") {
+  test::TempDir tmp;
+  const fs::path spill = tmp.path() / "spill";
+  fs::create_directory(spill);
+  const fs::path outside = tmp.path() / "outside";
+  test::write_file(outside / "keep.txt", "kept");
+
+  SECTION("a moved part swapped for a file or a link between the check and the move") {
+    const fs::path t = tmp.path() / "tree";
+    fs::path deep = t;
+    for (int i = 0; i < kMaxTreeDepth + 3; ++i) deep /= "d";
+    fs::create_directories(deep);
+    // As the user's renameat2(RENAME_EXCHANGE) loop does: the moment a part
+    // lands in the trash, it is a file there (the directory elsewhere).
+    int swaps = 0;
+    const std::function<bool()> swap_first = [&] {
+      for (const auto& e : fs::directory_iterator(spill)) {
+        if (swaps > 0 || !e.is_directory()) continue;
+        fs::rename(e.path(), tmp.path() / "stolen");
+        test::write_file(e.path(), std::string(10, 'z'));
+        ++swaps;
+      }
+      return false;
+    };
+    auto r = remove_tree_until(t.string(), false, spill.string(), swap_first);
+    REQUIRE(swaps == 1);
+    INFO(r.error);
+    CHECK(r.error.empty());
+    CHECK_FALSE(fs::exists(t));
+    CHECK(fs::is_empty(spill));
+  }
+  SECTION("a file or a link left at the top of the trash") {
+    test::write_file(spill / "deep-1-1", std::string(10, 'z'));
+    fs::create_directory_symlink(outside, spill / "deep-1-2");
+    auto file = remove_tree((spill / "deep-1-1").string(), false, spill.string(), kGo, std::chrono::hours(1));
+    CHECK(file.error.empty());
+    CHECK(file.bytes == 10);
+    auto link = remove_tree((spill / "deep-1-2").string(), false, spill.string(), kGo, std::chrono::hours(1));
+    CHECK(link.error.empty());
+    CHECK(link.bytes == 0);
+    CHECK(fs::is_empty(spill));
+    CHECK(test::slurp(outside / "keep.txt") == "kept");
+  }
+}
+
+}  // namespace
+}  // namespace fad
