@@ -91,7 +91,11 @@ class Session : public std::enable_shared_from_this<Session> {
         wait_(server.io_) {}
 
   const Caller& caller() const { return caller_; }
-  void start() { read(); }
+  // A user in debt has even a new connection's first request left unread:
+  // otherwise each of their connections could hold a megabyte meanwhile.
+  void start() {
+    after_turn([this] { read(); });
+  }
   void close() {
     closed_ = true;
     boost::system::error_code ec;
