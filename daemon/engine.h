@@ -292,7 +292,11 @@ class Engine {
   ProcessLauncher& launcher_;
   ToolchainLookup toolchains_;
   TreeRemover remove_trees_ = inline_tree_remover();
-  std::uint64_t trash_serial_ = 0;       ///< keeps names in the trash apart
+  std::uint64_t trash_serial_ = 0;  ///< keeps names in the trash apart
+  /// Users (not root) with a prune at the tree remover: one each, so one
+  /// user's prunes (a dry run counts a tree of any size) cannot queue up
+  /// ahead of everyone else's and the retention.
+  std::set<uid_t> pruning_;
   std::unique_ptr<CompileCache> cache_;  ///< null when off or unusable
   /// Bundled builds served by the compile cache: their compiler's identity
   /// (probed_identity), dropped once the build is final.

@@ -67,6 +67,11 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
     return done(error_response(
         ErrorCode::usage,
         "no age to prune by: the 'retention' config key is \"never\"; pass --older-than AGE (e.g. 30d)"));
+  const bool limited = !caller.is_root();
+  if (limited && pruning_.count(caller.uid))
+    return done(error_response(ErrorCode::failed,
+                               "a prune of yours is still deleting or counting its builds' files; "
+                               "try again once it has answered"));
   const std::string now = clock_.wall();
   auto cutoff = rfc3339_before(now, *age);
   if (!cutoff) return done(error_response(ErrorCode::internal, "cannot compute the prune cutoff from the time " + now));
@@ -111,10 +116,13 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   }
   // Nothing to delete: answered now, not behind other prunes' deletions.
   const TreeRemover now_or_worker = trees.empty() ? inline_tree_remover() : remove_trees_;
+  const bool held = limited && !trees.empty();
+  if (held) pruning_.insert(caller.uid);
   now_or_worker(
       std::move(trees), req.dry_run, trash_dir(),
-      [age = *age, cutoff = *cutoff, dry_run = req.dry_run, chosen = std::move(chosen), failures = std::move(failures),
-       done = std::move(done)](std::vector<TreeResult> results) mutable {
+      [this, held, uid = caller.uid, age = *age, cutoff = *cutoff, dry_run = req.dry_run, chosen = std::move(chosen),
+       failures = std::move(failures), done = std::move(done)](std::vector<TreeResult> results) mutable {
+        if (held) pruning_.erase(uid);
         json builds = json::array();
         std::uint64_t freed = 0;
         for (std::size_t i = 0; i < chosen.size() && i < results.size(); ++i) {

@@ -18,9 +18,21 @@ namespace fs = std::filesystem;
 
 constexpr std::int64_t kDay = 86400;
 
-/// Submits a build and runs it to success at the clock's wall time.
-std::int64_t run_to_success(EngineFixture& f) {
-  const auto id = f.submit();
+/// Submits a build (as `who`, by default the test's own user) and runs it to
+/// success at the clock's wall time.
+std::int64_t run_to_success(EngineFixture& f, std::optional<Caller> who = std::nullopt) {
+  std::int64_t id = 0;
+  if (who) {
+    SubmitRequest req;
+    req.archs = {"9.0", "12.0"};
+    req.kernels = "*";
+    req.name = "test";
+    auto r = f.submit_as(*who, req);
+    REQUIRE(r.ok);
+    id = r.result.at("id").get<std::int64_t>();
+  } else {
+    id = f.submit();
+  }
   f.engine->tick();
   for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
   f.engine->tick();
@@ -283,6 +295,48 @@ TEST_CASE("prune: a full disk at the mark puts the tree back, and the next prune
   CHECK(ids_of(r) == std::vector<std::int64_t>{id});
   CHECK(f.store->build(id)->pruned_at.has_value());
   CHECK_FALSE(fs::exists(f.build_dir(id)));
+}
+
+TEST_CASE("prune: a user has one prune at the tree remover at a time, root and the retention any number", "[prune]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  HeldRemover held;
+  f.engine->set_tree_remover(held.remover());
+  const Caller alice{4001, 4001, 111};
+  f.clock.wall_ = "2026-01-01T00:00:00Z";
+  run_to_success(f, alice);
+  run_to_success(f, Caller{0, 0, 1});
+  f.clock.wall_ = "2026-02-05T00:00:00Z";
+  PruneRequest dry;
+  dry.older_than_s = 30 * kDay;
+  dry.dry_run = true;
+  std::vector<Response> answers;
+  const auto keep = [&](Response r) { answers.push_back(std::move(r)); };
+
+  // A dry run counts her tree on the worker; a second one meanwhile is
+  // refused at once, not queued behind it.
+  f.engine->prune(alice, dry, keep);
+  REQUIRE(held.jobs.size() == 1);
+  f.engine->prune(alice, dry, keep);
+  REQUIRE(answers.size() == 1);
+  CHECK_FALSE(answers[0].ok);
+  CHECK(answers[0].message ==
+        "a prune of yours is still deleting or counting its builds' files; try again once it has answered");
+  CHECK(held.jobs.size() == 1);
+  // Root is not held to one.
+  f.engine->prune(Caller{0, 0, 1}, dry, keep);
+  f.engine->prune(Caller{0, 0, 1}, dry, keep);
+  CHECK(held.jobs.size() == 3);
+  held.run_all();
+  REQUIRE(answers.size() == 4);
+  for (std::size_t i = 1; i < 4; ++i) CHECK(answers[i].ok);
+  // Answered: her next prune goes through.
+  f.engine->prune(alice, dry, keep);
+  CHECK(held.jobs.size() == 1);
+  held.run_all();
+  REQUIRE(answers.size() == 5);
+  CHECK(answers[4].ok);
 }
 
 }  // namespace
