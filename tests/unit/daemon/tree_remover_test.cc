@@ -33,6 +33,21 @@ fs::path build_tree(const TempDir& tmp, const fs::path& outside) {
   return t;
 }
 
+/// 300 nested directories `d` under `t`, each with an 8-byte file `f` (a
+/// user can nest thousands); built relative to dodge PATH_MAX.
+void deep_chain(const fs::path& t) {
+  fs::create_directory(t);
+  const int keep = ::open(".", O_RDONLY);
+  REQUIRE(::chdir(t.c_str()) == 0);
+  for (int i = 0; i < 300; ++i) {
+    REQUIRE(::mkdir("d", 0755) == 0);
+    REQUIRE(::chdir("d") == 0);
+    std::ofstream("f") << "12345678";
+  }
+  REQUIRE(::fchdir(keep) == 0);
+  ::close(keep);
+}
+
 TEST_CASE("a tree is counted and deleted, its links removed and never followed", "[tree_remover]") {
   TempDir tmp;
   const fs::path outside = tmp.path() / "outside";
@@ -56,17 +71,7 @@ TEST_CASE("a tree nested far deeper than the walk holds descriptors for is delet
   TempDir tmp;
   fs::create_directory(tmp.path() / "spill");
   const fs::path t = tmp.path() / "tree";
-  // 300 levels (a user can nest thousands), built relative to dodge PATH_MAX.
-  fs::create_directory(t);
-  const int keep = ::open(".", O_RDONLY);
-  REQUIRE(::chdir(t.c_str()) == 0);
-  for (int i = 0; i < 300; ++i) {
-    REQUIRE(::mkdir("d", 0755) == 0);
-    REQUIRE(::chdir("d") == 0);
-    std::ofstream("f") << "12345678";
-  }
-  REQUIRE(::fchdir(keep) == 0);
-  ::close(keep);
+  deep_chain(t);
 
   auto counted = remove_tree(t.string(), true, "", kGo, std::chrono::hours(1));
   CHECK(counted.bytes == 8 * (kMaxTreeDepth - 1));  // counting stops at the depth limit
@@ -84,16 +89,7 @@ TEST_CASE("a deep tree's walk halted after moving parts up names them, and they 
   const fs::path spill = tmp.path() / "spill";
   fs::create_directory(spill);
   const fs::path t = tmp.path() / "tree";
-  fs::create_directory(t);
-  const int keep = ::open(".", O_RDONLY);
-  REQUIRE(::chdir(t.c_str()) == 0);
-  for (int i = 0; i < 300; ++i) {
-    REQUIRE(::mkdir("d", 0755) == 0);
-    REQUIRE(::chdir("d") == 0);
-    std::ofstream("f") << "12345678";
-  }
-  REQUIRE(::fchdir(keep) == 0);
-  ::close(keep);
+  deep_chain(t);
 
   // Halted as soon as a part is in the spill dir, as a time slice running out
   // there would: the part is the walk's to name, not an orphan in the trash.
