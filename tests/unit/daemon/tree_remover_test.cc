@@ -157,12 +157,6 @@ TEST_CASE("the worker deletes on its own thread and answers on the event loop", 
   CHECK_FALSE(fs::exists(t));
 }
 
-}  // namespace
-}  // namespace fad
-
-namespace fad {
-namespace {
-
 TEST_CASE("a walk that runs out of its time slice says so and leaves the rest for later", "[tree_remover]") {
   // As when the build's user keeps writing into the tree: the worker gives
   // the tree one slice, then lets the other deletions waiting go first.
@@ -181,12 +175,6 @@ TEST_CASE("a walk that runs out of its time slice says so and leaves the rest fo
   CHECK(first.bytes + rest.bytes == 600);
   CHECK_FALSE(fs::exists(t));
 }
-
-}  // namespace
-}  // namespace fad
-
-namespace fad {
-namespace {
 
 TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, then leaves it for the next start",
           "[tree_remover]") {
@@ -231,12 +219,6 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
     CHECK_FALSE(fs::is_empty(t));
   }
 }
-
-}  // namespace
-}  // namespace fad
-
-namespace fad {
-namespace {
 
 TEST_CASE("what a user swaps in for a directory the walk moved, a file or a link, is removed from the trash too",
           "[tree_remover]") {
