@@ -21,11 +21,20 @@ struct CompilerExit {
   bool complete = false;  ///< captured, and all of it (not past the size limit)
 };
 
+struct CompilerOptions {
+  bool capture = false;  ///< pass stdout and stderr through and keep them (for the cache)
+  /// Make it the kernel's first choice when memory runs out (oom_score_adj
+  /// 500, as fadd gives the units it starts): true when fadd runs it, since
+  /// fadd reruns a compile the OOM killer ends but not fadd itself, the
+  /// launchers waiting on it, or the build tool.
+  bool oom_victim = false;
+};
+
 class CompilerProcess {
  public:
   /// Forks `argv` (searched on PATH) in its own process group with
   /// FAD_LAUNCH_ACTIVE set; it execs once go() is called. nullopt when fork fails.
-  static std::optional<CompilerProcess> start(const std::vector<std::string>& argv, bool capture);
+  static std::optional<CompilerProcess> start(const std::vector<std::string>& argv, CompilerOptions options);
   CompilerProcess(CompilerProcess&& other) noexcept;
   CompilerProcess& operator=(CompilerProcess&&) = delete;
   ~CompilerProcess();

@@ -162,7 +162,8 @@ int compile_without_fadd(const std::vector<std::string>& argv, const std::vector
       [](const std::string& why) { std::cerr << "fad: waiting for memory (fadd is not running): " << why << "\n"; });
   std::vector<std::string> run_argv = argv;
   run_argv.insert(run_argv.end(), extra.begin(), extra.end());
-  auto proc = CompilerProcess::start(run_argv, cache != nullptr);
+  // Not a preferred OOM victim: without fadd nothing reruns it.
+  auto proc = CompilerProcess::start(run_argv, {.capture = cache != nullptr, .oom_victim = false});
   if (!proc) return exec_direct(argv);
   forward_signals_to(proc->pid());
   const auto started = std::chrono::system_clock::now();
@@ -266,7 +267,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     // On a cluster the compiler runs as a Slurm step on the node fadd chose
     // (srun ... fad-step ... -- COMPILER ARGS); srun is the child fadd watches.
     run_argv.insert(run_argv.begin(), step.begin(), step.end());
-    auto proc = CompilerProcess::start(run_argv, cache != nullptr);
+    auto proc = CompilerProcess::start(run_argv, {.capture = cache != nullptr, .oom_victim = true});
     if (!proc) return exec_direct(argv);
     forward_signals_to(proc->pid());
     bool refused = false;

@@ -63,15 +63,6 @@ TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds",
 
 TEST_CASE("a compile through fad launch that the OOM killer ends is rerun, ninja never sees it fail",
           "[integration][launcher][oom]") {
-#if defined(__SANITIZE_ADDRESS__)
-  // Under AddressSanitizer fadd and the launchers share the 700 MiB with the
-  // units at several times their size, and on a loaded machine the kernel
-  // can reach that limit before the units' own: then a launcher, not a
-  // compile, is killed (1 run in 4 with both cores busy). The main suite
-  // runs this test.
-  WARN("SKIP: under AddressSanitizer the launchers' own memory leaves the OOM test no headroom");
-  return;
-#endif
   TestCgroup vm(700u << 20);
   if (!vm.ok()) {
     WARN("SKIP: needs root and the cgroup v1 memory controller; the OOM-killer test did not run");

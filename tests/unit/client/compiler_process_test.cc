@@ -1,0 +1,56 @@
+// Tests for client/compiler_process: a real child, held before exec until
+// go(), its output captured, and the OOM score it runs with.
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "client/compiler_process.h"
+
+using namespace fad::client;
+
+namespace {
+int own_oom_score_adj() {
+  int v = 0;
+  std::ifstream("/proc/self/oom_score_adj") >> v;
+  return v;
+}
+
+/// The oom_score_adj a compiler started with `options` runs with, as it reports it.
+std::string score_of_compiler(CompilerOptions options) {
+  options.capture = true;
+  auto proc = CompilerProcess::start({"cat", "/proc/self/oom_score_adj"}, options);
+  REQUIRE(proc.has_value());
+  proc->go();
+  const CompilerExit exit = proc->wait();
+  REQUIRE(exit.code == 0);
+  REQUIRE(exit.complete);
+  return exit.stdout_text;
+}
+}  // namespace
+
+TEST_CASE("a compiler fadd runs is the kernel's first OOM victim; one run without fadd is not",
+          "[launcher][oom]") {
+  const int own = own_oom_score_adj();
+  if (own >= 500) {
+    WARN("SKIP: this process already has oom_score_adj " << own << ", so a raise to 500 cannot be seen");
+    return;
+  }
+  CHECK(score_of_compiler({.oom_victim = true}) == "500\n");
+  CHECK(score_of_compiler({.oom_victim = false}) == std::to_string(own) + "\n");
+}
+
+TEST_CASE("a held compiler never runs when it is abandoned", "[launcher]") {
+  char tmpl[] = "/tmp/fad-compiler-process-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string marker = std::string(tmpl) + "/ran";
+  {
+    auto proc = CompilerProcess::start({"touch", marker}, {});
+    REQUIRE(proc.has_value());
+    proc->abandon();
+  }
+  CHECK(::access(marker.c_str(), F_OK) != 0);
+  ::rmdir(tmpl);
+}
