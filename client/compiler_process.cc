@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "client/launcher.h"
+#include "common/oom_victim.h"
 
 namespace fad::client {
 
@@ -43,13 +44,7 @@ std::optional<CompilerProcess> CompilerProcess::start(const std::vector<std::str
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
-    // Raising one's own score needs no privilege; exec keeps it.
-    if (options.oom_victim) {
-      if (int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-        [[maybe_unused]] ssize_t w = ::write(fd, "500", 3);
-        ::close(fd);
-      }
-    }
+    if (options.oom_victim) become_oom_victim();
     if (capture) {
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);

@@ -23,10 +23,9 @@ struct CompilerExit {
 
 struct CompilerOptions {
   bool capture = false;  ///< pass stdout and stderr through and keep them (for the cache)
-  /// Make it the kernel's first choice when memory runs out (oom_score_adj
-  /// 500, as fadd gives the units it starts): true when fadd runs it, since
-  /// fadd reruns a compile the OOM killer ends but not fadd itself, the
-  /// launchers waiting on it, or the build tool.
+  /// Make it the kernel's first choice when memory runs out, as fadd's own
+  /// units are (common/oom_victim.h): true when fadd runs it, since fadd
+  /// reruns it then; without fadd nothing would.
   bool oom_victim = false;
 };
 

@@ -10,6 +10,8 @@
 
 #include <cerrno>
 
+#include "common/oom_victim.h"
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -45,10 +47,7 @@ int ChildSetup::run_in_child() const {
   if (raise_oom_score) {
     // If the kernel must kill something, a compiler (requeued by fadd) is the
     // right victim, not the daemon or the user's desktop.
-    if (int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-      [[maybe_unused]] ssize_t w = ::write(fd, "500", 3);
-      ::close(fd);
-    }
+    become_oom_victim();
   }
   if (run_as) {
     if (const int err = drop_to(*run_as); err != 0) return err;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/meminfo.h"
+#include "common/oom_victim.h"
 #include "daemon/memory_probe.h"
 #include "daemon/process_launcher.h"
 #include "daemon/step_report.h"
@@ -103,10 +104,7 @@ int run_step(const StepOptions& options) {
     ::setpgid(0, 0);
     // If memory runs out in the step, the compiler is the one to go: the
     // wrapper must live to report what happened.
-    if (int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-      [[maybe_unused]] auto n = ::write(fd, "500", 3);
-      ::close(fd);
-    }
+    become_oom_victim();
     std::vector<char*> args;
     for (const auto& a : options.argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
