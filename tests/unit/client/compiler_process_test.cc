@@ -31,7 +31,7 @@ std::string score_of_compiler(CompilerOptions options) {
 }
 }  // namespace
 
-TEST_CASE("a compiler fadd runs is the kernel's first OOM victim; one run without fadd is not", "[launcher][oom]") {
+TEST_CASE("a compiler fadd runs is the kernel's first OOM victim and one run without fadd is not", "[launcher][oom]") {
   const int own = own_oom_score_adj();
   if (own >= 500) {
     WARN("SKIP: this process already has oom_score_adj " << own << ", so a raise to 500 cannot be seen");
