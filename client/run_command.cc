@@ -103,7 +103,8 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       const std::string& v = args[++i];
       if (a == "--budget") {
         auto size = parse_size(v);
-        if (!size || *size == 0) return "--budget: " + (size ? std::string("must be more than 0") : size.error());
+        if (!size) return "--budget: " + size.error();
+        if (auto problem = memory_size_problem(*size, "budget"); !problem.empty()) return "--budget: " + problem;
         out->budget = v;
       } else if (a == "--name") {
         if (v.size() > kMaxBuildNameBytes)

@@ -71,7 +71,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     }
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (or \"auto\")";
-    if (*size == 0) return "must be more than 0 (or \"auto\")";
+    if (auto problem = memory_size_problem(*size, "budget"); !problem.empty()) return problem + " (or \"auto\")";
     config.memory_budget = *size;
   } else if (key == "reserve") {
     if (v.is_number_integer()) {
@@ -114,7 +114,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
   } else if (key == "unit_memory_prior") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error();
-    if (*size == 0) return "must be more than 0";
+    if (auto problem = memory_size_problem(*size, "estimate"); !problem.empty()) return problem;
     config.unit_memory_prior = *size;
   } else if (key == "poll_interval_ms") {
     auto n = integer_in(v, 50, 60000);

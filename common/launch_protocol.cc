@@ -4,6 +4,7 @@
 
 #include "common/arch.h"
 #include "common/json_fields.h"
+#include "common/size.h"
 
 #include <limits>
 
@@ -75,7 +76,8 @@ Result<OpenBuildRequest> OpenBuildRequest::from_json(const json& body) {
   r.name = *name;
   r.command = *command;
   if (body.contains("budget_bytes") && !body["budget_bytes"].is_null()) {
-    auto b = int_field(body, "budget_bytes", 1, kMaxId, "a positive integer");
+    auto b = int_field(body, "budget_bytes", static_cast<std::int64_t>(kMinMemorySize), kMaxId,
+                       "a size in bytes, at least 1 MiB (1048576)");
     if (!b) return make_error(b.error());
     r.budget_bytes = static_cast<std::uint64_t>(*b);
   }

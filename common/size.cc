@@ -110,4 +110,12 @@ std::string format_size(std::uint64_t bytes) {
   return buf;
 }
 
+std::string memory_size_problem(std::uint64_t bytes, std::string_view what) {
+  if (bytes >= kMinMemorySize) return "";
+  if (bytes == 0) return "must be at least 1M";
+  const std::string n = std::to_string(bytes);
+  return n + (bytes == 1 ? " byte" : " bytes") + " is less than 1M, the smallest " + std::string(what) +
+         ": give a unit, such as \"" + n + "G\"";
+}
+
 }  // namespace fad

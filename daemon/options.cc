@@ -82,7 +82,8 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     } else {
       auto b = parse_size(*f.memory_budget);
       if (!b) return make_error("--memory-budget: " + b.error());
-      if (*b == 0) return make_error("--memory-budget: must be more than 0 (or 'auto')");
+      if (auto problem = memory_size_problem(*b, "budget"); !problem.empty())
+        return make_error("--memory-budget: " + problem + " (or 'auto')");
       c.memory_budget = *b;
     }
   }

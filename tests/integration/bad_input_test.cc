@@ -105,6 +105,11 @@ TEST_CASE("client usage errors exit 2 with one line", "[integration]") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("no kernel unit matches") != std::string::npos);
 
+  // A budget written without its unit is bytes: refused, not a build run one compile at a time.
+  r = d.fad({"run", "--budget", "12", "--", "true"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "fad: --budget: 12 bytes is less than 1M, the smallest budget: give a unit, such as \"12G\"\n");
+
   r = d.fad({"status", "12345"});
   CHECK(r.exit_code == 1);
   r = d.fad({"cancel", "0"});
@@ -119,6 +124,8 @@ TEST_CASE("fadd rejects bad flags, sizes and config with exit 2", "[integration]
 
   CHECK(d.start_expect_exit({"--memory-budget", "4X"}, &log) == 2);
   CHECK(log.find("4X") != std::string::npos);
+  CHECK(d.start_expect_exit({"--memory-budget", "512"}, &log) == 2);
+  CHECK(log.find("512 bytes is less than 1M") != std::string::npos);
 
   CHECK(d.start_expect_exit({"--reserve", "150%"}, &log) == 2);
   // A reserve of more memory than any machine has: every build would wait forever.

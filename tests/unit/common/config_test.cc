@@ -88,7 +88,7 @@ TEST_CASE("every bad value and unknown key is reported, in file order, with its 
   CHECK(lines[3] == file + ":5: key 'max_parallel_units': expected an integer >= 0 (0 = no limit), got -1");
   CHECK(lines[4] == file + ":6: key 'nvcc_threads': expected \"auto\" or an integer from 1 to 64, got 65");
   CHECK(lines[5] == file + ":7: key 'nvcc': expected a string (the nvcc program), got 42");
-  CHECK(lines[6] == file + ":8: key 'unit_memory_prior': must be more than 0");
+  CHECK(lines[6] == file + ":8: key 'unit_memory_prior': must be at least 1M");
   CHECK(lines[7] == file + ":9: key 'poll_interval_ms': expected an integer from 50 to 60000, got 10");
   CHECK(lines[8] == file + ":10: key 'log_level': expected one of trace, debug, info, warn, error, got \"verbose\"");
   CHECK(lines[9].rfind(file + ":11: key 'colour': unknown key (known keys: memory_budget, reserve,", 0) == 0);
@@ -97,7 +97,13 @@ TEST_CASE("every bad value and unknown key is reported, in file order, with its 
 TEST_CASE("value checks, one key at a time", "[config]") {
   auto one = [](const std::string& body) { return parse_config("{\n  " + body + "\n}\n", "f.json"); };
   CHECK(*one(R"("memory_budget": 1073741824)")->memory_budget == kGiB);
-  CHECK(one(R"("memory_budget": 0)").error() == "f.json:2: key 'memory_budget': must be more than 0 (or \"auto\")");
+  CHECK(one(R"("memory_budget": 0)").error() == "f.json:2: key 'memory_budget': must be at least 1M (or \"auto\")");
+  // A number without its unit is bytes: far too little for any compile, surely meant as "12G".
+  CHECK(one(R"("memory_budget": 12)").error() ==
+        "f.json:2: key 'memory_budget': 12 bytes is less than 1M, the smallest budget: give a unit, such as \"12G\" "
+        "(or \"auto\")");
+  CHECK(one(R"("memory_budget": "1023K")").error().find("1047552 bytes is less than 1M") != std::string::npos);
+  CHECK(*one(R"("memory_budget": "1M")")->memory_budget == (1u << 20));
   CHECK(one(R"("memory_budget": -5)").error().find("f.json:2: key 'memory_budget': expected a size") == 0);
   CHECK(one(R"("memory_budget": 1.5)").error().find("f.json:2: key 'memory_budget': expected a size") == 0);
   CHECK(one(R"("reserve": "0")")->reserve.resolve(100) == 0);
@@ -122,6 +128,10 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("poll_interval_ms": 60000)")->poll_interval_ms == 60000);
   CHECK(one(R"("poll_interval_ms": 60001)").ok() == false);
   CHECK(one(R"("unit_memory_prior": "5G")")->unit_memory_prior == 5 * kGiB);
+  // 300 bytes per compile would let fadd start every compile at once.
+  CHECK(one(R"("unit_memory_prior": 300)").error() ==
+        "f.json:2: key 'unit_memory_prior': 300 bytes is less than 1M, the smallest estimate: give a unit, such as "
+        "\"300G\"");
   CHECK(one(R"("swap": true)").error() == "f.json:2: key 'swap': expected \"ignore\" or \"use\", got true");
   CHECK(one(R"("log_level": 3)").ok() == false);
   CHECK(one(R"("socket": "")").error() == "f.json:2: key 'socket': expected a non-empty path string, got \"\"");

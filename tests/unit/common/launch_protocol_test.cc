@@ -88,6 +88,11 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   CHECK_FALSE(UnitRequest::from_json(json::array()));
   CHECK_FALSE(CloseBuildRequest::from_json({{"id", 1}, {"exit_code", 300}}));
   CHECK_FALSE(OpenBuildRequest::from_json({{"budget_bytes", -5}}));
+  // Below 1 MiB no compile fits: a client that sends 12 meant 12G.
+  const auto tiny = OpenBuildRequest::from_json({{"budget_bytes", 12}});
+  REQUIRE_FALSE(tiny);
+  CHECK(tiny.error().find("budget_bytes") != std::string::npos);
+  CHECK(OpenBuildRequest::from_json({{"budget_bytes", 1 << 20}}));
   const std::string longest(kMaxBuildNameBytes, 'n');
   CHECK(OpenBuildRequest::from_json({{"name", longest}})->name == longest);
   auto long_name = OpenBuildRequest::from_json({{"name", longest + "n"}, {"command", "ninja"}});
