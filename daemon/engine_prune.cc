@@ -48,7 +48,7 @@ void Engine::set_tree_remover(TreeRemover remover) {
   for (fs::directory_iterator it(trash_dir(), ec), end; !ec && it != end; it.increment(ec))
     left.push_back(it->path().string());
   if (left.empty()) return;
-  remove_trees_(std::move(left), false, trash_dir(), [](std::vector<TreeResult> results) {
+  remove_trees_(std::move(left), false, trash_dir(), 0, [](std::vector<TreeResult> results) {
     std::uint64_t bytes = 0;
     std::size_t failed = 0;
     for (const auto& r : results) {
@@ -119,7 +119,7 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   const bool held = limited && !trees.empty();
   if (held) pruning_.insert(caller.uid);
   now_or_worker(
-      std::move(trees), req.dry_run, trash_dir(),
+      std::move(trees), req.dry_run, trash_dir(), caller.uid,
       [this, held, uid = caller.uid, age = *age, cutoff = *cutoff, dry_run = req.dry_run, chosen = std::move(chosen),
        failures = std::move(failures), done = std::move(done)](std::vector<TreeResult> results) mutable {
         if (held) pruning_.erase(uid);

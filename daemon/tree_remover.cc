@@ -216,13 +216,27 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
 }
 
 TreeRemover inline_tree_remover() {
-  return [](std::vector<std::string> dirs, bool count_only, std::string spill,
+  return [](std::vector<std::string> dirs, bool count_only, std::string spill, std::uint32_t /*owner*/,
             std::function<void(std::vector<TreeResult>)> done) {
     static const std::atomic<bool> never{false};
     std::vector<TreeResult> results;
     for (const auto& d : dirs) results.push_back(remove_tree(d, count_only, spill, never, std::chrono::hours(24)));
     done(std::move(results));
   };
+}
+
+std::size_t next_tree_job(const std::vector<std::uint32_t>& owners,
+                          const std::map<std::uint32_t, std::uint64_t>& last_served) {
+  // Rank 0 for root; else 1 + when last served (0 when never), so ties go to queue order.
+  auto rank = [&](std::uint32_t owner) -> std::uint64_t {
+    if (owner == 0) return 0;
+    auto it = last_served.find(owner);
+    return 1 + (it == last_served.end() ? 0 : it->second);
+  };
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < owners.size(); ++i)
+    if (rank(owners[i]) < rank(owners[best])) best = i;
+  return best;
 }
 
 TreeWorker::TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice, int max_slices)
@@ -239,11 +253,11 @@ TreeWorker::~TreeWorker() {
 }
 
 TreeRemover TreeWorker::remover() {
-  return [this](std::vector<std::string> dirs, bool count_only, std::string spill,
+  return [this](std::vector<std::string> dirs, bool count_only, std::string spill, std::uint32_t owner,
                 std::function<void(std::vector<TreeResult>)> done) {
     {
       std::lock_guard lock(mutex_);
-      jobs_.push_back(Job{std::move(dirs), count_only, std::move(spill), std::move(done)});
+      jobs_.push_back(Job{std::move(dirs), count_only, std::move(spill), owner, std::move(done)});
     }
     wake_.notify_one();
   };
@@ -256,8 +270,13 @@ void TreeWorker::loop() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      std::vector<std::uint32_t> owners;
+      owners.reserve(jobs_.size());
+      for (const auto& j : jobs_) owners.push_back(j.owner);
+      const auto next = jobs_.begin() + static_cast<std::ptrdiff_t>(next_tree_job(owners, last_served_));
+      job = std::move(*next);
+      jobs_.erase(next);
+      last_served_[job.owner] = ++served_;
     }
     std::vector<TreeResult> results;
     std::vector<std::string> unfinished;
@@ -268,9 +287,10 @@ void TreeWorker::loop() {
       unfinished.push_back(d);
       unfinished.insert(unfinished.end(), r.moved.begin(), r.moved.end());
     }
-    // What one slice could not finish goes to the back of the queue, so one
-    // tree (a user still writing into it) never holds up the others; after
-    // max_slices_ it waits in the trash for the next start.
+    // What one slice could not finish goes back in the queue, behind the
+    // other users' jobs (next_tree_job), so one tree (a user still writing
+    // into it) never holds up the others; after max_slices_ it waits in the
+    // trash for the next start.
     if (!unfinished.empty() && job.slice >= max_slices_) {
       spdlog::warn(
           "{} tree(s) still not deleted after {} slices of {} s (is a process still writing there?); "
@@ -280,7 +300,7 @@ void TreeWorker::loop() {
     } else if (!unfinished.empty()) {
       std::lock_guard lock(mutex_);
       if (!stop_)
-        jobs_.push_back(Job{std::move(unfinished), false, job.spill,
+        jobs_.push_back(Job{std::move(unfinished), false, job.spill, job.owner,
                             [](std::vector<TreeResult> rest) {
                               for (const auto& r : rest)
                                 if (!r.error.empty()) spdlog::warn("deleting a pruned tree: {}", r.error);

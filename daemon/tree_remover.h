@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -56,14 +57,24 @@ inline constexpr std::chrono::seconds kTreeSlice{60};
 inline constexpr int kMaxTreeSlices = 10;
 
 /// What the Engine calls: measure or delete `dirs` (moving deep parts into
-/// `spill`), then `done` with one result per dir, on the event loop.
+/// `spill`) for the user `owner` (0: root, or fadd's own retention), then
+/// `done` with one result per dir, on the event loop.
 using TreeRemover = std::function<void(std::vector<std::string> dirs, bool count_only, std::string spill,
-                                       std::function<void(std::vector<TreeResult>)> done)>;
+                                       std::uint32_t owner, std::function<void(std::vector<TreeResult>)> done)>;
 
 /// The same, synchronously: for tests and for a fadd without a worker.
 TreeRemover inline_tree_remover();
 
-/// One worker thread taking jobs in order; results are posted to `io`.
+/// Which of the queued jobs, by their owners in queue order, the worker takes
+/// next: root's first (an administrator freeing a full disk waits for no
+/// user), then the owner served least recently (`last_served`: owner -> the
+/// serial of the job last taken for them; absent: never), the oldest job of
+/// theirs. So a user whose trees need slice after slice delays each other
+/// user by at most one slice per turn. `owners` must not be empty.
+std::size_t next_tree_job(const std::vector<std::uint32_t>& owners,
+                          const std::map<std::uint32_t, std::uint64_t>& last_served);
+
+/// One worker thread taking jobs fairly (next_tree_job); results are posted to `io`.
 class TreeWorker {
  public:
   /// Each tree gets `slice` at a time, `max_slices` in all.
@@ -82,6 +93,7 @@ class TreeWorker {
     std::vector<std::string> dirs;
     bool count_only = false;
     std::string spill;
+    std::uint32_t owner = 0;
     std::function<void(std::vector<TreeResult>)> done;
     int slice = 1;  ///< which slice of these trees this is
   };
@@ -93,6 +105,8 @@ class TreeWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> jobs_;
+  std::map<std::uint32_t, std::uint64_t> last_served_;  ///< owner -> serial of their last job taken
+  std::uint64_t served_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

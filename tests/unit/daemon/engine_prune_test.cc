@@ -202,19 +202,20 @@ struct HeldRemover {
     std::vector<std::string> dirs;
     bool count_only;
     std::string spill;
+    std::uint32_t owner;
     std::function<void(std::vector<TreeResult>)> done;
   };
   std::vector<Job> jobs;
   TreeRemover remover() {
-    return [this](std::vector<std::string> dirs, bool count_only, std::string spill,
+    return [this](std::vector<std::string> dirs, bool count_only, std::string spill, std::uint32_t owner,
                   std::function<void(std::vector<TreeResult>)> done) {
-      jobs.push_back(Job{std::move(dirs), count_only, std::move(spill), std::move(done)});
+      jobs.push_back(Job{std::move(dirs), count_only, std::move(spill), owner, std::move(done)});
     };
   }
   void run_all() {
     auto pending = std::move(jobs);
     jobs.clear();
-    for (auto& j : pending) inline_tree_remover()(j.dirs, j.count_only, j.spill, j.done);
+    for (auto& j : pending) inline_tree_remover()(j.dirs, j.count_only, j.spill, j.owner, j.done);
   }
 };
 
@@ -318,6 +319,7 @@ TEST_CASE("prune: a user has one prune at the tree remover at a time, root and t
   // refused at once, not queued behind it.
   f.engine->prune(alice, dry, keep);
   REQUIRE(held.jobs.size() == 1);
+  CHECK(held.jobs[0].owner == 4001);  // the worker takes turns by owner
   f.engine->prune(alice, dry, keep);
   REQUIRE(answers.size() == 1);
   CHECK_FALSE(answers[0].ok);
@@ -327,7 +329,8 @@ TEST_CASE("prune: a user has one prune at the tree remover at a time, root and t
   // Root is not held to one.
   f.engine->prune(Caller{0, 0, 1}, dry, keep);
   f.engine->prune(Caller{0, 0, 1}, dry, keep);
-  CHECK(held.jobs.size() == 3);
+  REQUIRE(held.jobs.size() == 3);
+  CHECK(held.jobs[2].owner == 0);
   held.run_all();
   REQUIRE(answers.size() == 4);
   for (std::size_t i = 1; i < 4; ++i) CHECK(answers[i].ok);

@@ -143,7 +143,7 @@ TEST_CASE("the worker deletes on its own thread and answers on the event loop", 
   TreeWorker worker(io);
   std::vector<TreeResult> got;
   std::thread::id answered_on;
-  worker.remover()({t.string(), (tmp.path() / "gone").string()}, false, (tmp.path() / "spill").string(),
+  worker.remover()({t.string(), (tmp.path() / "gone").string()}, false, (tmp.path() / "spill").string(), 0,
                    [&](std::vector<TreeResult> r) {
                      got = std::move(r);
                      answered_on = std::this_thread::get_id();
@@ -193,7 +193,7 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
   SECTION("within the limit the tree goes in three slices, the first one answering") {
     for (int i = 0; i < 600; ++i) test::write_file(t / ("f" + std::to_string(i)), "x");
     TreeWorker worker(io, std::chrono::seconds(0), 3);
-    worker.remover()({t.string()}, false, spill.string(), take);
+    worker.remover()({t.string()}, false, spill.string(), 1000, take);
     io.run_one();  // the answer, after the first slice
     REQUIRE(got.size() == 1);
     CHECK(got[0].unfinished);
@@ -206,11 +206,11 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
     for (int i = 0; i < 900; ++i) test::write_file(t / ("f" + std::to_string(i)), "x");
     test::write_file(small / "a", "y");
     TreeWorker worker(io, std::chrono::seconds(0), 2);
-    worker.remover()({t.string()}, false, spill.string(), take);
+    worker.remover()({t.string()}, false, spill.string(), 1000, take);
     io.run_one();
     io.run_one();  // the second and last slice
     // A third slice would be queued ahead of this job and run before it.
-    worker.remover()({small.string()}, false, spill.string(), take);
+    worker.remover()({small.string()}, false, spill.string(), 1001, take);
     io.run_one();
     REQUIRE(got.size() == 1);
     CHECK(got[0].path == small.string());
@@ -264,6 +264,22 @@ TEST_CASE("what a user swaps in for a directory the walk moved, a file or a link
     CHECK(fs::is_empty(spill));
     CHECK(test::slurp(outside / "keep.txt") == "kept");
   }
+}
+
+TEST_CASE("the tree worker takes root's jobs first, then the user it served least recently", "[tree_remover]") {
+  std::map<std::uint32_t, std::uint64_t> served;
+  // Nothing served yet: queue order, except that root goes first.
+  CHECK(next_tree_job({1000}, served) == 0);
+  CHECK(next_tree_job({1000, 1001, 0, 0}, served) == 2);
+  // 1000 was served last (a slice of a tree that needs many): the others go
+  // first, even those queued after its next slice.
+  served = {{1000, 2}, {1001, 1}};
+  CHECK(next_tree_job({1000, 1001, 1002}, served) == 2);
+  CHECK(next_tree_job({1000, 1001}, served) == 1);
+  CHECK(next_tree_job({1000, 1000}, served) == 0);
+  // Root comes first however recently it was served.
+  served[0] = 3;
+  CHECK(next_tree_job({1000, 1001, 0}, served) == 2);
 }
 
 }  // namespace
