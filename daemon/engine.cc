@@ -77,9 +77,13 @@ void Engine::recover() {
     const auto build = store_.build(left.build_id);
     const auto creds = build ? run_as(*build) : std::nullopt;
     const unsigned ran_as = creds ? creds->uid : options_.daemon_uid;
-    if (const auto leader = launcher_.process_info(pgid); leader && leader->uid != ran_as) {
-      spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {}'s process has it",
-                   pgid, user_name(leader->uid));
+    // The leader itself died with the previous fadd (its parent-death
+    // signal); while its group has members, the id cannot be handed out again.
+    if (const auto leader = launcher_.process_info(pgid);
+        leader && (leader->uid != ran_as ||
+                   (left.leader_start && static_cast<std::int64_t>(leader->start_ticks) != *left.leader_start))) {
+      spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {} has it", pgid,
+                   leader->uid != ran_as ? user_name(leader->uid) + "'s process" : "a process started since");
       continue;
     }
     spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);
@@ -460,8 +464,11 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   running_.emplace(id, std::move(r));
   // Tracked before anything else can fail: a process fad does not know of
   // would be a unit shown running forever.
+  // Read now, while the leader is fadd's unreaped child and the id surely its.
+  const auto leader = launcher_.process_info(*pgid);
+  if (leader) running_.at(id).leader_start = leader->start_ticks;
   try {
-    store_.set_unit_pgid(id, *pgid);
+    store_.set_unit_pgid(id, *pgid, leader ? std::optional(leader->start_ticks) : std::nullopt);
     if (!node.empty()) store_.set_unit_node(id, node);
   } catch (const StoreError& err) {
     storage_failed(err.what());  // it runs and is tracked; only a crash now loses its group id

@@ -307,7 +307,7 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
   // compiler's start lag behind, and staggered spikes must stay staggered.
   it->second.started_at = clock_.now();
   it->second.started_epoch = epoch_now();
-  store_.set_unit_pgid(req.unit_id, req.pid);
+  store_.set_unit_pgid(req.unit_id, req.pid, proc->start_ticks);
   launcher_.adopt_unit(req.pid, req.unit_id);
   last_poll_.erase(req.unit_id);
   return ok_response(json::object());

@@ -160,6 +160,12 @@ ALTER TABLE unit_history ADD COLUMN scope TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE builds ADD COLUMN supplementary_gids TEXT;
 )sql",
+    // 10 -> 11: when a unit's process-group leader started (clock ticks since
+    // boot), so a restarted fadd kills only its own leftover compilers, never a
+    // process that was given the same id since.
+    R"sql(
+ALTER TABLE units ADD COLUMN pgid_start INTEGER;
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -577,7 +583,8 @@ void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate
                        const std::string& estimate_source) {
   db_.prepare(
          "UPDATE units SET state = 'running', attempts = attempts + 1, threads = ?, estimate_bytes = ?, "
-         "started_at = ?, finished_at = NULL, exit_code = NULL, wait_reason = '', pgid = NULL, estimate_source = ? "
+         "started_at = ?, finished_at = NULL, exit_code = NULL, wait_reason = '', pgid = NULL, pgid_start = NULL, "
+         "estimate_source = ? "
          "WHERE id = ?")
       .bind(1, threads)
       .bind(2, estimate)
@@ -587,8 +594,12 @@ void Store::start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate
       .run();
 }
 
-void Store::set_unit_pgid(std::int64_t unit_id, std::int64_t pgid) {
-  db_.prepare("UPDATE units SET pgid = ? WHERE id = ?").bind(1, pgid).bind(2, unit_id).run();
+void Store::set_unit_pgid(std::int64_t unit_id, std::int64_t pgid, std::optional<std::uint64_t> leader_start) {
+  db_.prepare("UPDATE units SET pgid = ?, pgid_start = ? WHERE id = ?")
+      .bind(1, pgid)
+      .bind(2, leader_start)
+      .bind(3, unit_id)
+      .run();
 }
 
 void Store::set_unit_node(std::int64_t unit_id, const std::string& node) {
@@ -604,7 +615,8 @@ void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int
                         const std::optional<HistoryRecord>& history) {
   Transaction tx(db_);
   db_.prepare(
-         "UPDATE units SET state = ?, exit_code = ?, peak_bytes = ?, duration_s = ?, finished_at = ?, pgid = NULL "
+         "UPDATE units SET state = ?, exit_code = ?, peak_bytes = ?, duration_s = ?, finished_at = ?, pgid = NULL, "
+         "pgid_start = NULL "
          "WHERE id = ?")
       .bind(1, to_string(state))
       .bind(2, exit_code)
@@ -640,7 +652,7 @@ void Store::finish_unit(std::int64_t unit_id, UnitState state, std::optional<int
 void Store::mark_unit_cached(std::int64_t unit_id, const std::string& at) {
   db_.prepare(
          "UPDATE units SET state = 'succeeded', cached = 1, exit_code = 0, started_at = ?, finished_at = ?, "
-         "duration_s = 0, wait_reason = '', pgid = NULL WHERE id = ? AND state = 'queued'")
+         "duration_s = 0, wait_reason = '', pgid = NULL, pgid_start = NULL WHERE id = ? AND state = 'queued'")
       .bind(1, at)
       .bind(2, at)
       .bind(3, unit_id)
@@ -649,7 +661,7 @@ void Store::mark_unit_cached(std::int64_t unit_id, const std::string& at) {
 
 void Store::requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak) {
   db_.prepare(
-         "UPDATE units SET state = 'queued', pgid = NULL, started_at = NULL, "
+         "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL, "
          "requeued_peak = max(requeued_peak, ?) WHERE id = ? AND state = 'running'")
       .bind(1, observed_peak)
       .bind(2, unit_id)
@@ -657,7 +669,8 @@ void Store::requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak) {
 }
 
 int Store::set_pending_units(std::int64_t build_id, UnitState state, bool include_running) {
-  std::string sql = "UPDATE units SET state = ?, pgid = NULL WHERE build_id = ? AND (state = 'queued'";
+  std::string sql =
+      "UPDATE units SET state = ?, pgid = NULL, pgid_start = NULL WHERE build_id = ? AND (state = 'queued'";
   sql += include_running ? " OR state = 'running')" : ")";
   db_.prepare(sql).bind(1, to_string(state)).bind(2, build_id).run();
   return db_.changes();
@@ -686,10 +699,11 @@ std::vector<LeftRunning> Store::recover_running_units() {
   Transaction tx(db_);
   std::vector<LeftRunning> pgids;
   auto st = db_.prepare(
-      "SELECT pgid, build_id FROM units WHERE state = 'running' AND pgid IS NOT NULL AND kind != 'external' "
-      "ORDER BY pgid");
-  while (st.step()) pgids.push_back(LeftRunning{st.int64(0), st.int64(1)});
-  db_.exec("UPDATE units SET state = 'queued', pgid = NULL, started_at = NULL WHERE state = 'running'");
+      "SELECT pgid, build_id, pgid_start FROM units WHERE state = 'running' AND pgid IS NOT NULL AND "
+      "kind != 'external' ORDER BY pgid");
+  while (st.step()) pgids.push_back(LeftRunning{st.int64(0), st.int64(1), st.opt_int64(2)});
+  db_.exec(
+      "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL WHERE state = 'running'");
   tx.commit();
   return pgids;
 }

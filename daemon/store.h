@@ -18,7 +18,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -58,11 +58,14 @@ struct UnitEvent {
   std::string detail;
 };
 
-/// A compile a previous fadd left running: its process group and its build.
+/// A compile a previous fadd left running: its process group, its build and
+/// when its group's leader started (clock ticks since boot; unknown for units
+/// started before schema 11), so a process that got the id since is told apart.
 struct LeftRunning {
   std::int64_t pgid = 0;
   std::int64_t build_id = 0;
-  bool operator==(const LeftRunning& o) const { return pgid == o.pgid && build_id == o.build_id; }
+  std::optional<std::int64_t> leader_start;
+  bool operator==(const LeftRunning& o) const = default;
 };
 
 class Store {
@@ -130,7 +133,8 @@ class Store {
   /// estimate_source_id), start time; attempts + 1.
   void start_unit(std::int64_t unit_id, int threads, std::uint64_t estimate, const std::string& started_at,
                   const std::string& estimate_source = "");
-  void set_unit_pgid(std::int64_t unit_id, std::int64_t pgid);
+  /// The unit's process group and when its leader started (see LeftRunning).
+  void set_unit_pgid(std::int64_t unit_id, std::int64_t pgid, std::optional<std::uint64_t> leader_start);
   /// The cluster node a unit runs on (Slurm executor); kept after it ends.
   void set_unit_node(std::int64_t unit_id, const std::string& node);
   /// Where a finished unit's peak was measured ("cgroup", "sstat", ...).

@@ -436,13 +436,32 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
     CHECK(f.launcher.signals_to(again_b1).empty());
     CHECK(f.launcher.signals_to(again_b2) == std::vector<int>{SIGKILL});
   }
+  // A third crash. fadd noted each leader's start time when it launched
+  // it; b_one's id now names a process of the same user started since (a
+  // fast-cycling pid space): only b_two's leftover group is killed.
+  f.launcher.processes.clear();
+  for (int pgid = f.launcher.next_pgid; pgid < f.launcher.next_pgid + 2; ++pgid)
+    f.launcher.processes[pgid] = ProcessInfo{1, pgid, f.me.uid, 5000u + static_cast<unsigned>(pgid)};
+  f.engine->tick();
+  const int third_b1 = f.launcher.pgid_of("b_one");
+  const int third_b2 = f.launcher.pgid_of("b_two");
+  REQUIRE(f.launcher.processes.count(third_b1) == 1);
+  REQUIRE(f.launcher.processes.count(third_b2) == 1);
+  f.launcher.processes[third_b1].start_ticks += 100;
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  f.make_engine().recover();
+  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    CHECK(f.launcher.signals_to(third_b1).empty());
+    CHECK(f.launcher.signals_to(third_b2) == std::vector<int>{SIGKILL});
+  }
 
   f.engine->tick();
   CHECK(f.launcher.launch_count("a_one") == 1);
   CHECK(f.launcher.launch_count("a_two") == 1);
-  CHECK(f.launcher.launch_count("b_one") == 3);
-  CHECK(f.launcher.launch_count("b_two") == 3);
-  CHECK(f.unit(id, "b_one")->attempts == 3);
+  CHECK(f.launcher.launch_count("b_one") == 4);
+  CHECK(f.launcher.launch_count("b_two") == 4);
+  CHECK(f.unit(id, "b_one")->attempts == 4);
   f.launcher.exit("b_one", 0);
   f.launcher.exit("b_two", 0);
   f.engine->tick();

@@ -108,7 +108,7 @@ TEST_CASE("store: start and finish a unit", "[store]") {
   const auto uid = store.units(id)[0].id;
 
   store.start_unit(uid, 2, 5000, "2026-01-01T00:00:01Z");
-  store.set_unit_pgid(uid, 4242);
+  store.set_unit_pgid(uid, 4242, std::nullopt);
   auto u = store.unit(uid);
   REQUIRE(u);
   CHECK(u->state == UnitState::running);
@@ -185,7 +185,7 @@ TEST_CASE("store: requeue_unit goes back to the queue keeping the highest observ
   const auto uid = store.units(id)[0].id;
 
   store.start_unit(uid, 1, 100, "t0");
-  store.set_unit_pgid(uid, 50);
+  store.set_unit_pgid(uid, 50, std::nullopt);
   store.requeue_unit(uid, 500);
   auto u = store.unit(uid);
   CHECK(u->state == UnitState::queued);
@@ -218,14 +218,14 @@ TEST_CASE("store: recover_running_units requeues running units and returns their
   auto ua = store.units(a);
   auto ub = store.units(b);
   store.start_unit(ua[0].id, 1, 1, "t");
-  store.set_unit_pgid(ua[0].id, 111);
+  store.set_unit_pgid(ua[0].id, 111, 9001);
   store.start_unit(ub[1].id, 1, 1, "t");
-  store.set_unit_pgid(ub[1].id, 222);
-  store.start_unit(ub[2].id, 1, 1, "t");  // started, crashed before its pgid was recorded
+  store.set_unit_pgid(ub[1].id, 222, std::nullopt);  // started before schema 11
+  store.start_unit(ub[2].id, 1, 1, "t");             // started, crashed before its pgid was recorded
   store.start_unit(ua[1].id, 1, 1, "t");
   store.finish_unit(ua[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
 
-  CHECK(store.recover_running_units() == std::vector<LeftRunning>{{111, a}, {222, b}});
+  CHECK(store.recover_running_units() == std::vector<LeftRunning>{{111, a, 9001}, {222, b, std::nullopt}});
   for (auto uid : {ua[0].id, ub[1].id, ub[2].id}) {
     auto u = store.unit(uid);
     CHECK(u->state == UnitState::queued);
@@ -243,7 +243,7 @@ TEST_CASE("store: set_pending_units touches queued units, and running ones when 
   const auto other = make_three_unit_build(store);
   auto units = store.units(id);
   store.start_unit(units[0].id, 1, 1, "t");
-  store.set_unit_pgid(units[0].id, 7);
+  store.set_unit_pgid(units[0].id, 7, std::nullopt);
   store.start_unit(units[1].id, 1, 1, "t");
   store.finish_unit(units[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
 
