@@ -461,12 +461,12 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.started_epoch = epoch_now();
   r.attempt = unit.attempts + 1;
   r.estimate_bytes = d.estimate_bytes;
+  // Read now, while the leader is fadd's unreaped child and the id surely its.
+  const auto leader = launcher_.process_info(*pgid);
+  if (leader) r.leader_start = leader->start_ticks;
   running_.emplace(id, std::move(r));
   // Tracked before anything else can fail: a process fad does not know of
   // would be a unit shown running forever.
-  // Read now, while the leader is fadd's unreaped child and the id surely its.
-  const auto leader = launcher_.process_info(*pgid);
-  if (leader) running_.at(id).leader_start = leader->start_ticks;
   try {
     store_.set_unit_pgid(id, *pgid, leader ? std::optional(leader->start_ticks) : std::nullopt);
     if (!node.empty()) store_.set_unit_node(id, node);
