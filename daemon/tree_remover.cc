@@ -239,6 +239,8 @@ std::size_t next_tree_job(const std::vector<std::uint32_t>& owners,
   return best;
 }
 
+std::uint32_t tree_turn(std::uint32_t owner, int slice) { return owner == 0 && slice > 1 ? kRootLeftovers : owner; }
+
 TreeWorker::TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice, int max_slices)
     : io_(io), slice_(slice), max_slices_(max_slices), thread_([this] { loop(); }) {}
 
@@ -270,13 +272,14 @@ void TreeWorker::loop() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
+      auto turn_of = [](const Job& j) { return tree_turn(j.owner, j.slice); };
       std::vector<std::uint32_t> owners;
       owners.reserve(jobs_.size());
-      for (const auto& j : jobs_) owners.push_back(j.owner);
+      for (const auto& j : jobs_) owners.push_back(turn_of(j));
       const auto next = jobs_.begin() + static_cast<std::ptrdiff_t>(next_tree_job(owners, last_served_));
       job = std::move(*next);
       jobs_.erase(next);
-      last_served_[job.owner] = ++served_;
+      last_served_[turn_of(job)] = ++served_;
     }
     std::vector<TreeResult> results;
     std::vector<std::string> unfinished;

@@ -73,6 +73,13 @@ TreeRemover inline_tree_remover();
 /// user by at most one slice per turn. `owners` must not be empty.
 std::size_t next_tree_job(const std::vector<std::uint32_t>& owners,
                           const std::map<std::uint32_t, std::uint64_t>& last_served);
+/// The turn root's further slices take (uid -1, which no user has): first
+/// place is for root's new jobs, not for trees that keep needing more time
+/// (one someone keeps writing into, in the retention or the trash left at
+/// start); those take turns like a user's.
+inline constexpr std::uint32_t kRootLeftovers = 0xffffffffu;
+/// Whose turn a job's `slice`-th slice (from 1) for `owner` takes.
+std::uint32_t tree_turn(std::uint32_t owner, int slice);
 
 /// One worker thread taking jobs fairly (next_tree_job); results are posted to `io`.
 class TreeWorker {

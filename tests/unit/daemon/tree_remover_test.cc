@@ -210,7 +210,7 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
     io.run_one();
     io.run_one();  // the second and last slice
     // A third slice would be queued ahead of this job and run before it.
-    worker.remover()({small.string()}, false, spill.string(), 1001, take);
+    worker.remover()({small.string()}, false, spill.string(), 1000, take);
     io.run_one();
     REQUIRE(got.size() == 1);
     CHECK(got[0].path == small.string());
@@ -280,6 +280,13 @@ TEST_CASE("the tree worker takes root's jobs first, then the user it served leas
   // Root comes first however recently it was served.
   served[0] = 3;
   CHECK(next_tree_job({1000, 1001, 0}, served) == 2);
+  // But only with a job's first slice: the further slices of a tree that
+  // keeps needing more take turns with the users.
+  CHECK(tree_turn(0, 1) == 0);
+  CHECK(tree_turn(0, 2) == kRootLeftovers);
+  CHECK(tree_turn(1000, 2) == 1000);
+  served[kRootLeftovers] = 4;
+  CHECK(next_tree_job({tree_turn(0, 3), 1001}, served) == 1);
 }
 
 }  // namespace
