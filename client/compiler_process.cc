@@ -19,6 +19,8 @@ namespace fad::client {
 namespace {
 // Output kept for the cache per stream; a compile that prints more is not cached.
 constexpr std::size_t kMaxCaptured = 16u << 20;
+// What go() sends the held child when it is to run as the OOM killer's first choice.
+constexpr char kGoAsVictim = 'v';
 
 void write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
@@ -31,8 +33,7 @@ void write_all(int fd, const char* data, std::size_t size) {
 }
 }  // namespace
 
-std::optional<CompilerProcess> CompilerProcess::start(const std::vector<std::string>& argv, CompilerOptions options) {
-  const bool capture = options.capture;
+std::optional<CompilerProcess> CompilerProcess::start(const std::vector<std::string>& argv, bool capture) {
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return std::nullopt;
   int out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -44,13 +45,13 @@ std::optional<CompilerProcess> CompilerProcess::start(const std::vector<std::str
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
-    if (options.oom_victim) become_oom_victim();
     if (capture) {
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
     }
-    char byte;
+    char byte = 0;
     while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {}
+    if (byte == kGoAsVictim) become_oom_victim();  // raising one's own score needs no privilege; exec keeps it
     ::setenv("FAD_LAUNCH_ACTIVE", "1", 1);
     ::_exit(exec_direct(argv));
   }
@@ -85,9 +86,10 @@ CompilerProcess::~CompilerProcess() {
   if (pid_ > 0) abandon();
 }
 
-void CompilerProcess::go() {
+void CompilerProcess::go(bool oom_victim) {
   if (go_fd_ < 0) return;
-  [[maybe_unused]] auto w = ::write(go_fd_, "g", 1);
+  const char byte = oom_victim ? kGoAsVictim : 'g';
+  [[maybe_unused]] auto w = ::write(go_fd_, &byte, 1);
   ::close(go_fd_);
   go_fd_ = -1;
 }

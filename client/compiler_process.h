@@ -21,26 +21,21 @@ struct CompilerExit {
   bool complete = false;  ///< captured, and all of it (not past the size limit)
 };
 
-struct CompilerOptions {
-  bool capture = false;  ///< pass stdout and stderr through and keep them (for the cache)
-  /// Make it the kernel's first choice when memory runs out, as fadd's own
-  /// units are (common/oom_victim.h): true when fadd runs it, since fadd
-  /// reruns it then; without fadd nothing would.
-  bool oom_victim = false;
-};
-
 class CompilerProcess {
  public:
   /// Forks `argv` (searched on PATH) in its own process group with
   /// FAD_LAUNCH_ACTIVE set; it execs once go() is called. nullopt when fork fails.
-  static std::optional<CompilerProcess> start(const std::vector<std::string>& argv, CompilerOptions options);
+  static std::optional<CompilerProcess> start(const std::vector<std::string>& argv, bool capture);
   CompilerProcess(CompilerProcess&& other) noexcept;
   CompilerProcess& operator=(CompilerProcess&&) = delete;
   ~CompilerProcess();
 
   pid_t pid() const { return pid_; }
-  /// Lets the held compiler exec.
-  void go();
+  /// Lets the held compiler exec. `oom_victim`: as the kernel's first choice
+  /// when memory runs out, as fadd's own units are (common/oom_victim.h);
+  /// only when fadd has accepted it, since fadd then reruns it and without
+  /// fadd nothing would.
+  void go(bool oom_victim = false);
   /// Kills a compiler that must not run after all, and reaps it.
   void abandon();
   /// Passes its output through (when captured) until it ends; reaps it.

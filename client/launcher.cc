@@ -162,12 +162,11 @@ int compile_without_fadd(const std::vector<std::string>& argv, const std::vector
       [](const std::string& why) { std::cerr << "fad: waiting for memory (fadd is not running): " << why << "\n"; });
   std::vector<std::string> run_argv = argv;
   run_argv.insert(run_argv.end(), extra.begin(), extra.end());
-  // Not a preferred OOM victim: without fadd nothing reruns it.
-  auto proc = CompilerProcess::start(run_argv, {.capture = cache != nullptr, .oom_victim = false});
+  auto proc = CompilerProcess::start(run_argv, cache != nullptr);
   if (!proc) return exec_direct(argv);
   forward_signals_to(proc->pid());
   const auto started = std::chrono::system_clock::now();
-  proc->go();
+  proc->go();  // not the OOM killer's first choice: without fadd nothing reruns it
   const CompilerExit exit = proc->wait();
   g_child_group = 0;
   if (cache) cache->store(started, exit);
@@ -267,7 +266,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     // On a cluster the compiler runs as a Slurm step on the node fadd chose
     // (srun ... fad-step ... -- COMPILER ARGS); srun is the child fadd watches.
     run_argv.insert(run_argv.begin(), step.begin(), step.end());
-    auto proc = CompilerProcess::start(run_argv, {.capture = cache != nullptr, .oom_victim = true});
+    auto proc = CompilerProcess::start(run_argv, cache != nullptr);
     if (!proc) return exec_direct(argv);
     forward_signals_to(proc->pid());
     bool refused = false;
@@ -281,7 +280,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     }
     // Not accepted because fadd vanished: run anyway, a build never fails for fad.
     const auto started = std::chrono::system_clock::now();
-    proc->go();
+    proc->go(/*oom_victim=*/accepted);  // fadd reruns it if the OOM killer ends it
 
     // 3. Report the end; under memory pressure fadd may have stopped it to run it later.
     const CompilerExit exit = proc->wait();

@@ -18,12 +18,11 @@ int own_oom_score_adj() {
   return v;
 }
 
-/// The oom_score_adj a compiler started with `options` runs with, as it reports it.
-std::string score_of_compiler(CompilerOptions options) {
-  options.capture = true;
-  auto proc = CompilerProcess::start({"cat", "/proc/self/oom_score_adj"}, options);
+/// The oom_score_adj a compiler let go as `oom_victim` or not runs with, as it reports it.
+std::string score_of_compiler(bool oom_victim) {
+  auto proc = CompilerProcess::start({"cat", "/proc/self/oom_score_adj"}, true);
   REQUIRE(proc.has_value());
-  proc->go();
+  proc->go(oom_victim);
   const CompilerExit exit = proc->wait();
   REQUIRE(exit.code == 0);
   REQUIRE(exit.complete);
@@ -37,8 +36,8 @@ TEST_CASE("a compiler fadd runs is the kernel's first OOM victim and one run wit
     WARN("SKIP: this process already has oom_score_adj " << own << ", so a raise to 500 cannot be seen");
     return;
   }
-  CHECK(score_of_compiler({.oom_victim = true}) == "500\n");
-  CHECK(score_of_compiler({.oom_victim = false}) == std::to_string(own) + "\n");
+  CHECK(score_of_compiler(true) == "500\n");
+  CHECK(score_of_compiler(false) == std::to_string(own) + "\n");
 }
 
 TEST_CASE("a held compiler never runs when it is abandoned", "[launcher]") {
@@ -46,7 +45,7 @@ TEST_CASE("a held compiler never runs when it is abandoned", "[launcher]") {
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const std::string marker = std::string(tmpl) + "/ran";
   {
-    auto proc = CompilerProcess::start({"touch", marker}, {});
+    auto proc = CompilerProcess::start({"touch", marker}, false);
     REQUIRE(proc.has_value());
     proc->abandon();
   }
