@@ -104,7 +104,7 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       if (a == "--budget") {
         auto size = parse_size(v);
         if (!size) return "--budget: " + size.error();
-        if (auto problem = memory_size_problem(*size, "budget"); !problem.empty()) return "--budget: " + problem;
+        if (auto problem = memory_size_problem(*size, v, "budget"); !problem.empty()) return "--budget: " + problem;
         out->budget = v;
       } else if (a == "--name") {
         if (v.size() > kMaxBuildNameBytes)

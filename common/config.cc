@@ -54,6 +54,9 @@ std::size_t key_offset(std::string_view text, const std::string& key) {
   return 0;  // e.g. a key written with escapes: report line 1 rather than nothing
 }
 
+/// A size value as the user wrote it: "4G" for "4G", "12" for 12.
+std::string written_size(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
 /// A size written as a string ("4G") or a non-negative integer of bytes.
 Result<std::uint64_t> size_value(const json& v) {
   if (v.is_string()) return parse_size(v.get<std::string>());
@@ -71,7 +74,8 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     }
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (or \"auto\")";
-    if (auto problem = memory_size_problem(*size, "budget"); !problem.empty()) return problem + " (or \"auto\")";
+    if (auto problem = memory_size_problem(*size, written_size(v), "budget"); !problem.empty())
+      return problem + " (or \"auto\")";
     config.memory_budget = *size;
   } else if (key == "reserve") {
     if (v.is_number_integer()) {
@@ -114,7 +118,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
   } else if (key == "unit_memory_prior") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error();
-    if (auto problem = memory_size_problem(*size, "estimate"); !problem.empty()) return problem;
+    if (auto problem = memory_size_problem(*size, written_size(v), "estimate"); !problem.empty()) return problem;
     config.unit_memory_prior = *size;
   } else if (key == "poll_interval_ms") {
     auto n = integer_in(v, 50, 60000);

@@ -2,6 +2,7 @@
 // formatting what fad prints. All suffixes are powers of 1024, as memory is.
 #include "common/size.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <limits>
@@ -110,12 +111,15 @@ std::string format_size(std::uint64_t bytes) {
   return buf;
 }
 
-std::string memory_size_problem(std::uint64_t bytes, std::string_view what) {
+std::string memory_size_problem(std::uint64_t bytes, std::string_view written, std::string_view what) {
   if (bytes >= kMinMemorySize) return "";
   if (bytes == 0) return "must be at least 1M";
+  const bool bare = !written.empty() &&
+                    std::all_of(written.begin(), written.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  const std::string smallest = " is less than 1M, the smallest " + std::string(what);
+  if (!bare) return std::string(written) + smallest;
   const std::string n = std::to_string(bytes);
-  return n + (bytes == 1 ? " byte" : " bytes") + " is less than 1M, the smallest " + std::string(what) +
-         ": give a unit, such as \"" + n + "G\"";
+  return n + (bytes == 1 ? " byte" : " bytes") + smallest + ": give a unit, such as \"" + n + "G\"";
 }
 
 }  // namespace fad

@@ -19,10 +19,10 @@ Result<std::uint64_t> parse_size(std::string_view text);
 /// unit ("12" for "12G").
 inline constexpr std::uint64_t kMinMemorySize = 1ull << 20;
 
-/// "" when `bytes` is at least kMinMemorySize, else why not, e.g. (`what`
-/// "budget") "12 bytes is less than 1M, the smallest budget: give a unit,
-/// such as \"12G\"".
-std::string memory_size_problem(std::uint64_t bytes, std::string_view what);
+/// "" when `bytes` (parsed from `written`) is at least kMinMemorySize, else
+/// why not, e.g. (`what` "budget") "12 bytes is less than 1M, the smallest
+/// budget: give a unit, such as \"12G\"" (the hint only for a bare number).
+std::string memory_size_problem(std::uint64_t bytes, std::string_view written, std::string_view what);
 
 /// Formats bytes for humans with one decimal: "512 B", "3.0 KiB", "4.0 GiB".
 std::string format_size(std::uint64_t bytes);

@@ -82,7 +82,7 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     } else {
       auto b = parse_size(*f.memory_budget);
       if (!b) return make_error("--memory-budget: " + b.error());
-      if (auto problem = memory_size_problem(*b, "budget"); !problem.empty())
+      if (auto problem = memory_size_problem(*b, *f.memory_budget, "budget"); !problem.empty())
         return make_error("--memory-budget: " + problem + " (or 'auto')");
       c.memory_budget = *b;
     }
