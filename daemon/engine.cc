@@ -78,12 +78,21 @@ void Engine::recover() {
     const auto creds = build ? run_as(*build) : std::nullopt;
     const unsigned ran_as = creds ? creds->uid : options_.daemon_uid;
     // The leader itself died with the previous fadd (its parent-death
-    // signal); while its group has members, the id cannot be handed out again.
+    // signal), so a live one is another process given the id since; without
+    // a leader the members may still be another user's new group whose
+    // leader has exited (a shell pipeline): fadd, often root, never kills those.
     if (const auto leader = launcher_.process_info(pgid);
         leader && (leader->uid != ran_as ||
                    (left.leader_start && static_cast<std::int64_t>(leader->start_ticks) != *left.leader_start))) {
       spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {} has it", pgid,
                    leader->uid != ran_as ? user_name(leader->uid) + "'s process" : "a process started since");
+      continue;
+    }
+    const auto owners = launcher_.group_owners(pgid);
+    if (auto other = std::find_if(owners.begin(), owners.end(), [&](unsigned uid) { return uid != ran_as; });
+        other != owners.end()) {
+      spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {}'s processes have it",
+                   pgid, user_name(*other));
       continue;
     }
     spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);

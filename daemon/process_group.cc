@@ -46,6 +46,7 @@ std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string
 }
 
 std::optional<ProcessInfo> ProcessLauncher::process_info(int pid) { return read_process_info(pid); }
+std::vector<unsigned> ProcessLauncher::group_owners(int pgid) { return process_group_owners("/proc", pgid); }
 
 std::optional<ProcessInfo> read_process_info(int pid) {
   if (pid <= 0) return std::nullopt;
@@ -67,6 +68,21 @@ std::uint64_t process_group_rss(const std::string& proc_root, int pgid) {
   }
   ::closedir(dir);
   return total;
+}
+
+std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid) {
+  std::vector<unsigned> owners;
+  DIR* dir = ::opendir(proc_root.c_str());
+  if (!dir) return owners;
+  while (auto* entry = ::readdir(dir)) {
+    const char* name = entry->d_name;
+    if (name[0] < '0' || name[0] > '9') continue;
+    const std::string base = proc_root + "/" + name;
+    auto info = parse_process_info(read_small_file(base + "/stat"), read_small_file(base + "/status"));
+    if (info && info->pgid == pgid) owners.push_back(info->uid);
+  }
+  ::closedir(dir);
+  return owners;
 }
 
 }  // namespace fad

@@ -93,6 +93,8 @@ class ProcessLauncher {
   /// The parent, group and owner of process `pid`; nullopt when it does not
   /// exist. Checked before fadd takes a launcher's process under its control.
   virtual std::optional<ProcessInfo> process_info(int pid);
+  /// The real uids of the processes in group `pgid` (one per process).
+  virtual std::vector<unsigned> group_owners(int pgid);
 
   // ---- Cluster executors (the local one keeps these defaults). ----
   /// The nodes units run on. nullopt: this machine (the engine samples its
@@ -116,6 +118,9 @@ class ProcessLauncher {
 
 /// Sums VmRSS over every process of a process group by scanning `proc_root`.
 std::uint64_t process_group_rss(const std::string& proc_root, int pgid);
+
+/// The real uid of every process of a process group, by scanning `proc_root`.
+std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid);
 
 /// Process group (field 5) from /proc/PID/stat text; nullopt when malformed.
 std::optional<int> parse_stat_pgid(std::string_view stat);

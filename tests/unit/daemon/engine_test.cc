@@ -455,13 +455,29 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
     CHECK(f.launcher.signals_to(third_b1).empty());
     CHECK(f.launcher.signals_to(third_b2) == std::vector<int>{SIGKILL});
   }
+  // A fourth. Neither leader lives; b_one's id is now the group of another
+  // user's pipeline whose first process has exited: its members are left
+  // alone; b_two's group still holds the unit's own compilers (cicc, ptxas).
+  f.launcher.processes.clear();
+  f.engine->tick();
+  const int fourth_b1 = f.launcher.pgid_of("b_one");
+  const int fourth_b2 = f.launcher.pgid_of("b_two");
+  f.launcher.processes[90001] = ProcessInfo{1, fourth_b1, f.me.uid + 1, 9};
+  f.launcher.processes[90002] = ProcessInfo{1, fourth_b2, f.me.uid, 9};
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  f.make_engine().recover();
+  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    CHECK(f.launcher.signals_to(fourth_b1).empty());
+    CHECK(f.launcher.signals_to(fourth_b2) == std::vector<int>{SIGKILL});
+  }
 
   f.engine->tick();
   CHECK(f.launcher.launch_count("a_one") == 1);
   CHECK(f.launcher.launch_count("a_two") == 1);
-  CHECK(f.launcher.launch_count("b_one") == 4);
-  CHECK(f.launcher.launch_count("b_two") == 4);
-  CHECK(f.unit(id, "b_one")->attempts == 4);
+  CHECK(f.launcher.launch_count("b_one") == 5);
+  CHECK(f.launcher.launch_count("b_two") == 5);
+  CHECK(f.unit(id, "b_one")->attempts == 5);
   f.launcher.exit("b_one", 0);
   f.launcher.exit("b_two", 0);
   f.engine->tick();

@@ -119,6 +119,12 @@ class RecordingLauncher final : public ProcessLauncher {
     if (it == processes.end()) return std::nullopt;
     return it->second;
   }
+  std::vector<unsigned> group_owners(int pgid) override {
+    std::vector<unsigned> owners;
+    for (const auto& [pid, info] : processes)
+      if (info.pgid == pgid) owners.push_back(info.uid);
+    return owners;
+  }
   void adopt(int pgid) override { adopted.insert(pgid); }
   GroupAccount release(int pgid) override {
     adopted.erase(pgid);

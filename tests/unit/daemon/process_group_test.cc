@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "daemon/process_launcher.h"
 #include "fakes.h"
 
@@ -70,6 +72,14 @@ TEST_CASE("process group: parse_process_info reads parent, group, owner and star
   CHECK(self->uid == ::getuid());
   CHECK(self->start_ticks > 0);
   CHECK(read_process_info(::getpid())->start_ticks == self->start_ticks);
+}
+
+TEST_CASE("process group: process_group_owners names the owner of every member", "[process_group]") {
+  // This test's own process group, as the kernel describes it.
+  const auto owners = process_group_owners("/proc", ::getpgrp());
+  REQUIRE_FALSE(owners.empty());
+  CHECK(std::count(owners.begin(), owners.end(), ::getuid()) >= 1);
+  CHECK(process_group_owners("/proc", 0x7ffffffe).empty());  // above any pid the kernel hands out
 }
 
 }  // namespace fad
