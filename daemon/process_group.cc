@@ -54,34 +54,39 @@ std::optional<ProcessInfo> read_process_info(int pid) {
   return parse_process_info(read_small_file(base + "/stat"), read_small_file(base + "/status"));
 }
 
-std::uint64_t process_group_rss(const std::string& proc_root, int pgid) {
-  std::uint64_t total = 0;
+namespace {
+/// Calls `visit` with the stat and status texts of every process of group
+/// `pgid` found under `proc_root`.
+template <typename Visit>
+void for_each_group_member(const std::string& proc_root, int pgid, Visit visit) {
   DIR* dir = ::opendir(proc_root.c_str());
-  if (!dir) return 0;
+  if (!dir) return;
   while (auto* entry = ::readdir(dir)) {
     const char* name = entry->d_name;
     if (name[0] < '0' || name[0] > '9') continue;
     const std::string base = proc_root + "/" + name;
-    auto group = parse_stat_pgid(read_small_file(base + "/stat"));
+    const std::string stat = read_small_file(base + "/stat");
+    auto group = parse_stat_pgid(stat);
     if (!group || *group != pgid) continue;
-    if (auto rss = parse_status_rss(read_small_file(base + "/status"))) total += *rss;
+    visit(std::string_view(stat), std::string_view(read_small_file(base + "/status")));
   }
   ::closedir(dir);
+}
+}  // namespace
+
+std::uint64_t process_group_rss(const std::string& proc_root, int pgid) {
+  std::uint64_t total = 0;
+  for_each_group_member(proc_root, pgid, [&](std::string_view, std::string_view status) {
+    if (auto rss = parse_status_rss(status)) total += *rss;
+  });
   return total;
 }
 
 std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid) {
   std::vector<unsigned> owners;
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (!dir) return owners;
-  while (auto* entry = ::readdir(dir)) {
-    const char* name = entry->d_name;
-    if (name[0] < '0' || name[0] > '9') continue;
-    const std::string base = proc_root + "/" + name;
-    auto info = parse_process_info(read_small_file(base + "/stat"), read_small_file(base + "/status"));
-    if (info && info->pgid == pgid) owners.push_back(info->uid);
-  }
-  ::closedir(dir);
+  for_each_group_member(proc_root, pgid, [&](std::string_view stat, std::string_view status) {
+    if (auto info = parse_process_info(stat, status)) owners.push_back(info->uid);
+  });
   return owners;
 }
 
