@@ -422,6 +422,18 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
     CHECK(f.launcher.signals_to(left_b1) == std::vector<int>{SIGKILL});
     CHECK(f.launcher.signals_to(left_b2) == std::vector<int>{SIGKILL});
   }
+  // Each further crash: the engine goes, a new one recovers; within the same
+  // boot it must leave the group `spared` alone and kill `killed`.
+  const auto crash_and_restart = [&] {
+    f.engine.reset();
+    f.launcher.forget_callbacks();
+    f.make_engine().recover();
+  };
+  const auto spares_and_kills = [&](int spared, int killed) {
+    if (read_small_file("/proc/sys/kernel/random/boot_id").empty()) return;
+    CHECK(f.launcher.signals_to(spared).empty());
+    CHECK(f.launcher.signals_to(killed) == std::vector<int>{SIGKILL});
+  };
   // Crashed again. b_one's compiler ended meanwhile and another user's
   // process now has its id: that one is left alone, b_two's own is killed.
   f.engine->tick();
@@ -429,13 +441,8 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
   const int again_b2 = f.launcher.pgid_of("b_two");
   f.launcher.processes[again_b1] = ProcessInfo{1, again_b1, f.me.uid + 1, 777};
   f.launcher.processes[again_b2] = ProcessInfo{1, again_b2, f.me.uid, 778};
-  f.engine.reset();
-  f.launcher.forget_callbacks();
-  f.make_engine().recover();
-  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
-    CHECK(f.launcher.signals_to(again_b1).empty());
-    CHECK(f.launcher.signals_to(again_b2) == std::vector<int>{SIGKILL});
-  }
+  crash_and_restart();
+  spares_and_kills(again_b1, again_b2);
   // A third crash. fadd noted each leader's start time when it launched
   // it; b_one's id now names a process of the same user started since (a
   // fast-cycling pid space): only b_two's leftover group is killed.
@@ -448,13 +455,8 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
   REQUIRE(f.launcher.processes.count(third_b1) == 1);
   REQUIRE(f.launcher.processes.count(third_b2) == 1);
   f.launcher.processes[third_b1].start_ticks += 100;
-  f.engine.reset();
-  f.launcher.forget_callbacks();
-  f.make_engine().recover();
-  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
-    CHECK(f.launcher.signals_to(third_b1).empty());
-    CHECK(f.launcher.signals_to(third_b2) == std::vector<int>{SIGKILL});
-  }
+  crash_and_restart();
+  spares_and_kills(third_b1, third_b2);
   // A fourth. Neither leader lives; b_one's id is now the group of another
   // user's pipeline whose first process has exited: its members are left
   // alone; b_two's group still holds the unit's own compilers (cicc, ptxas).
@@ -464,13 +466,8 @@ TEST_CASE("engine: after a crash a new engine requeues running units and keeps f
   const int fourth_b2 = f.launcher.pgid_of("b_two");
   f.launcher.processes[90001] = ProcessInfo{1, fourth_b1, f.me.uid + 1, 9};
   f.launcher.processes[90002] = ProcessInfo{1, fourth_b2, f.me.uid, 9};
-  f.engine.reset();
-  f.launcher.forget_callbacks();
-  f.make_engine().recover();
-  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
-    CHECK(f.launcher.signals_to(fourth_b1).empty());
-    CHECK(f.launcher.signals_to(fourth_b2) == std::vector<int>{SIGKILL});
-  }
+  crash_and_restart();
+  spares_and_kills(fourth_b1, fourth_b2);
 
   f.engine->tick();
   CHECK(f.launcher.launch_count("a_one") == 1);
