@@ -53,8 +53,16 @@ std::string Engine::learning_scope(const Caller& caller) const {
 
 std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
   // Root runs each user's compiles as that user. Any other fadd can only run
-  // them as itself, which would hand the caller its rights: refused.
-  if (options_.daemon_uid == 0 || caller.uid == options_.daemon_uid || caller.is_root()) return std::nullopt;
+  // them as itself, which would hand the caller its rights: refused. So is a
+  // root fadd whose executor cannot drop rights (Slurm steps run as fadd).
+  if (caller.uid == options_.daemon_uid || caller.is_root()) return std::nullopt;
+  if (options_.daemon_uid == 0) {
+    if (launcher_.drops_rights()) return std::nullopt;
+    return error_response(ErrorCode::failed,
+                          "this fadd runs as root with executor slurm, whose steps run with fadd's rights and in "
+                          "its allocation, so it cannot compile for " +
+                              user_name(caller.uid) + "; start your own with 'fad daemon start'");
+  }
   return error_response(ErrorCode::failed, "this fadd runs as " + user_name(options_.daemon_uid) +
                                                " and cannot compile for " + user_name(caller.uid) +
                                                "; start your own with 'fad daemon start', or ask for a system fadd "

@@ -114,6 +114,9 @@ class ProcessLauncher {
   virtual std::string status_json() { return ""; }
   /// Stops what the executor holds beyond units (a cluster allocation) at shutdown.
   virtual void shutdown() {}
+  /// Whether launch() runs a unit with LaunchSpec::run_as's rights. When not, a
+  /// root fadd must not take compiles from other users.
+  virtual bool drops_rights() const { return true; }
 };
 
 /// Sums VmRSS over every process of a process group by scanning `proc_root`.

@@ -160,6 +160,12 @@ std::string SlurmExecutor::new_report_path(std::int64_t unit_id) {
 
 Result<int> SlurmExecutor::launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) {
   if (spec.argv.empty()) return make_error("empty command");
+  // srun starts a step with its caller's rights, and one user's job cannot hold
+  // another's steps: a root fadd has no way to run this as its owner. Refused
+  // here too, not only at submit, for builds queued before the executor changed.
+  if (spec.run_as && spec.run_as->uid != ::geteuid())
+    return make_error("fadd runs as root and Slurm steps run with its rights, not with uid " +
+                      std::to_string(spec.run_as->uid) + "'s: with executor slurm, each user runs a fadd of their own");
   if (!config_.job_per_unit && !allocation_.active()) return make_error("no Slurm allocation to run the step in");
   Step step;
   step.unit_id = spec.unit_id;

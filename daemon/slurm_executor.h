@@ -44,6 +44,7 @@ class SlurmExecutor final : public ProcessLauncher {
   std::vector<std::string> step_command(const LaunchSpec& spec) override;
   std::string status_json() override;
   void shutdown() override;
+  bool drops_rights() const override { return false; }
 
   /// fad-step's path: the config's, else the one installed next to this program.
   static std::string default_wrapper();

@@ -174,6 +174,35 @@ TEST_CASE("engine users: a fadd that is not root compiles for its own user only"
   CHECK(f.store->build(id)->uid == std::optional<std::int64_t>(4001));
 }
 
+TEST_CASE("engine users: a root fadd whose executor cannot drop rights compiles for root only", "[engine][users]") {
+  // Slurm steps run with fadd's rights, in fadd's allocation: a user's
+  // compiler there would run as root.
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.launcher.can_drop_rights = false;
+  f.make_engine().recover();
+  auto r = f.submit_as(kAlice, one_arch());
+  CHECK_FALSE(r.ok);
+  CHECK(r.code == ErrorCode::failed);
+  CHECK(r.message ==
+        "this fadd runs as root with executor slurm, whose steps run with fadd's rights and in its allocation, so it "
+        "cannot compile for 4001; start your own with 'fad daemon start'");
+  CHECK(f.toolchain_lookups == 0);
+  LaunchRequest l;
+  l.session = 5;
+  l.cwd = "/";
+  l.argv = {"/bin/true", "-c", "x.cu"};
+  l.source = "/x.cu";
+  CHECK_THAT(f.engine->launch(kAlice, l).message, Contains("cannot compile for 4001"));
+  CHECK_THAT(f.engine->open_build(kAlice, OpenBuildRequest{"n", "make", std::nullopt}).message,
+             Contains("cannot compile for 4001"));
+  // Root's own builds run, with root's rights as always.
+  submit_as(f, kRoot);
+  f.engine->tick();
+  REQUIRE_FALSE(f.launcher.launches.empty());
+  CHECK_FALSE(f.launcher.launches[0].spec.run_as);
+}
+
 TEST_CASE("engine users: fair share offers the next unit to the user holding less", "[engine][users]") {
   EngineFixture f;
   f.options.daemon_uid = 0;

@@ -141,6 +141,7 @@ class RecordingLauncher final : public ProcessLauncher {
     adopted.insert(pgid);
     adopted_units[pgid] = unit_id;
   }
+  bool drops_rights() const override { return can_drop_rights; }
   std::string status_json() override {
     if (!cluster) return "";
     std::string nodes;
@@ -209,6 +210,7 @@ class RecordingLauncher final : public ProcessLauncher {
   bool released_lost = false;                        ///< what release() reports about a lost node
   std::optional<std::vector<ExecutorNode>> cluster;  ///< set: a cluster executor with these nodes
   std::string cluster_wait;                          ///< its wait reason
+  bool can_drop_rights = true;                       ///< false: runs units with fadd's rights (Slurm)
   std::map<int, std::int64_t> adopted_units;         ///< adopt_unit's pgid -> unit
   int next_pgid = 1000;
   bool fail_next = false;

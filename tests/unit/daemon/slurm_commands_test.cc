@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "daemon/slurm_commands.h"
+#include "daemon/slurm_executor.h"
 #include "daemon/step_report.h"
 #include "daemon/step_wrapper.h"
 #include "fakes.h"
@@ -126,6 +127,29 @@ TEST_CASE("probe: missing and unwritable paths are named", "[slurm]") {
   auto problems = probe_paths({tmp / "nope", tmp / "file"});
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].find(tmp / "nope") == 0);
+}
+
+TEST_CASE("slurm: a root fadd does not start another user's compile as a step (it would run as root)", "[slurm]") {
+  // A build queued under the local executor, which runs it as its owner, may
+  // meet the Slurm one after a restart: the step is refused, never run as root.
+  test::TempDir state("fad-slurm-exec");
+  boost::asio::io_context io;
+  test::FakeClock clock;
+  SlurmConfig config;
+  config.job_per_unit = true;  // nothing asks Slurm for an allocation
+  SlurmExecutor executor(io, clock, config, state.path().string(), {});
+  REQUIRE_FALSE(executor.drops_rights());
+  LaunchSpec spec{7, {"/bin/true"}, (state.path() / "u7.log").string(), Credentials{::geteuid() + 4001, 4001, {}}};
+  bool ended = false;
+  auto pid = executor.launch(spec, [&](ExitInfo) { ended = true; });
+  REQUIRE_FALSE(pid);
+  CHECK(pid.error() == "fadd runs as root and Slurm steps run with its rights, not with uid " +
+                           std::to_string(::geteuid() + 4001) +
+                           "'s: with executor slurm, each user runs a fadd of their own");
+  io.poll();
+  CHECK_FALSE(ended);
+  CHECK_FALSE(std::filesystem::exists(spec.log_path));  // no srun was started for it
+  executor.shutdown();
 }
 
 }  // namespace fad
