@@ -106,8 +106,7 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
   for (auto& [uid, r] : running_)
     if (r.unit.build_id == b.id) stop_unit(r, StopReason::cancel, now);
   store_.set_pending_units(b.id, UnitState::cancelled, false);
-  int failed = 0;
-  for (const auto& u : store_.units(b.id)) failed += u.state == UnitState::failed;
+  const int failed = store_.units_in_state(b.id, UnitState::failed);
   const bool success = why.empty() && failed == 0;
   std::string error = why;
   if (error.empty() && failed) error = std::to_string(failed) + " compile(s) failed";
@@ -392,9 +391,8 @@ void Engine::check_external(double now) {
       if (opener_alive(*b.opener)) continue;
       why = "fad run (pid " + std::to_string(b.opener->pid) + ") ended without reporting its command's exit";
     }
-    bool busy = false;
-    for (const auto& u : store_.units(b.id)) busy |= u.state == UnitState::queued || u.state == UnitState::running;
-    if (busy) continue;
+    // A count, not the unit rows: a session build may hold thousands of them.
+    if (store_.has_unfinished_units(b.id)) continue;
     if (!why.empty()) spdlog::warn("build {}: {}; closing it", b.id, why);
     finalize_external(b, why);
   }

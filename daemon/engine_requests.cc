@@ -30,6 +30,21 @@ json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(
 
 Response no_build(std::int64_t id) { return error_response(ErrorCode::not_found, "no build " + std::to_string(id)); }
 
+/// How many leading bytes of `data` stay within `budget` once JSON escapes
+/// them: a control byte takes six (\u001b), and a log of them must not make a
+/// reply six times the slice the client asked for, past the message limit.
+std::size_t fits_escaped(std::string_view data, std::size_t budget) {
+  std::size_t used = 0, n = 0;
+  for (; n < data.size(); ++n) {
+    const auto c = static_cast<unsigned char>(data[n]);
+    const bool short_escape = c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t';
+    const std::size_t cost = short_escape ? 2 : c < 0x20 ? 6 : 1;
+    if (used + cost > budget) break;
+    used += cost;
+  }
+  return n;
+}
+
 json seconds_between(const std::optional<std::string>& from, const std::optional<std::string>& to) {
   auto a = from ? parse_rfc3339(*from) : std::nullopt;
   auto b = to ? parse_rfc3339(*to) : std::nullopt;
@@ -354,9 +369,7 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   std::string path = build_dir(req.id) + "/build.log";
   bool finished = is_final(b->state);
   if (req.unit) {
-    std::optional<UnitRecord> unit;
-    for (auto& u : store_.units(req.id))
-      if (u.name == *req.unit) unit = u;
+    const auto unit = store_.unit_named(req.id, *req.unit);
     if (!unit)
       return error_response(ErrorCode::not_found, "build " + std::to_string(req.id) + " has no unit '" + *req.unit +
                                                       "' (see 'fad status " + std::to_string(req.id) + "')");
@@ -366,6 +379,7 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   std::uint64_t size = 0;
   auto slice = read_file_slice(path, req.offset, static_cast<std::size_t>(req.max_bytes), &size);
   std::string data = slice ? std::move(*slice) : std::string();
+  data.resize(fits_escaped(data, static_cast<std::size_t>(req.max_bytes)));
   const std::uint64_t next = std::min<std::uint64_t>(size, req.offset + data.size());
   // JSON strings must be UTF-8; compilers print plain ASCII, but never let a
   // stray byte break the response.

@@ -554,6 +554,27 @@ bool Store::compiles_done(std::int64_t build_id) {
   return st.int64(0) != 0;
 }
 
+bool Store::has_unfinished_units(std::int64_t build_id) {
+  auto st = db_.prepare("SELECT EXISTS (SELECT 1 FROM units WHERE build_id = ? AND state IN ('queued','running'))");
+  st.bind(1, build_id);
+  st.step();
+  return st.int64(0) != 0;
+}
+
+int Store::units_in_state(std::int64_t build_id, UnitState state) {
+  auto st = db_.prepare("SELECT COUNT(*) FROM units WHERE build_id = ? AND state = ?");
+  st.bind(1, build_id).bind(2, to_string(state));
+  st.step();
+  return static_cast<int>(st.int64(0));
+}
+
+std::optional<UnitRecord> Store::unit_named(std::int64_t build_id, const std::string& name) {
+  auto st = db_.prepare("SELECT " + std::string(kUnitColumns) + " FROM units WHERE build_id = ? AND name = ?");
+  st.bind(1, build_id).bind(2, name);
+  if (!st.step()) return std::nullopt;
+  return read_unit(st);
+}
+
 std::optional<UnitRecord> Store::unit(std::int64_t unit_id) {
   auto st = db_.prepare("SELECT " + std::string(kUnitColumns) + " FROM units WHERE id = ?");
   st.bind(1, unit_id);

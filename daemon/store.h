@@ -101,6 +101,10 @@ class Store {
   std::vector<UnitRecord> queued_units(std::int64_t build_id);
   /// Whether every compile unit of a build has succeeded (its link may start).
   bool compiles_done(std::int64_t build_id);
+  /// Whether any unit of a build is queued or running.
+  bool has_unfinished_units(std::int64_t build_id);
+  /// How many units of a build are in `state`.
+  int units_in_state(std::int64_t build_id, UnitState state);
   /// Builds not in a final state, oldest first.
   std::vector<BuildRecord> active_builds();
   /// How many builds of `uid` are queued, running or paused.
@@ -123,6 +127,8 @@ class Store {
 
   std::vector<UnitRecord> units(std::int64_t build_id);
   std::optional<UnitRecord> unit(std::int64_t unit_id);
+  /// The unit of a build with this name.
+  std::optional<UnitRecord> unit_named(std::int64_t build_id, const std::string& name);
 
   void set_build_state(std::int64_t id, BuildState state, const std::optional<std::string>& finished_at,
                        const std::string& error = "");

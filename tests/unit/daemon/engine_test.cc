@@ -562,6 +562,35 @@ TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
   CHECK(f.engine->logs(f.me, build_log).code == ErrorCode::not_found);
 }
 
+TEST_CASE("engine: a log of control bytes is sent in slices that fit the message limit", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  // JSON escapes each of these bytes as six (\u0001): the slice must shrink.
+  const std::string log = f.build_dir(id) + "/logs/a_one.log";
+  const std::size_t before = test::slurp(log).size();
+  { std::ofstream(log, std::ios::app) << std::string(kMaxMessageBytes / 2, '\x01') << "end\n"; }
+  LogsRequest req;
+  req.id = id;
+  req.unit = "a_one";
+  req.offset = before;
+  req.max_bytes = kMaxMessageBytes / 2;
+  std::string got;
+  for (int i = 0; i < 10 && got.size() < kMaxMessageBytes / 2 + 4; ++i) {
+    auto r = f.engine->logs(f.me, req);
+    REQUIRE(r.ok);
+    CHECK(r.result.dump().size() <= req.max_bytes + 100);
+    const auto data = r.result["data"].get<std::string>();
+    REQUIRE_FALSE(data.empty());
+    got += data;
+    CHECK(r.result["offset"] == req.offset + data.size());
+    req.offset = r.result["offset"].get<std::uint64_t>();
+  }
+  // Nothing lost or repeated between slices.
+  CHECK(got == std::string(kMaxMessageBytes / 2, '\x01') + "end\n");
+}
+
 TEST_CASE("engine: status has the contract fields", "[engine]") {
   EngineFixture f;
   f.probe.snap.swap_total = 8ull << 30;

@@ -260,6 +260,31 @@ TEST_CASE("store: set_pending_units touches queued units, and running ones when 
   for (const auto& u : store.units(other)) CHECK(u.state == UnitState::queued);
 }
 
+TEST_CASE("store: has_unfinished_units and units_in_state count one build's units only", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto id = make_three_unit_build(store);
+  const auto other = make_three_unit_build(store);
+  auto units = store.units(id);
+  CHECK(store.has_unfinished_units(id));
+  CHECK(store.units_in_state(id, UnitState::queued) == 3);
+  store.start_unit(units[0].id, 1, 1, "t");
+  store.finish_unit(units[0].id, UnitState::failed, 1, 1, 1, "t", std::nullopt);
+  store.start_unit(units[1].id, 1, 1, "t");
+  CHECK(store.units_in_state(id, UnitState::failed) == 1);
+  CHECK(store.units_in_state(id, UnitState::running) == 1);
+  CHECK(store.units_in_state(id, UnitState::queued) == 1);
+  store.finish_unit(units[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
+  CHECK(store.has_unfinished_units(id));  // u2 still queued
+  store.set_pending_units(id, UnitState::cancelled, false);
+  CHECK_FALSE(store.has_unfinished_units(id));
+  CHECK(store.units_in_state(id, UnitState::cancelled) == 1);
+  // The other build's queued units were never counted.
+  CHECK(store.has_unfinished_units(other));
+  CHECK(store.units_in_state(other, UnitState::failed) == 0);
+  CHECK(store.units_in_state(other, UnitState::queued) == 3);
+}
+
 TEST_CASE("store: requeue_failed_units requeues failed and cancelled units only", "[store]") {
   TempDir tmp("fad-store");
   Store store(tmp / "fad.db");
