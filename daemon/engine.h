@@ -260,6 +260,8 @@ class Engine {
   /// A build as status shows it, with its owner; with a unit list of at most
   /// `unit_list_bytes` (the rest counted in "units_left_out") when not 0.
   json owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes = 0);
+  /// A build's units counted for a listing, as overlay_unrecorded shows them.
+  UnitSummary listed_summary(const BuildRecord& b);
   void update_build(std::int64_t build_id);
   // The compile cache (engine_cache.cc).
   void restore_cached_units(std::int64_t build_id);

@@ -194,12 +194,33 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
   }
 }
 
+UnitSummary Engine::listed_summary(const BuildRecord& b) {
+  // Counted in SQL: a listing of every open build must not read each unit's
+  // row (a launched build may hold thousands, with their command lines).
+  UnitSummary s = store_.unit_summary(b.id);
+  for (const auto& [id, e] : unrecorded_) {
+    if (e.recorded || e.run.unit.build_id != b.id) continue;
+    auto stored = store_.unit(id);
+    if (!stored) continue;
+    std::vector<UnitRecord> shown{*stored};
+    overlay_unrecorded(shown);
+    s.count(stored->state, -1);
+    s.count(shown[0].state);
+  }
+  for (const auto& [id, r] : running_)
+    if (r.unit.build_id == b.id) s.current_bytes += r.current;
+  return s;
+}
+
 json Engine::owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes) {
-  auto units = store_.units(b.id);
-  overlay_unrecorded(units);
-  const auto live = running_live(units);
-  json j = build_json(b, units, live);
-  if (unit_list_bytes > 0) {
+  json j;
+  if (unit_list_bytes == 0) {
+    j = build_json(b, listed_summary(b));
+  } else {
+    auto units = store_.units(b.id);
+    overlay_unrecorded(units);
+    const auto live = running_live(units);
+    j = build_json(b, units, live);
     // A build of thousands of units (cached launches) must fit one message too.
     UnitRows rows = bounded_unit_rows(units, live, queued_live(b), unit_list_bytes);
     j["unit_list"] = std::move(rows.rows);

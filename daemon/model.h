@@ -100,6 +100,20 @@ struct UnitRecord {
   std::string scope;        ///< whose measurements inform it (UnitKey::scope)
 };
 
+/// A build's units as its listing shows them: counted, not read row by row
+/// (a launched build may hold thousands, each with its command line).
+struct UnitSummary {
+  int total = 0;
+  int by_state[5] = {};  ///< indexed by UnitState
+  int cache_hits = 0;
+  std::vector<std::string> archs;   ///< every arch they compile for, in the order first met
+  std::uint64_t current_bytes = 0;  ///< what its running units use now (the engine's, not stored)
+  void count(UnitState state, int n = 1) {
+    by_state[static_cast<int>(state)] += n;
+    total += n;
+  }
+};
+
 /// A finished unit's measurements, feeding the estimator.
 struct HistoryRecord {
   std::string key;

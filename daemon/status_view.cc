@@ -11,16 +11,6 @@ using nlohmann::json;
 namespace {
 json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 
-// An external build (fad run, fad launch) names no archs up front: its archs
-// are those its compiles were called with.
-std::vector<std::string> archs_of(const BuildRecord& b, const std::vector<UnitRecord>& units) {
-  if (!b.archs.empty() || b.kind != "external") return b.archs;
-  std::vector<std::string> out;
-  for (const auto& u : units)
-    for (const auto& a : u.archs)
-      if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
-  return out;
-}
 }  // namespace
 
 json unit_json(const UnitRecord& u, const LiveUnit* live) {
@@ -57,35 +47,48 @@ json unit_json(const UnitRecord& u, const LiveUnit* live) {
   return j;
 }
 
-json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, const LiveUnits& live) {
-  json counts = {{"total", 0}, {"queued", 0}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}};
-  int cache_hits = 0;
-  std::uint64_t current = 0;
+UnitSummary summarize_units(const std::vector<UnitRecord>& units, const LiveUnits& live) {
+  UnitSummary s;
   for (const auto& u : units) {
-    cache_hits += u.cached;
-    counts["total"] = counts["total"].get<int>() + 1;
-    const std::string state(to_string(u.state));
-    counts[state] = counts[state].get<int>() + 1;
-    if (auto it = live.find(u.id); it != live.end() && it->second.running) current += it->second.current_bytes;
+    s.count(u.state);
+    s.cache_hits += u.cached;
+    for (const auto& a : u.archs)
+      if (std::find(s.archs.begin(), s.archs.end(), a) == s.archs.end()) s.archs.push_back(a);
+    if (auto it = live.find(u.id); it != live.end() && it->second.running) s.current_bytes += it->second.current_bytes;
   }
+  return s;
+}
+
+json build_json(const BuildRecord& b, const std::vector<UnitRecord>& units, const LiveUnits& live) {
+  return build_json(b, summarize_units(units, live));
+}
+
+json build_json(const BuildRecord& b, const UnitSummary& s) {
+  json counts = {{"total", s.total}};
+  for (auto state :
+       {UnitState::queued, UnitState::running, UnitState::succeeded, UnitState::failed, UnitState::cancelled})
+    counts[std::string(to_string(state))] = s.by_state[static_cast<int>(state)];
+  // An external build (fad run, fad launch) names no archs up front: its archs
+  // are those its compiles were called with.
+  const bool archs_from_units = b.archs.empty() && b.kind == "external";
   json j = {{"id", b.id},
             {"name", b.name},
             {"state", to_string(b.state)},
-            {"archs", archs_of(b, units)},
+            {"archs", archs_from_units ? s.archs : b.archs},
             {"kernels", b.kernels_glob},
             {"nvcc", b.nvcc},
             {"created_at", b.created_at},
             {"finished_at", opt(b.finished_at)},
             {"units", counts},
             {"peak_bytes", b.peak_bytes},
-            {"current_bytes", current},
+            {"current_bytes", s.current_bytes},
             // A pruned build's library is gone with its outputs.
             {"artifact", b.pruned_at ? json(nullptr) : opt(b.artifact)},
             {"error", b.error.empty() ? json(nullptr) : json(b.error)},
             {"kind", b.kind},
             {"budget_bytes", b.budget_bytes ? json(*b.budget_bytes) : json(nullptr)},
             {"pruned_at", opt(b.pruned_at)},
-            {"cache_hits", cache_hits}};
+            {"cache_hits", s.cache_hits}};
   return j;
 }
 

@@ -37,6 +37,10 @@ nlohmann::json unit_json(const UnitRecord& unit, const LiveUnit* live);
 /// The contract's build object, without its "unit_list". `live` adds running
 /// units' memory to the counts.
 nlohmann::json build_json(const BuildRecord& build, const std::vector<UnitRecord>& units, const LiveUnits& live = {});
+/// The same from the units' summary (Store::unit_summary, or summarize_units).
+nlohmann::json build_json(const BuildRecord& build, const UnitSummary& summary);
+/// `units` counted as Store::unit_summary counts them, with `live`'s memory.
+UnitSummary summarize_units(const std::vector<UnitRecord>& units, const LiveUnits& live = {});
 
 /// A queued unit's live view (its estimate), made only for the rows sent.
 using QueuedLive = std::function<std::optional<LiveUnit>(const UnitRecord&)>;

@@ -568,6 +568,24 @@ int Store::units_in_state(std::int64_t build_id, UnitState state) {
   return static_cast<int>(st.int64(0));
 }
 
+UnitSummary Store::unit_summary(std::int64_t build_id) {
+  UnitSummary out;
+  auto counts = db_.prepare("SELECT state, COUNT(*), SUM(cached) FROM units WHERE build_id = ? GROUP BY state");
+  counts.bind(1, build_id);
+  while (counts.step()) {
+    out.count(unit_state_from(counts.text(0)).value_or(UnitState::failed), static_cast<int>(counts.int64(1)));
+    out.cache_hits += static_cast<int>(counts.int64(2));
+  }
+  // Each distinct arch list once, in the order of the first unit with it: the
+  // same archs, in the same order, as walking every unit.
+  auto archs = db_.prepare("SELECT archs FROM units WHERE build_id = ? GROUP BY archs ORDER BY MIN(seq)");
+  archs.bind(1, build_id);
+  while (archs.step())
+    for (auto& a : from_json_text(archs.text(0)))
+      if (std::find(out.archs.begin(), out.archs.end(), a) == out.archs.end()) out.archs.push_back(std::move(a));
+  return out;
+}
+
 std::optional<UnitRecord> Store::unit_named(std::int64_t build_id, const std::string& name) {
   auto st = db_.prepare("SELECT " + std::string(kUnitColumns) + " FROM units WHERE build_id = ? AND name = ?");
   st.bind(1, build_id).bind(2, name);

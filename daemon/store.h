@@ -127,6 +127,8 @@ class Store {
 
   std::vector<UnitRecord> units(std::int64_t build_id);
   std::optional<UnitRecord> unit(std::int64_t unit_id);
+  /// A build's units counted by state, its cache hits and archs (no current_bytes).
+  UnitSummary unit_summary(std::int64_t build_id);
   /// The unit of a build with this name.
   std::optional<UnitRecord> unit_named(std::int64_t build_id, const std::string& name);
 

@@ -98,6 +98,11 @@ TEST_CASE("engine faults: a unit that ends while the database cannot be written 
   REQUIRE(status.ok);
   REQUIRE(status.result["daemon"]["warnings"].size() == 1);
   CHECK_THAT(status.result["daemon"]["warnings"][0].get<std::string>(), Contains("no new units start"));
+  // Shown as they ended, in the listing's counts as in the build's own view.
+  const auto [listed, detailed] = f.listed_and_detailed(id);
+  CHECK(listed["units"]["succeeded"] == 2);
+  CHECK(listed["units"]["running"] == 2);
+  CHECK(listed == detailed);
   for (int i = 0; i < 3; ++i) f.engine->tick();  // retried, still failing, nothing new started
   f.launcher.exit("b_one", 0);
   f.launcher.exit("b_two", 0);

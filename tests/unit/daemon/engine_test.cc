@@ -591,6 +591,51 @@ TEST_CASE("engine: a log of control bytes is sent in slices that fit the message
   CHECK(got == std::string(kMaxMessageBytes / 2, '\x01') + "end\n");
 }
 
+TEST_CASE("engine: a listed build's counts, archs and memory match its own view", "[engine]") {
+  // The listing counts units in SQL; the build's view reads each one.
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit({"9.0", "12.0"});
+  auto same = [&](std::int64_t build) {
+    const auto [listed, detailed] = f.listed_and_detailed(build);
+    INFO(listed.dump() << "\n" << detailed.dump());
+    CHECK(listed == detailed);
+    return listed;
+  };
+  CHECK(same(id)["units"]["queued"] == 5);
+  f.engine->tick();
+  f.launcher.memory[f.launcher.pgid_of("a_one")] = 300ull << 20;
+  f.launcher.memory[f.launcher.pgid_of("b_one")] = 200ull << 20;
+  f.clock.advance(1);
+  f.engine->tick();
+  auto listed = same(id);
+  CHECK(listed["units"]["running"] == 4);
+  CHECK(listed["current_bytes"] == 500ull << 20);
+  f.launcher.exit("a_one", 0);
+  f.launcher.exit("a_two", 1);
+  f.engine->tick();
+  listed = same(id);
+  CHECK(listed["units"]["succeeded"] == 1);
+  CHECK(listed["units"]["failed"] == 1);
+
+  // A launched build's archs are those of its compiles, each once, in order.
+  LaunchRequest l;
+  l.session = 9;
+  l.cwd = "/w";
+  l.argv = {"/opt/nvcc", "-c", "/w/a.cu"};
+  l.source = "/w/a.cu";
+  l.archs = {"sm_90"};
+  REQUIRE(f.engine->launch(f.me, l).ok);
+  l.source = "/w/b.cu";
+  l.archs = {"sm_80", "sm_90"};
+  auto second = f.engine->launch(f.me, l);
+  REQUIRE(second.ok);
+  const auto session_build = f.store->unit(second.result.at("unit_id").get<std::int64_t>())->build_id;
+  listed = same(session_build);
+  CHECK(listed["archs"] == nlohmann::json{"sm_90", "sm_80"});
+  CHECK(listed["units"]["total"] == 2);
+}
+
 TEST_CASE("engine: status has the contract fields", "[engine]") {
   EngineFixture f;
   f.probe.snap.swap_total = 8ull << 30;

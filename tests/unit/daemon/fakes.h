@@ -317,6 +317,18 @@ struct EngineFixture {
     return std::nullopt;
   }
   BuildState build_state(std::int64_t build) { return store->build(build)->state; }
+  /// A build as `fad status` lists it (its units counted) and as `fad status
+  /// ID` shows it (its units read), without the latter's unit list.
+  std::pair<nlohmann::json, nlohmann::json> listed_and_detailed(std::int64_t build) {
+    nlohmann::json listed;
+    const auto listing = engine->status(me, StatusRequest{});
+    for (const auto& b : listing.result.at("builds"))
+      if (b.at("id") == build) listed = b;
+    auto detailed = engine->status(me, StatusRequest{build}).result.at("builds").at(0);
+    detailed.erase("unit_list");
+    detailed.erase("units_left_out");
+    return {listed, detailed};
+  }
   std::string build_dir(std::int64_t build) const { return state + "/builds/" + std::to_string(build); }
   std::string artifact(std::int64_t build) const { return build_dir(build) + "/lib/libfad_test.so"; }
 };
