@@ -35,6 +35,16 @@ std::int64_t submit_as(EngineFixture& f, const Caller& c) {
   return r.result.at("id").get<std::int64_t>();
 }
 
+/// The messages a `fad launch` and a `fad run` of `c` are answered with.
+std::pair<std::string, std::string> launch_and_run_answers(EngineFixture& f, const Caller& c) {
+  LaunchRequest l;
+  l.session = 5;
+  l.cwd = "/";
+  l.argv = {"/bin/true", "-c", "x.cu"};
+  l.source = "/x.cu";
+  return {f.engine->launch(c, l).message, f.engine->open_build(c, OpenBuildRequest{"n", "make", std::nullopt}).message};
+}
+
 }  // namespace
 
 TEST_CASE("engine users: only the owner or root may cancel, pause, resume, retry or read logs", "[engine][users]") {
@@ -158,14 +168,9 @@ TEST_CASE("engine users: a fadd that is not root compiles for its own user only"
         "this fadd runs as 4001 and cannot compile for 4002; start your own with 'fad daemon start', or ask for a "
         "system fadd run by root");
   CHECK(f.toolchain_lookups == 0);  // nothing of Bob's was run
-  LaunchRequest l;
-  l.session = 5;
-  l.cwd = "/";
-  l.argv = {"/bin/true", "-c", "x.cu"};
-  l.source = "/x.cu";
-  CHECK_THAT(f.engine->launch(kBob, l).message, Contains("cannot compile for 4002"));
-  CHECK_THAT(f.engine->open_build(kBob, OpenBuildRequest{"n", "make", std::nullopt}).message,
-             Contains("cannot compile for 4002"));
+  const auto [launch, run] = launch_and_run_answers(f, kBob);
+  CHECK_THAT(launch, Contains("cannot compile for 4002"));
+  CHECK_THAT(run, Contains("cannot compile for 4002"));
   // Its own user compiles, as itself (no credential change).
   const auto id = submit_as(f, kAlice);
   f.engine->tick();
@@ -188,14 +193,9 @@ TEST_CASE("engine users: a root fadd whose executor cannot drop rights compiles 
         "this fadd runs as root with executor slurm, whose steps run with fadd's rights and in its allocation, so it "
         "cannot compile for 4001; start your own with 'fad daemon start'");
   CHECK(f.toolchain_lookups == 0);
-  LaunchRequest l;
-  l.session = 5;
-  l.cwd = "/";
-  l.argv = {"/bin/true", "-c", "x.cu"};
-  l.source = "/x.cu";
-  CHECK_THAT(f.engine->launch(kAlice, l).message, Contains("cannot compile for 4001"));
-  CHECK_THAT(f.engine->open_build(kAlice, OpenBuildRequest{"n", "make", std::nullopt}).message,
-             Contains("cannot compile for 4001"));
+  const auto [launch, run] = launch_and_run_answers(f, kAlice);
+  CHECK_THAT(launch, Contains("cannot compile for 4001"));
+  CHECK_THAT(run, Contains("cannot compile for 4001"));
   // Root's own builds run, with root's rights as always.
   submit_as(f, kRoot);
   f.engine->tick();
