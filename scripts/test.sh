@@ -23,10 +23,12 @@ if [[ "${FAD_SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== build and test (ASan + UBSan) =="
   # The torch virtualenv (about 5 GiB, kept so that reruns skip the download)
   # serves only the PyTorch-extension test above; the sanitizer build needs
-  # about 3 GiB more beside it. Where the disk cannot hold both, the venv goes.
-  free_gib=$(( $(df -Pk build | awk 'NR == 2 {print $4}') / 1024 / 1024 ))
-  if [[ -d build/torch-venv && $free_gib -lt 8 ]]; then
-    echo "only $free_gib GiB free: removing build/torch-venv for the sanitizer build (the next run downloads torch again)"
+  # about 3 GiB more, and its tests some room. Where fewer than 5 GiB are left
+  # beside the venv, the venv goes.
+  free_kib=$(df -Pk . | awk 'NR == 2 {print $4}') || free_kib=
+  if [[ -d build/torch-venv && $free_kib =~ ^[0-9]+$ ]] && ((free_kib < 5 * 1024 * 1024)); then
+    echo "only $((free_kib / 1024 / 1024)) GiB free: removing build/torch-venv for the sanitizer build" \
+      "(the next run downloads torch again)"
     rm -rf build/torch-venv
   fi
   BUILD_DIR=build-asan BUILD_TYPE=Debug scripts/build.sh -DFAD_SANITIZE=ON
