@@ -106,7 +106,7 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
   for (auto& [uid, r] : running_)
     if (r.unit.build_id == b.id) stop_unit(r, StopReason::cancel, now);
   store_.set_pending_units(b.id, UnitState::cancelled, false);
-  const int failed = store_.units_in_state(b.id, UnitState::failed);
+  const int failed = store_.unit_summary(b.id).by_state[static_cast<int>(UnitState::failed)];
   const bool success = why.empty() && failed == 0;
   std::string error = why;
   if (error.empty() && failed) error = std::to_string(failed) + " compile(s) failed";

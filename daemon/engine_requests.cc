@@ -30,9 +30,13 @@ json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(
 
 Response no_build(std::int64_t id) { return error_response(ErrorCode::not_found, "no build " + std::to_string(id)); }
 
-/// How many leading bytes of `data` stay within `budget` once JSON escapes
-/// them: a control byte takes six (\u001b), and a log of them must not make a
-/// reply six times the slice the client asked for, past the message limit.
+/// What a logs reply's data may take once JSON escapes it. A control byte
+/// takes six (\u001b): a slice of them (max_bytes is at most half the limit)
+/// would pass the message limit, while a usual slice, even of coloured
+/// compiler output, is sent whole.
+constexpr std::size_t kLogReplyBytes = kMaxMessageBytes * 3 / 4;
+
+/// How many leading bytes of `data` stay within `budget` once JSON escapes them.
 std::size_t fits_escaped(std::string_view data, std::size_t budget) {
   std::size_t used = 0, n = 0;
   for (; n < data.size(); ++n) {
@@ -343,6 +347,9 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "retry")) return *refused;
+  // Whoever asks, the units would run as the build's owner: refused where
+  // they cannot (see refuse_compiles_for), not left to fail one by one.
+  if (auto refused = refuse_compiles_for(Caller{owner_of(*b), owner_of(*b), 0})) return *refused;
   // Its compiles were run by launchers that have ended: requeued, nothing
   // would ever run them.
   if (b->kind == "external")
@@ -400,7 +407,7 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   std::uint64_t size = 0;
   auto slice = read_file_slice(path, req.offset, static_cast<std::size_t>(req.max_bytes), &size);
   std::string data = slice ? std::move(*slice) : std::string();
-  data.resize(fits_escaped(data, static_cast<std::size_t>(req.max_bytes)));
+  data.resize(fits_escaped(data, kLogReplyBytes));
   const std::uint64_t next = std::min<std::uint64_t>(size, req.offset + data.size());
   // JSON strings must be UTF-8; compilers print plain ASCII, but never let a
   // stray byte break the response.

@@ -561,16 +561,9 @@ bool Store::has_unfinished_units(std::int64_t build_id) {
   return st.int64(0) != 0;
 }
 
-int Store::units_in_state(std::int64_t build_id, UnitState state) {
-  auto st = db_.prepare("SELECT COUNT(*) FROM units WHERE build_id = ? AND state = ?");
-  st.bind(1, build_id).bind(2, to_string(state));
-  st.step();
-  return static_cast<int>(st.int64(0));
-}
-
 UnitSummary Store::unit_summary(std::int64_t build_id) {
   UnitSummary out;
-  auto counts = db_.prepare("SELECT state, COUNT(*), SUM(cached) FROM units WHERE build_id = ? GROUP BY state");
+  auto counts = db_.prepare("SELECT state, COUNT(*), SUM(cached != 0) FROM units WHERE build_id = ? GROUP BY state");
   counts.bind(1, build_id);
   while (counts.step()) {
     out.count(unit_state_from(counts.text(0)).value_or(UnitState::failed), static_cast<int>(counts.int64(1)));

@@ -103,8 +103,6 @@ class Store {
   bool compiles_done(std::int64_t build_id);
   /// Whether any unit of a build is queued or running.
   bool has_unfinished_units(std::int64_t build_id);
-  /// How many units of a build are in `state`.
-  int units_in_state(std::int64_t build_id, UnitState state);
   /// Builds not in a final state, oldest first.
   std::vector<BuildRecord> active_builds();
   /// How many builds of `uid` are queued, running or paused.

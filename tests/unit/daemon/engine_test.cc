@@ -562,7 +562,8 @@ TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
   CHECK(f.engine->logs(f.me, build_log).code == ErrorCode::not_found);
 }
 
-TEST_CASE("engine: a log of control bytes is sent in slices that fit the message limit", "[engine]") {
+TEST_CASE("engine: a log of control bytes is sent in slices that fit the message limit, and always moves on",
+          "[engine]") {
   EngineFixture f;
   f.make_engine().recover();
   const auto id = f.submit();
@@ -580,7 +581,7 @@ TEST_CASE("engine: a log of control bytes is sent in slices that fit the message
   for (int i = 0; i < 10 && got.size() < kMaxMessageBytes / 2 + 4; ++i) {
     auto r = f.engine->logs(f.me, req);
     REQUIRE(r.ok);
-    CHECK(r.result.dump().size() <= req.max_bytes + 100);
+    CHECK(r.result.dump().size() < kMaxMessageBytes);
     const auto data = r.result["data"].get<std::string>();
     REQUIRE_FALSE(data.empty());
     got += data;
@@ -589,6 +590,18 @@ TEST_CASE("engine: a log of control bytes is sent in slices that fit the message
   }
   // Nothing lost or repeated between slices.
   CHECK(got == std::string(kMaxMessageBytes / 2, '\x01') + "end\n");
+
+  // A usual slice (a failed unit's last 16 KiB of coloured output) comes whole.
+  req.offset = before;
+  req.max_bytes = 16 * 1024;
+  auto r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"].get<std::string>() == std::string(16 * 1024, '\x01'));
+  // The smallest slice still moves on, however a byte escapes.
+  req.offset = before + kMaxMessageBytes / 2 + 3;  // at the "\n"
+  req.max_bytes = 1;
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"] == "\n");
+  CHECK(r.result["offset"] == req.offset + 1);
 }
 
 TEST_CASE("engine: a listed build's counts, archs and memory match its own view", "[engine]") {

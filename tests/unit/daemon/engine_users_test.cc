@@ -203,6 +203,23 @@ TEST_CASE("engine users: a root fadd whose executor cannot drop rights compiles 
   CHECK_FALSE(f.launcher.launches[0].spec.run_as);
 }
 
+TEST_CASE("engine users: another user's build is not retried where its compiles cannot run as that user",
+          "[engine][users]") {
+  // Alice's build ran under the local executor; fadd restarted with Slurm's.
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  const auto id = submit_as(f, kAlice);
+  REQUIRE(f.engine->cancel(kAlice, id).ok);
+  f.launcher.can_drop_rights = false;
+  for (const Caller& who : {kAlice, kRoot}) {
+    auto r = f.engine->retry(who, id);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.message, Contains("cannot compile for 4001"));
+  }
+  CHECK(f.build_state(id) == BuildState::cancelled);
+}
+
 TEST_CASE("engine users: fair share offers the next unit to the user holding less", "[engine][users]") {
   EngineFixture f;
   f.options.daemon_uid = 0;

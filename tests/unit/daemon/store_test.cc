@@ -21,6 +21,10 @@ std::int64_t make_three_unit_build(Store& store) {
   return store.create_build(make_build(), {make_unit("u0", 0), make_unit("u1", 1), make_unit("u2", 2)});
 }
 
+int in_state(Store& store, std::int64_t build, UnitState state) {
+  return store.unit_summary(build).by_state[static_cast<int>(state)];
+}
+
 std::int64_t count_rows(Store& store, const std::string& table) {
   auto st = store.db().prepare("SELECT count(*) FROM " + table);
   st.step();
@@ -260,29 +264,40 @@ TEST_CASE("store: set_pending_units touches queued units, and running ones when 
   for (const auto& u : store.units(other)) CHECK(u.state == UnitState::queued);
 }
 
-TEST_CASE("store: has_unfinished_units and units_in_state count one build's units only", "[store]") {
+TEST_CASE("store: has_unfinished_units and unit_summary count one build's units only", "[store]") {
   TempDir tmp("fad-store");
   Store store(tmp / "fad.db");
   const auto id = make_three_unit_build(store);
   const auto other = make_three_unit_build(store);
   auto units = store.units(id);
   CHECK(store.has_unfinished_units(id));
-  CHECK(store.units_in_state(id, UnitState::queued) == 3);
+  CHECK(in_state(store, id, UnitState::queued) == 3);
   store.start_unit(units[0].id, 1, 1, "t");
   store.finish_unit(units[0].id, UnitState::failed, 1, 1, 1, "t", std::nullopt);
   store.start_unit(units[1].id, 1, 1, "t");
-  CHECK(store.units_in_state(id, UnitState::failed) == 1);
-  CHECK(store.units_in_state(id, UnitState::running) == 1);
-  CHECK(store.units_in_state(id, UnitState::queued) == 1);
+  CHECK(in_state(store, id, UnitState::failed) == 1);
+  CHECK(in_state(store, id, UnitState::running) == 1);
+  CHECK(in_state(store, id, UnitState::queued) == 1);
   store.finish_unit(units[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
   CHECK(store.has_unfinished_units(id));  // u2 still queued
   store.set_pending_units(id, UnitState::cancelled, false);
   CHECK_FALSE(store.has_unfinished_units(id));
-  CHECK(store.units_in_state(id, UnitState::cancelled) == 1);
+  CHECK(in_state(store, id, UnitState::cancelled) == 1);
   // The other build's queued units were never counted.
   CHECK(store.has_unfinished_units(other));
-  CHECK(store.units_in_state(other, UnitState::failed) == 0);
-  CHECK(store.units_in_state(other, UnitState::queued) == 3);
+  CHECK(in_state(store, other, UnitState::failed) == 0);
+  CHECK(in_state(store, other, UnitState::queued) == 3);
+  // A state this fadd does not know (a newer one's row) counts as failed, as
+  // reading the unit shows it; a cache hit is counted once.
+  auto others = store.units(other);
+  store.db().exec("UPDATE units SET state = 'bogus' WHERE id = " + std::to_string(others[0].id));
+  store.mark_unit_cached(others[1].id, "t");
+  const UnitSummary summary = store.unit_summary(other);
+  CHECK(summary.by_state[static_cast<int>(UnitState::failed)] == 1);
+  CHECK(store.unit(others[0].id)->state == UnitState::failed);
+  CHECK(summary.by_state[static_cast<int>(UnitState::succeeded)] == 1);
+  CHECK(summary.cache_hits == 1);
+  CHECK(summary.total == 3);
 }
 
 TEST_CASE("store: requeue_failed_units requeues failed and cancelled units only", "[store]") {
