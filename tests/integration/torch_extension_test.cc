@@ -34,6 +34,10 @@ std::string last_line(std::string text) {
   return text.substr(text.rfind('\n') + 1);  // npos + 1 == 0: the whole text
 }
 
+/// What installing torch holds on disk at once: its wheels (about 3 GiB with
+/// the CUDA libraries) beside the venv they unpack to (about 5 GiB).
+constexpr std::uintmax_t kTorchInstallBytes = 8ull << 30;
+
 /// A virtualenv holding torch (made once, kept in the build dir: the download is
 /// GBs). Empty, with `why` set, when it cannot be had.
 fs::path torch_venv(int major, std::string* why) {
@@ -43,6 +47,16 @@ fs::path torch_venv(int major, std::string* why) {
   const std::string probe = "import torch; print(torch.version.cuda or 'cpu')";
   auto have = run({python, "-c", probe});
   if (have.exit_code != 0) {
+    // Filling the disk would fail the tests running beside this one.
+    std::error_code ec;
+    fs::create_directories(venv.parent_path(), ec);
+    const auto space = fs::space(venv.parent_path(), ec);
+    if (ec || space.available < kTorchInstallBytes) {
+      *why = "installing torch takes about " + std::to_string(kTorchInstallBytes >> 30) + " GiB and " +
+             venv.parent_path().string() + " has " +
+             (ec ? "an unknown amount" : std::to_string(space.available >> 20) + " MiB") + " free";
+      return {};
+    }
     auto made = run({"python3", "-m", "venv", venv.string()}, {}, 120);
     if (made.exit_code == 127) {
       *why = "no python3 on PATH";
@@ -57,6 +71,7 @@ fs::path torch_venv(int major, std::string* why) {
                          {}, 600);
     if (installed.exit_code != 0) {
       *why = "cannot install " + torch_requirement(major) + " from PyPI: " + last_line(installed.out + installed.err);
+      fs::remove_all(venv, ec);  // a half-installed torch is GiBs that nothing uses
       return {};
     }
     have = run({python, "-c", probe});
