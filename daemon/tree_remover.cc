@@ -114,7 +114,9 @@ struct Walk {
             continue;
           }
           empty(sub, depth + 1);
-          if (!count_only) {
+          // A walk halted in there left it unfinished, not failed: the next
+          // slice goes on from it (whether it is empty depends on readdir's order).
+          if (!count_only && !stopped) {
             if (::unlinkat(::dirfd(d), name, AT_REMOVEDIR) == 0)
               again = true;
             else if (errno != ENOENT)
