@@ -380,7 +380,8 @@ TEST_CASE("a user flooding fadd with expensive reads is slowed to their share, n
   std::vector<FakeUnit> units;
   for (int i = 0; i < 300; ++i) units.push_back({"u" + std::to_string(i), ""});
   start_shared(d, bins, *who, units);
-  REQUIRE(d.fad({"submit", "--arch", "9.0", "--wait"}, 120).exit_code == 0);
+  // 300 units take about a minute under the sanitizers on two busy cores.
+  REQUIRE(d.fad({"submit", "--arch", "9.0", "--wait"}, 300).exit_code == 0);
   // Eight connections asking for the 300-unit build's report back to back:
   // fadd's time goes to answering them, far over a quarter of it. The flood
   // exits 3 if a request is ever refused or dropped.
