@@ -1,6 +1,7 @@
 // The daemon's records: builds and their units, as stored and as reported.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -111,6 +112,11 @@ struct UnitSummary {
   void count(UnitState state, int n = 1) {
     by_state[static_cast<int>(state)] += n;
     total += n;
+  }
+  /// Adds the archs of `list` not met yet, keeping their order.
+  void add_archs(const std::vector<std::string>& list) {
+    for (const auto& a : list)
+      if (std::find(archs.begin(), archs.end(), a) == archs.end()) archs.push_back(a);
   }
 };
 

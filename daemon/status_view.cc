@@ -52,8 +52,7 @@ UnitSummary summarize_units(const std::vector<UnitRecord>& units, const LiveUnit
   for (const auto& u : units) {
     s.count(u.state);
     s.cache_hits += u.cached;
-    for (const auto& a : u.archs)
-      if (std::find(s.archs.begin(), s.archs.end(), a) == s.archs.end()) s.archs.push_back(a);
+    s.add_archs(u.archs);
     if (auto it = live.find(u.id); it != live.end() && it->second.running) s.current_bytes += it->second.current_bytes;
   }
   return s;

@@ -573,9 +573,7 @@ UnitSummary Store::unit_summary(std::int64_t build_id) {
   // same archs, in the same order, as walking every unit.
   auto archs = db_.prepare("SELECT archs FROM units WHERE build_id = ? GROUP BY archs ORDER BY MIN(seq)");
   archs.bind(1, build_id);
-  while (archs.step())
-    for (auto& a : from_json_text(archs.text(0)))
-      if (std::find(out.archs.begin(), out.archs.end(), a) == out.archs.end()) out.archs.push_back(std::move(a));
+  while (archs.step()) out.add_archs(from_json_text(archs.text(0)));
   return out;
 }
 
