@@ -18,6 +18,7 @@
 #include <boost/process/v2/stdio.hpp>
 
 #include "daemon/child_setup.h"
+#include "daemon/exec_helper.h"
 
 namespace fad {
 
@@ -111,8 +112,11 @@ struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
       result = make_error(program + " did not answer within the time limit");
     } else if (WIFSIGNALED(status)) {
       result = make_error(program + " was killed by signal " + std::to_string(WTERMSIG(status)));
+    } else if (const std::string text = result ? *result : std::string();
+               WEXITSTATUS(status) == kExecFailureCode && !exec_failure_reason(text).empty()) {
+      // fad-exec could not run it: said as if fadd had tried itself.
+      result = make_error("cannot run " + program + ": " + exec_failure_reason(text));
     } else if (WEXITSTATUS(status) != 0) {
-      const std::string text = result ? *result : std::string();
       result =
           make_error(program + " exited with code " + std::to_string(WEXITSTATUS(status)) + ": " + text.substr(0, 500));
     }
@@ -163,17 +167,20 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   setup.parent = ::getpid();
   setup.run_as = options.run_as ? &*options.run_as : nullptr;
   boost::system::error_code ec;
-  std::vector<std::string> args(argv.begin() + 1, argv.end());
+  // Through fad-exec: Boost waits until its child has exec'd, and a program
+  // on a hung filesystem must not hold fadd there (exec_helper.h).
+  const auto started = through_exec_helper(options.exec_helper, argv);
+  std::vector<std::string> args(started.begin() + 1, started.end());
   // The launcher's error_code overload: basic_process's constructor would throw.
   // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  bp::process proc = bp::default_process_launcher()(io.get_executor(), ec, bp::filesystem::path(argv[0]), args,
+  bp::process proc = bp::default_process_launcher()(io.get_executor(), ec, bp::filesystem::path(started[0]), args,
                                                     bp::process_stdio{null_fd, fds[1], fds[1]}, setup);
   if (null_fd >= 0) ::close(null_fd);
   ::close(fds[1]);
   if (ec) {
     ::close(fds[0]);
-    return fail("cannot run " + argv[0] + ": " + ec.message());
+    return fail("cannot run " + started[0] + ": " + ec.message());
   }
   state->pid = proc.id();
   ::setpgid(state->pid, state->pid);

@@ -22,6 +22,7 @@ struct CaptureOptions {
   std::chrono::milliseconds timeout{30000};
   std::size_t max_output = 64 * 1024;  ///< bytes kept; the rest is read and dropped
   std::optional<Credentials> run_as;   ///< run as this user (fadd is root)
+  std::string exec_helper;             ///< start through fad-exec (exec_helper.h); empty: directly
 };
 
 class AsyncCapture {

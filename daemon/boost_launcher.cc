@@ -19,6 +19,7 @@
 #include <filesystem>
 
 #include "daemon/child_setup.h"
+#include "daemon/exec_helper.h"
 
 namespace fad {
 
@@ -32,7 +33,8 @@ struct BoostLauncher::Child {
   std::unique_ptr<asio::steady_timer> timer;              ///< polling, where pidfd_open is missing
 };
 
-BoostLauncher::BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups) : io_(io), cgroups_(cgroups) {}
+BoostLauncher::BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups, std::string exec_helper)
+    : io_(io), cgroups_(cgroups), exec_helper_(std::move(exec_helper)) {}
 
 BoostLauncher::~BoostLauncher() {
   for (auto& [pgid, child] : children_) ::kill(-pgid, SIGKILL);
@@ -51,7 +53,10 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
     auto cg = cgroups_->create("unit-" + std::to_string(spec.unit_id) + "-" + std::to_string(++launches_));
     if (cg) cgroup = std::move(*cg);  // else: measured by polling, like without cgroups
   }
-  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  // Through fad-exec: Boost waits until its child has exec'd, and a compiler
+  // on a hung filesystem must not hold fadd there (exec_helper.h).
+  const auto argv = through_exec_helper(exec_helper_, spec.argv);
+  std::vector<std::string> args(argv.begin() + 1, argv.end());
   boost::system::error_code ec;
   // The unit's process group, cgroup, owner, parent-death signal and OOM
   // score are set in the child before exec (child_setup.h).
@@ -63,12 +68,12 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   // The launcher's error_code overload: basic_process's constructor would throw.
   // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  bp::process proc = bp::default_process_launcher()(io_.get_executor(), ec, bp::filesystem::path(spec.argv[0]), args,
+  bp::process proc = bp::default_process_launcher()(io_.get_executor(), ec, bp::filesystem::path(argv[0]), args,
                                                     bp::process_stdio{null_fd, log, log}, setup);
   if (null_fd >= 0) ::close(null_fd);
   ::close(log);
   if (cgroup) cgroup->close_procs_fd();
-  if (ec) return make_error("cannot start " + spec.argv[0] + ": " + ec.message());
+  if (ec) return make_error("cannot start " + argv[0] + ": " + ec.message());
   const int pid = proc.id();
   ::setpgid(pid, pid);  // also from this side, so a signal sent right away reaches the group
   // fad reaps its children itself: Boost.Process 1.81's async_wait falls into a

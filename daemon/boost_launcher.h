@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 
 #include <boost/asio/io_context.hpp>
 
@@ -14,8 +15,10 @@ namespace fad {
 class BoostLauncher final : public ProcessLauncher {
  public:
   /// `cgroups` (may be null: then memory is polled from /proc) gives each unit
-  /// a memory cgroup of its own.
-  BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups);
+  /// a memory cgroup of its own. `exec_helper`: fad-exec, through which every
+  /// program starts (exec_helper.h); empty to exec programs directly, for
+  /// programs fadd itself chose (srun).
+  BoostLauncher(boost::asio::io_context& io, CgroupManager* cgroups, std::string exec_helper = {});
   ~BoostLauncher() override;
   Result<int> launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) override;
   void signal_group(int pgid, int sig) override;
@@ -31,6 +34,7 @@ class BoostLauncher final : public ProcessLauncher {
   void reap(int pid);
   boost::asio::io_context& io_;
   CgroupManager* cgroups_;
+  std::string exec_helper_;
   int launches_ = 0;
   std::map<int, std::unique_ptr<Child>> children_;
   std::map<int, std::unique_ptr<UnitCgroup>> adopted_;

@@ -22,6 +22,7 @@
 #include "daemon/child_setup.h"
 #include "daemon/clock.h"
 #include "daemon/engine.h"
+#include "daemon/exec_helper.h"
 #include "daemon/instance_lock.h"
 #include "daemon/memory_probe.h"
 #include "daemon/request_handler.h"
@@ -156,6 +157,13 @@ int run_daemon(const DaemonOptions& o) {
                    format_size(limit.high));
   } else
     spdlog::info("measuring units by polling /proc ({})", no_cgroups);
+  // Every compiler and probe starts through fad-exec, so that fadd never waits
+  // on the exec of a program on a filesystem that stopped answering.
+  const std::string exec_helper = find_exec_helper();
+  if (exec_helper.empty())
+    spdlog::warn(
+        "fad-exec is not installed beside fadd (nor in ../libexec/fad): compilers are started directly, "
+        "and one on a filesystem that does not answer stalls fadd until it does");
   // The executor: compilers run here, or as Slurm job steps on a cluster.
   std::unique_ptr<ProcessLauncher> launcher;
   if (o.config.executor == ExecutorKind::slurm) {
@@ -165,9 +173,9 @@ int run_daemon(const DaemonOptions& o) {
                  o.config.slurm.job_per_unit ? "one job per unit" : "in one allocation");
     launcher = std::make_unique<SlurmExecutor>(io, clock, o.config.slurm, o.state_dir, std::move(shared));
   } else {
-    launcher = std::make_unique<BoostLauncher>(io, cgroups.get());
+    launcher = std::make_unique<BoostLauncher>(io, cgroups.get(), exec_helper);
   }
-  ToolchainProber toolchains(io);
+  ToolchainProber toolchains(io, std::chrono::seconds(30), 8, exec_helper);
   Engine engine(
       engine_options(o), *store, clock, probe, *launcher,
       [&toolchains](const ToolchainQuery& query, ToolchainCallback done) { toolchains.get(query, std::move(done)); });

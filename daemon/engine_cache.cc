@@ -25,21 +25,13 @@ std::string working_dir() {
   return fs::current_path(ec).string();
 }
 
-/// A file's identity without opening it: size and modification time.
-std::string stat_line(const fs::path& p) {
-  struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) return p.string() + " absent\n";
-  return p.string() + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
-         std::to_string(st.st_mtim.tv_nsec) + "\n";
-}
 }  // namespace
 
 std::string probed_identity(const Toolchain& tc) {
   // The probe already ran (asynchronously, as the build's user): its version
-  // line plus the binary's and nvcc.profile's size and mtime identify the
-  // compiler without running it again on the event loop.
-  const fs::path nvcc(tc.path);
-  return "fadd-probed " + tc.version + "\n" + stat_line(nvcc) + stat_line(nvcc.parent_path() / "nvcc.profile");
+  // line plus the binary's and nvcc.profile's size and mtime, taken off the
+  // event loop (toolchain.h), identify the compiler without running it again.
+  return "fadd-probed " + tc.version + "\n" + tc.file_identity;
 }
 
 void Engine::restore_cached_units(std::int64_t build_id) {

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <system_error>
 #include <sstream>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -49,6 +52,31 @@ Result<Toolchain> toolchain_from_output(const std::string& path, const std::stri
   return tc;
 }
 
+namespace {
+std::string stat_line(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return p.string() + " absent\n";
+  return p.string() + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + "\n";
+}
+}  // namespace
+
+std::string compiler_file_identity(const std::string& path) {
+  const std::filesystem::path nvcc(path);
+  return stat_line(nvcc) + stat_line(nvcc.parent_path() / "nvcc.profile");
+}
+
+Result<CompilerFile> locate_compiler(const std::string& name, bool as_other) {
+  auto path = resolve_executable(name);
+  if (!path && as_other && name.find('/') != std::string::npos) path = std::filesystem::absolute(name).string();
+  if (!path) return Error{path.error()};
+  struct stat st {};
+  if (::stat(path->c_str(), &st) != 0 && !as_other) return make_error("compiler '" + *path + "' cannot be examined");
+  return CompilerFile{*path, static_cast<std::int64_t>(st.st_size),
+                      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                      compiler_file_identity(*path)};
+}
+
 /// One compiler being probed: its two runs, one after the other, and everyone waiting.
 struct ToolchainProber::Probe {
   std::vector<ToolchainCallback> waiting;
@@ -56,39 +84,92 @@ struct ToolchainProber::Probe {
   std::string version_output;
 };
 
-ToolchainProber::ToolchainProber(asio::io_context& io, std::chrono::milliseconds timeout, std::size_t max_in_flight)
-    : io_(io), timeout_(timeout), max_in_flight_(max_in_flight), alive_(std::make_shared<bool>(true)) {}
+/// Shared with the locating threads, which may outlive the prober: they post
+/// to the loop only while it lives (the loop outlives the prober).
+struct ToolchainProber::Bridge {
+  std::mutex mutex;
+  bool alive = true;
+};
+
+ToolchainProber::ToolchainProber(asio::io_context& io, std::chrono::milliseconds timeout, std::size_t max_in_flight,
+                                 std::string exec_helper, CompilerLocator locator)
+    : io_(io),
+      timeout_(timeout),
+      max_in_flight_(max_in_flight),
+      exec_helper_(std::move(exec_helper)),
+      locator_(std::move(locator)),
+      alive_(std::make_shared<bool>(true)),
+      bridge_(std::make_shared<Bridge>()) {}
 
 ToolchainProber::~ToolchainProber() {
+  {
+    std::lock_guard lock(bridge_->mutex);
+    bridge_->alive = false;
+  }
+  locating_work_.reset();
   *alive_ = false;
   probes_.clear();  // drops the captures: their programs are killed, no callback runs
 }
 
+void ToolchainProber::answer_soon(Result<Toolchain> result, ToolchainCallback done) {
+  asio::post(io_, [alive = std::weak_ptr<bool>(alive_), done = std::move(done), result = std::move(result)] {
+    if (alive.lock()) done(result);
+  });
+}
+
 void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
-  auto answer_now = [&](Result<Toolchain> result) {
-    asio::post(io_, [alive = std::weak_ptr<bool>(alive_), done = std::move(done), result = std::move(result)] {
-      if (alive.lock()) done(result);
-    });
-  };
+  const uid_t uid = query.run_as ? query.run_as->uid : ::geteuid();
+  if (locating_total_ >= kMaxLocating)
+    return answer_soon(make_error("fadd is still looking for " + std::to_string(locating_total_) +
+                                  " compilers (a filesystem that does not answer?); submit again later"),
+                       std::move(done));
+  const auto mine = locating_.find(uid);
+  if (mine != locating_.end() && mine->second >= kMaxLocatingPerUser)
+    return answer_soon(make_error("fadd is still looking for " + std::to_string(mine->second) +
+                                  " compilers you named (a filesystem that does not answer?); submit again later"),
+                       std::move(done));
   // fadd looks at a path as itself (root): a user who cannot reach it must
   // not learn from the answer whether it exists. Their probe, run as them,
   // then fails as it would for them ("Permission denied").
   const bool as_other = query.run_as && query.run_as->uid != ::geteuid();
-  auto path = resolve_executable(query.nvcc);
-  if (!path && as_other && query.nvcc.find('/') != std::string::npos)
-    path = std::filesystem::absolute(query.nvcc).string();
-  if (!path) return answer_now(Error{path.error()});
-  struct stat st {};
-  if (::stat(path->c_str(), &st) != 0 && !as_other)
-    return answer_now(make_error("compiler '" + *path + "' cannot be examined"));
-  const std::int64_t size = st.st_size;
-  const std::int64_t mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  const Key key{*path, query.run_as ? query.run_as->uid : ::geteuid()};
+  auto waiting = std::make_shared<ToolchainCallback>(std::move(done));
+  try {
+    std::thread([this, bridge = bridge_, locator = locator_, query, as_other, waiting] {
+      auto file = locator(query.nvcc, as_other);
+      std::lock_guard lock(bridge->mutex);
+      if (!bridge->alive) return;
+      asio::post(io_, [this, bridge, query, file = std::move(file), waiting]() mutable {
+        if (!bridge->alive) return;  // only the loop's thread clears it: no lock needed here
+        located(query, std::move(file), std::move(*waiting));
+      });
+    }).detach();
+  } catch (const std::system_error& e) {
+    return answer_soon(make_error(std::string("fadd cannot start a thread to look for the compiler: ") + e.what() +
+                                  "; submit again later"),
+                       std::move(*waiting));
+  }
+  ++locating_[uid];
+  if (locating_total_++ == 0) locating_work_.emplace(io_.get_executor());  // io.run() waits for the answer
+}
+
+void ToolchainProber::located(const ToolchainQuery& query, Result<CompilerFile> file, ToolchainCallback done) {
+  const uid_t uid = query.run_as ? query.run_as->uid : ::geteuid();
+  if (--locating_[uid] == 0) locating_.erase(uid);
+  if (--locating_total_ == 0) locating_work_.reset();
+  if (!file) return done(Error{file.error()});
+  // Every answer carries the files as just found, cached or not.
+  done = [done = std::move(done), identity = file->identity](Result<Toolchain> result) {
+    if (result) result->file_identity = identity;
+    done(std::move(result));
+  };
+  const std::int64_t size = file->size;
+  const std::int64_t mtime_ns = file->mtime_ns;
+  const Key key{file->path, uid};
   if (auto it = cache_.find(key); it != cache_.end()) {
     // A compiler replaced in place (an upgrade) is probed again.
     if (it->second.size == size && it->second.mtime_ns == mtime_ns) {
       it->second.used = ++uses_;
-      return answer_now(it->second.toolchain);
+      return done(it->second.toolchain);
     }
     cache_.erase(it);
   }
@@ -97,18 +178,18 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
     return;
   }
   if (probes_.size() >= max_in_flight_)
-    return answer_now(make_error("fadd is probing " + std::to_string(probes_.size()) +
-                                 " compilers already; submit again once they answered"));
+    return done(make_error("fadd is probing " + std::to_string(probes_.size()) +
+                           " compilers already; submit again once they answered"));
   std::size_t mine = 0;
   for (const auto& [k, p] : probes_) mine += k.uid == key.uid;
   if (mine >= kMaxInFlightPerUser)
-    return answer_now(make_error("fadd is probing " + std::to_string(mine) +
-                                 " compilers for you already; submit again once they answered"));
+    return done(make_error("fadd is probing " + std::to_string(mine) +
+                           " compilers for you already; submit again once they answered"));
   auto probe = std::make_shared<Probe>();
   probe->waiting.push_back(std::move(done));
   probes_.emplace(key, probe);
-  const CaptureOptions options{timeout_, 64 * 1024, query.run_as};
-  const std::string exe = *path;
+  const std::string exe = file->path;
+  const CaptureOptions options{timeout_, 64 * 1024, query.run_as, exec_helper_};
   // Two runs in turn; each callback finds the probe through the map, so a
   // prober being destroyed simply never continues.
   probe->run = AsyncCapture::start(

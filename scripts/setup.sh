@@ -13,6 +13,8 @@ packages=(
   # Test-time: the report is loaded in a real headless browser, completion
   # scripts run in their shells, and the manual pages are rendered by groff.
   chromium zsh fish groff-base
+  # a filesystem that stops answering (FUSE), for the hung-compiler test
+  libfuse3-dev fuse3
   # a real single-host Slurm cluster for the Slurm executor's tests (scripts/slurm-local.sh)
   slurmctld slurmd slurm-client munge
 )

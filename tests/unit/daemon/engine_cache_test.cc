@@ -86,6 +86,7 @@ TEST_CASE("engine: bundled units are stored in the cache when they succeed and r
                                       [&](const ToolchainQuery&, ToolchainCallback done) {
                                         Toolchain tc = fake_toolchain();
                                         tc.path = nvcc.string();
+                                        tc.file_identity = compiler_file_identity(tc.path);
                                         done(Result<Toolchain>(tc));
                                       });
   const auto first = f.submit({"9.0"});

@@ -5,7 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 
@@ -64,6 +67,8 @@ TEST_CASE("toolchain: the cache keeps the most recently used answers, however ma
   auto first = probe(io, prober, nvcc);
   REQUIRE(first);
   CHECK(first->version == "Build cuda_13.0.r13.0/test");
+  // Which files it is, found off the loop, for the compile cache's key.
+  CHECK_THAT(first->file_identity, Contains(nvcc + " ") && Contains((dir / "nvcc.profile") + " absent"));
   // The same compiler under ever new spellings (dir/./nvcc, dir/././nvcc, ...).
   std::string spelled = nvcc;
   for (std::size_t i = 0; i < ToolchainProber::kMaxCached + 6; ++i) {
@@ -94,12 +99,94 @@ TEST_CASE("toolchain: one user's slow probes leave room for other users' submits
   for (std::size_t i = 0; i < answers.size(); ++i)
     prober.get(ToolchainQuery{fake_nvcc(dir, "slow" + std::to_string(i), "30"), std::nullopt},
                [&answers, i](Result<Toolchain> r) { answers[i] = std::move(r); });
-  io.restart();
-  io.run_for(std::chrono::milliseconds(200));
+  // The files are found on threads, in any order: whichever comes last is refused.
+  const auto answered = [&] {
+    return std::count_if(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (answered() == 0 && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(20));
+  }
   CHECK(prober.in_flight() == ToolchainProber::kMaxInFlightPerUser);
-  REQUIRE(answers.back());
-  CHECK_THAT(answers.back()->error(), Contains("compilers for you already"));
-  for (std::size_t i = 0; i + 1 < answers.size(); ++i) CHECK_FALSE(answers[i]);  // still probing
+  REQUIRE(answered() == 1);
+  for (const auto& a : answers)
+    if (a) CHECK_THAT(a->error(), Contains("compilers for you already"));
+}
+
+/// A locator that blocks on chosen names until released, as stat() does on a
+/// network mount that stopped answering; other names are looked up for real.
+struct HungMount {
+  std::shared_ptr<std::promise<void>> release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  CompilerLocator locator() const {
+    return [released = released](const std::string& name, bool as_other) -> Result<CompilerFile> {
+      if (name.rfind("/hung/", 0) != 0) return locate_compiler(name, as_other);
+      released.wait();
+      return make_error("compiler '" + name + "' is not an executable file");
+    };
+  }
+};
+
+TEST_CASE("toolchain: a compiler path that hangs holds only its own submit, and only so many of them", "[toolchain]") {
+  TempDir dir("fad-toolchain");
+  HungMount mount;
+  boost::asio::io_context io;
+  ToolchainProber prober(io, std::chrono::seconds(30), 8, "", mount.locator());
+  std::vector<std::optional<Result<Toolchain>>> hung(ToolchainProber::kMaxLocatingPerUser + 1);
+  const auto ask = [&](std::size_t i) {
+    prober.get(ToolchainQuery{"/hung/nvcc" + std::to_string(i), std::nullopt},
+               [&hung, i](Result<Toolchain> r) { hung[i] = std::move(r); });
+  };
+  for (std::size_t i = 0; i + 2 < hung.size(); ++i) ask(i);
+  // The loop goes on: another compiler is found and probed meanwhile...
+  CHECK(probe(io, prober, fake_nvcc(dir, "nvcc")));
+  CHECK(prober.locating() == ToolchainProber::kMaxLocatingPerUser - 1);
+  ask(hung.size() - 2);
+  ask(hung.size() - 1);
+  CHECK(prober.locating() == ToolchainProber::kMaxLocatingPerUser);
+  // ...and the user's one name too many is refused at once, not queued.
+  io.restart();
+  io.poll();
+  REQUIRE(hung.back());
+  CHECK_THAT(hung.back()->error(), Contains("still looking for 4 compilers you named"));
+  for (std::size_t i = 0; i + 1 < hung.size(); ++i) CHECK_FALSE(hung[i]);
+  // The mount answers: every waiting submit gets its answer.
+  mount.release->set_value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (prober.locating() > 0 && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(20));
+  }
+  CHECK(prober.locating() == 0);
+  for (std::size_t i = 0; i + 1 < hung.size(); ++i) {
+    REQUIRE(hung[i]);
+    CHECK_THAT(hung[i]->error(), Contains("is not an executable file"));
+  }
+}
+
+TEST_CASE("toolchain: a prober destroyed while a path hangs is never called back", "[toolchain]") {
+  HungMount mount;
+  // Held by the locator, so by the thread's copy of it: gone once the thread ended.
+  auto token = std::make_shared<int>(0);
+  const std::weak_ptr<int> thread_alive = token;
+  bool called = false;
+  boost::asio::io_context io;
+  {
+    CompilerLocator locator = [token = std::move(token), inner = mount.locator()](const std::string& name, bool other) {
+      return inner(name, other);
+    };
+    ToolchainProber prober(io, std::chrono::seconds(30), 8, "", std::move(locator));
+    prober.get(ToolchainQuery{"/hung/nvcc", std::nullopt}, [&called](Result<Toolchain>) { called = true; });
+    CHECK(prober.locating() == 1);
+  }
+  mount.release->set_value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!thread_alive.expired() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  CHECK(thread_alive.expired());
+  io.restart();
+  io.poll();  // nothing was posted for the dead prober
+  CHECK_FALSE(called);
 }
 
 TEST_CASE("toolchain: a user learns nothing of a path they cannot reach", "[toolchain]") {
