@@ -139,12 +139,30 @@ void BoostLauncher::signal_group(int pgid, int sig) {
   if (pgid > 1) ::kill(-pgid, sig);  // never kill(0) or kill(-1): that would hit fadd or everything
 }
 
-std::uint64_t BoostLauncher::group_memory(int pgid) {
+std::optional<std::uint64_t> BoostLauncher::cgroup_memory(int pgid) {
   if (auto it = children_.find(pgid); it != children_.end() && it->second->cgroup)
     if (auto usage = it->second->cgroup->usage()) return *usage;
   if (auto it = adopted_.find(pgid); it != adopted_.end())
     if (auto usage = it->second->usage()) return *usage;
+  return std::nullopt;
+}
+
+std::uint64_t BoostLauncher::group_memory(int pgid) {
+  if (auto usage = cgroup_memory(pgid)) return *usage;
   return process_group_rss("/proc", pgid);
+}
+
+std::map<int, std::uint64_t> BoostLauncher::groups_memory(const std::set<int>& pgids) {
+  std::map<int, std::uint64_t> bytes;
+  std::set<int> polled;
+  for (int pgid : pgids) {
+    if (auto usage = cgroup_memory(pgid))
+      bytes[pgid] = *usage;
+    else
+      polled.insert(pgid);
+  }
+  bytes.merge(process_groups_rss("/proc", polled));
+  return bytes;
 }
 
 bool BoostLauncher::group_alive(int pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }

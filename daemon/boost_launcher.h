@@ -23,6 +23,7 @@ class BoostLauncher final : public ProcessLauncher {
   Result<int> launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) override;
   void signal_group(int pgid, int sig) override;
   std::uint64_t group_memory(int pgid) override;
+  std::map<int, std::uint64_t> groups_memory(const std::set<int>& pgids) override;
   void adopt(int pgid) override;
   GroupAccount release(int pgid) override;
   bool group_alive(int pgid) override;
@@ -32,6 +33,8 @@ class BoostLauncher final : public ProcessLauncher {
   /// Waits (without blocking) for child `pid` to exit; reap() collects it.
   void watch(int pid);
   void reap(int pid);
+  /// The group's usage from its unit cgroup; nullopt when it has none.
+  std::optional<std::uint64_t> cgroup_memory(int pgid);
   boost::asio::io_context& io_;
   CgroupManager* cgroups_;
   std::string exec_helper_;

@@ -185,9 +185,14 @@ void Engine::storage_ok() {
 
 void Engine::measure_running(double now) {
   std::map<std::int64_t, std::uint64_t> build_bytes;
+  std::set<int> groups;
+  for (const auto& [id, r] : running_)
+    if (r.pgid > 0) groups.insert(r.pgid);  // else admitted, its launcher has not started it yet
+  const auto memory = launcher_.groups_memory(groups);
   for (auto& [id, r] : running_) {
-    if (r.pgid <= 0) continue;  // admitted, its launcher has not started it yet
-    r.current = launcher_.group_memory(r.pgid);
+    if (r.pgid <= 0) continue;
+    const auto measured = memory.find(r.pgid);
+    r.current = measured == memory.end() ? 0 : measured->second;
     r.peak = std::max(r.peak, r.current);
     r.measured.points.emplace_back(now - r.started_at, r.current);
     r.measured.duration_s = now - r.started_at;

@@ -4,6 +4,8 @@
 #include <dirent.h>
 
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <optional>
 #include <string_view>
 
@@ -74,12 +76,34 @@ void for_each_group_member(const std::string& proc_root, int pgid, Visit visit) 
 }
 }  // namespace
 
+std::map<int, std::uint64_t> process_groups_rss(const std::string& proc_root, const std::set<int>& pgids) {
+  std::map<int, std::uint64_t> totals;
+  for (int pgid : pgids) totals[pgid] = 0;
+  if (pgids.empty()) return totals;
+  // One pass over /proc for all groups: a pass per running unit would read
+  // every process's stat once per unit and tick.
+  DIR* dir = ::opendir(proc_root.c_str());
+  if (!dir) return totals;
+  while (auto* entry = ::readdir(dir)) {
+    const char* name = entry->d_name;
+    if (name[0] < '0' || name[0] > '9') continue;
+    const std::string base = proc_root + "/" + name;
+    auto group = parse_stat_pgid(read_small_file(base + "/stat"));
+    if (!group || !pgids.count(*group)) continue;
+    if (auto rss = parse_status_rss(read_small_file(base + "/status"))) totals[*group] += *rss;
+  }
+  ::closedir(dir);
+  return totals;
+}
+
 std::uint64_t process_group_rss(const std::string& proc_root, int pgid) {
-  std::uint64_t total = 0;
-  for_each_group_member(proc_root, pgid, [&](std::string_view, std::string_view status) {
-    if (auto rss = parse_status_rss(status)) total += *rss;
-  });
-  return total;
+  return process_groups_rss(proc_root, {pgid})[pgid];
+}
+
+std::map<int, std::uint64_t> ProcessLauncher::groups_memory(const std::set<int>& pgids) {
+  std::map<int, std::uint64_t> bytes;
+  for (int pgid : pgids) bytes[pgid] = group_memory(pgid);
+  return bytes;
 }
 
 std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid) {

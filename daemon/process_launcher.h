@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <string>
 #include <vector>
@@ -82,6 +84,9 @@ class ProcessLauncher {
   virtual void signal_group(int pgid, int sig) = 0;
   /// Bytes the process group uses now (resident memory summed over its processes).
   virtual std::uint64_t group_memory(int pgid) = 0;
+  /// group_memory of several groups at once (every running unit, each tick):
+  /// a launcher that must scan /proc scans it once for all of them.
+  virtual std::map<int, std::uint64_t> groups_memory(const std::set<int>& pgids);
   /// Starts accounting for a process group someone else started (`fad launch`):
   /// where per-unit cgroups exist, the process moves into one.
   virtual void adopt(int /*pgid*/) {}
@@ -121,6 +126,8 @@ class ProcessLauncher {
 
 /// Sums VmRSS over every process of a process group by scanning `proc_root`.
 std::uint64_t process_group_rss(const std::string& proc_root, int pgid);
+/// The same for several groups, in one scan; every group asked for has an entry.
+std::map<int, std::uint64_t> process_groups_rss(const std::string& proc_root, const std::set<int>& pgids);
 
 /// The real uid of every process of a process group, by scanning `proc_root`.
 std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid);

@@ -5,7 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <map>
+#include <set>
+#include <thread>
 
+#include <boost/asio/io_context.hpp>
+
+#include "daemon/boost_launcher.h"
 #include "daemon/process_launcher.h"
 #include "fakes.h"
 
@@ -46,6 +54,49 @@ TEST_CASE("process group: process_group_rss sums VmRSS over the group", "[proces
   CHECK(process_group_rss(proc.string(), 200) == 7000ull * 1024);
   CHECK(process_group_rss(proc.string(), 300) == 0);
   CHECK(process_group_rss((tmp.path() / "nowhere").string(), 100) == 0);
+  // Every group at once, in one scan: each group asked for has its own sum.
+  const std::map<int, std::uint64_t> all{{100, 3500ull * 1024}, {200, 7000ull * 1024}, {300, 0}};
+  CHECK(process_groups_rss(proc.string(), {100, 200, 300}) == all);
+  CHECK(process_groups_rss(proc.string(), {200}) == std::map<int, std::uint64_t>{{200, 7000ull * 1024}});
+  CHECK(process_groups_rss(proc.string(), {}).empty());
+}
+
+TEST_CASE("process group: a launcher without cgroups measures its running units in one scan, as one by one",
+          "[process_group]") {
+  TempDir tmp("fad-proc");
+  boost::asio::io_context io;
+  BoostLauncher launcher(io, nullptr);
+  std::set<int> groups;
+  // Each holds 48 MiB it has written to, so its RSS stands out from a shell's.
+  for (int i = 0; i < 2; ++i) {
+    auto pid = launcher.launch(LaunchSpec{i + 1,
+                                          {"/usr/bin/python3", "-c",
+                                           "import time\nb = b'x' * (48 << 20)\nprint(1, flush=True)\n"
+                                           "time.sleep(60)"},
+                                          (tmp.path() / ("unit" + std::to_string(i) + ".log")).string()},
+                               [](ExitInfo) {});
+    REQUIRE(pid);
+    groups.insert(*pid);
+  }
+  // Ready once each printed (its buffer is allocated and touched).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int i = 0; i < 2; ++i)
+    while (test::slurp(tmp.path() / ("unit" + std::to_string(i) + ".log")).empty() &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  groups.insert(0x7ffffffe);  // no such group: 0
+  const auto together = launcher.groups_memory(groups);
+  REQUIRE(together.size() == 3);
+  CHECK(together.at(0x7ffffffe) == 0);
+  for (int pgid : groups) {
+    if (pgid == 0x7ffffffe) continue;
+    CHECK(together.at(pgid) > 48ull << 20);
+    const auto alone = launcher.group_memory(pgid);
+    CHECK(alone > 48ull << 20);
+    // The same processes a moment apart: within a few pages of each other.
+    CHECK(std::max(alone, together.at(pgid)) - std::min(alone, together.at(pgid)) < 4ull << 20);
+  }
+  for (int pgid : groups) launcher.signal_group(pgid, SIGKILL);
 }
 
 TEST_CASE("process group: parse_process_info reads parent, group, owner and start time", "[process_group]") {
