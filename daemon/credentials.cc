@@ -1,5 +1,6 @@
 // User and group lookups for running compiles as their owner; see credentials.h.
 #include "daemon/credentials.h"
+#include "daemon/user_names.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -56,8 +57,12 @@ Result<Credentials> credentials_of(uid_t uid, gid_t gid) {
 }
 
 std::string user_name(uid_t uid) {
-  const PasswdEntry e = lookup(uid);
-  return e.found ? std::string(e.pw.pw_name) : std::to_string(uid);
+  static UserNames names([](uid_t u) -> std::optional<std::string> {
+    const PasswdEntry e = lookup(u);
+    if (!e.found) return std::nullopt;
+    return std::string(e.pw.pw_name);
+  });
+  return names.name(uid, UserNames::Clock::now());
 }
 
 int drop_to(const Credentials& creds) {

@@ -23,7 +23,8 @@ struct Credentials {
 /// from the group database (only `gid` for a uid without a passwd entry).
 Result<Credentials> credentials_of(uid_t uid, gid_t gid);
 
-/// The login name of `uid`, or the number as text when it has none.
+/// The login name of `uid`, or the number as text when it has none; answers
+/// are remembered for a minute (user_names.h).
 std::string user_name(uid_t uid);
 
 /// Drops the calling process to `creds` (setgroups, setgid, setuid, in that
