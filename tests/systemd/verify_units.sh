@@ -2,8 +2,9 @@
 # The systemd units as installed: 'cmake --install' into a scratch root, then
 # 'systemd-analyze verify' against that root (ExecStart must exist there and be
 # executable, the directives must parse, no man: page it cannot find), and
-# every file:// Documentation= page and the config file the unit names must be
-# installed. Prints "SKIP: ..." and exits 0 where systemd-analyze cannot run.
+# every file:// Documentation= page, the config file the unit names and fad-exec
+# (where fadd looks for it) must be installed. Prints "SKIP: ..." and exits 0
+# where systemd-analyze cannot run.
 # Usage: verify_units.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: verify_units.sh BUILD_DIR}
@@ -49,6 +50,9 @@ check_unit() {  # unit file inside the root, systemd-analyze scope flag
   local exe
   exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$root$unit")
   [[ "$exe" == "$prefix"/* ]] || { echo "FAIL: $unit runs $exe, outside the install prefix $prefix"; fail=1; }
+  # fadd starts every compiler through fad-exec, which it looks for in ../libexec/fad.
+  [[ -x "$root$(dirname "$exe")/../libexec/fad/fad-exec" ]] ||
+    { echo "FAIL: fad-exec is not installed where $exe looks for it (../libexec/fad)"; fail=1; }
   echo "ok: $unit"
 }
 check_unit "$system_dir/fadd.service" ""
