@@ -21,20 +21,19 @@ namespace {
 /// The mounted filesystem; unmounted (and its program killed) on destruction.
 class HungMount {
  public:
-  explicit HungMount(const fs::path& dir) : mount_(dir / "hung"), flag_(dir / "hang-nvcc") {
+  explicit HungMount(const fs::path& dir) : mount_(dir / "hung"), flag_(dir / "hang-nvcc"), err_(dir / "fs.err") {
     fs::create_directories(mount_);
     const auto script = dir / "nvcc-script";
     std::ofstream(script) << "#!/bin/sh\nexec " << FAD_FAKE_NVCC_BIN << " \"$@\"\n";
-    pid_ = start_process({FAD_HUNG_FS_BIN, mount_.string(), script.string(), flag_.string()}, {}, dir / "fs.out",
-                         dir / "fs.err");
+    pid_ = start_process({FAD_HUNG_FS_BIN, mount_.string(), script.string(), flag_.string()}, {}, dir / "fs.out", err_);
     struct stat parent {};
     ::stat(dir.c_str(), &parent);
     mounted_ = wait_for(
-        [&] {
-          struct stat st {};
-          return poll_process(pid_) || (::stat(mount_.c_str(), &st) == 0 && st.st_dev != parent.st_dev);
-        },
-        std::chrono::seconds(10)) &&
+                   [&] {
+                     struct stat st {};
+                     return poll_process(pid_) || (::stat(mount_.c_str(), &st) == 0 && st.st_dev != parent.st_dev);
+                   },
+                   std::chrono::seconds(10)) &&
                !poll_process(pid_);
   }
   ~HungMount() { answer(); }
@@ -43,7 +42,11 @@ class HungMount {
 
   bool mounted() const { return mounted_; }
   std::string path(const std::string& name) const { return (mount_ / name).string(); }
-  /// From now on, exec of nvcc hangs too.
+  /// Whether a call on `path` ("open /ok/nvcc") hangs now.
+  bool hanging(const std::string& call) const {
+    return slurp(err_).find("hanging: " + call + "\n") != std::string::npos;
+  }
+  /// From now on, exec of ok/nvcc hangs too.
   void hang_nvcc() const { std::ofstream(flag_) << "1\n"; }
   /// The server goes away for good: the kernel fails every waiting call.
   void answer() {
@@ -59,6 +62,7 @@ class HungMount {
  private:
   fs::path mount_;
   fs::path flag_;
+  fs::path err_;
   pid_t pid_ = -1;
   bool mounted_ = false;
 };
@@ -84,23 +88,23 @@ TEST_CASE("a compiler on a filesystem that stopped answering holds only the subm
   d.start();
   // 1. A build with the mounted compiler while it still answers: it is
   //    probed, and its answer cached.
-  const auto first = d.submit({"--arch", "9.0", "--nvcc", mount.path("nvcc")});
+  const auto first = d.submit({"--arch", "9.0", "--nvcc", mount.path("ok/nvcc")});
   CHECK(d.wait_final(first).at("state") == "succeeded");
   // 2. Three ways to hang: the lookup's stat, the probe's exec, and (the
   //    probe answered from the cache) a unit's exec.
   const auto out = [&](const std::string& name) { return d.dir() / name; };
   const pid_t stat_submit =
-      start_process({FAD_FAD_BIN, "submit", "--socket", d.socket(), "--arch", "9.0", "--nvcc",
-                     mount.path("stat-hangs")},
+      start_process({FAD_FAD_BIN, "submit", "--socket", d.socket(), "--arch", "9.0", "--nvcc", mount.path("stat/nvcc")},
                     {}, out("stat.out"), out("stat.err"));
   const pid_t exec_submit =
-      start_process({FAD_FAD_BIN, "submit", "--socket", d.socket(), "--arch", "9.0", "--nvcc",
-                     mount.path("hangs-on-open")},
+      start_process({FAD_FAD_BIN, "submit", "--socket", d.socket(), "--arch", "9.0", "--nvcc", mount.path("open/nvcc")},
                     {}, out("exec.out"), out("exec.err"));
-  mount.hang_nvcc();
-  const auto hung = d.submit({"--arch", "9.0", "--nvcc", mount.path("nvcc")});
-  REQUIRE(wait_for([&] { return d.status(hung).at("units").at("running").get<int>() >= 1; },
+  REQUIRE(wait_for([&] { return mount.hanging("getattr /stat/nvcc") && mount.hanging("open /open/nvcc"); },
                    std::chrono::seconds(30)));
+  mount.hang_nvcc();
+  const auto hung = d.submit({"--arch", "9.0", "--nvcc", mount.path("ok/nvcc")});
+  REQUIRE(wait_for([&] { return mount.hanging("open /ok/nvcc"); }, std::chrono::seconds(30)));
+  CHECK(d.status(hung).at("units").at("running").get<int>() >= 1);
   // 3. Meanwhile fadd answers everyone, and builds with a compiler that
   //    answers run to the end.
   CHECK(d.fad({"status"}, 20).exit_code == 0);
@@ -112,14 +116,14 @@ TEST_CASE("a compiler on a filesystem that stopped answering holds only the subm
   //    on it ends, saying why.
   mount.answer();
   CHECK(wait_process(stat_submit, 60) != 0);
-  CHECK_THAT(slurp(out("stat.err")), Catch::Contains("stat-hangs"));
+  CHECK_THAT(slurp(out("stat.err")), Catch::Contains(mount.path("stat/nvcc")));
   CHECK(wait_process(exec_submit, 60) != 0);
-  CHECK_THAT(slurp(out("exec.err")), Catch::Contains("cannot run " + mount.path("hangs-on-open")));
+  CHECK_THAT(slurp(out("exec.err")), Catch::Contains("cannot run " + mount.path("open/nvcc")));
   const auto ended = d.wait_final(hung);
   CHECK(ended.at("state") == "failed");
   // (Its compiles came from the compile cache; the link ran the compiler.)
   CHECK_THAT(d.fad({"logs", std::to_string(hung), "link"}).out,
-             Catch::Contains("fad-exec: cannot run " + mount.path("nvcc")));
+             Catch::Contains("fad-exec: cannot run " + mount.path("ok/nvcc")));
   CHECK(d.fad({"status"}).exit_code == 0);
 #endif
 }

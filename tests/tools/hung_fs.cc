@@ -4,10 +4,12 @@
 //
 //   fad-hung-fs MOUNTPOINT SCRIPT FLAG
 //
-// Its root holds three executables:
-//   nvcc           SCRIPT's text; opening it (exec does) hangs while FLAG exists
-//   hangs-on-open  stat answers; opening it never does
-//   stat-hangs     even stat never answers
+// Three directories, each with one executable `nvcc`, so that a lookup hung
+// in one directory (which holds that directory's lock in the kernel) does not
+// hold up the others:
+//   ok/nvcc     SCRIPT's text; opening it (exec does) hangs while FLAG exists
+//   open/nvcc   stat answers; opening it never does
+//   stat/nvcc   even stat never answers
 // It runs in the foreground until killed; the caller unmounts MOUNTPOINT.
 #define FUSE_USE_VERSION 31
 #include <fuse3/fuse.h>
@@ -27,30 +29,33 @@ namespace {
 std::string script;
 std::string flag;
 
-[[noreturn]] void hang() {
+/// Says which call hangs (on stderr, for the test to wait on), then never answers.
+[[noreturn]] void hang(const char* call, const char* path) {
+  std::fprintf(stderr, "hanging: %s %s\n", call, path);
+  std::fflush(stderr);
   for (;;) ::pause();
 }
 
 int fs_getattr(const char* path, struct stat* st, fuse_file_info*) {
   std::memset(st, 0, sizeof *st);
-  if (std::strcmp(path, "/") == 0) {
+  const std::string p = path;
+  if (p == "/" || p == "/ok" || p == "/open" || p == "/stat") {
     st->st_mode = S_IFDIR | 0755;
     st->st_nlink = 2;
     return 0;
   }
-  if (std::strcmp(path, "/stat-hangs") == 0) hang();
-  const bool nvcc = std::strcmp(path, "/nvcc") == 0;
-  if (nvcc || std::strcmp(path, "/hangs-on-open") == 0) {
+  if (p == "/stat/nvcc") hang("getattr", path);
+  if (p == "/ok/nvcc" || p == "/open/nvcc") {
     st->st_mode = S_IFREG | 0755;
     st->st_nlink = 1;
-    st->st_size = nvcc ? static_cast<off_t>(script.size()) : 4096;
+    st->st_size = p == "/ok/nvcc" ? static_cast<off_t>(script.size()) : 4096;
     return 0;
   }
   return -ENOENT;
 }
 
 int fs_open(const char* path, fuse_file_info*) {
-  if (std::strcmp(path, "/nvcc") != 0 || ::access(flag.c_str(), F_OK) == 0) hang();
+  if (std::strcmp(path, "/ok/nvcc") != 0 || ::access(flag.c_str(), F_OK) == 0) hang("open", path);
   return 0;
 }
 
@@ -77,7 +82,11 @@ int main(int argc, char** argv) {
   ops.read = fs_read;
   // Foreground, multithreaded (a hung call must not hold the others), and
   // every user may look (a root fadd probes as the submitting user).
-  char* args[] = {argv[0], const_cast<char*>("-f"), const_cast<char*>("-o"),
-                  const_cast<char*>("allow_other,default_permissions"), argv[1], nullptr};
+  char* args[] = {argv[0],
+                  const_cast<char*>("-f"),
+                  const_cast<char*>("-o"),
+                  const_cast<char*>("allow_other,default_permissions"),
+                  argv[1],
+                  nullptr};
   return fuse_main(5, args, &ops, nullptr);
 }
