@@ -780,8 +780,11 @@ void Engine::trim_history() {
   // One row per finished unit would grow for ever (and be read at every
   // start); the estimator only ever uses the newest few per key.
   last_history_trim_ = clock_.now();
-  if (const auto gone = store_.trim_history(Estimator::kKeepPerKey); gone > 0)
-    spdlog::info("history: dropped {} profile(s) older than the newest {} of their unit", gone, Estimator::kKeepPerKey);
+  if (const auto gone = store_.trim_history(Estimator::kKeepPerKey, kMaxHistoryKeysPerScope); gone > 0)
+    spdlog::info(
+        "history: dropped {} profile(s) older than the newest {} of their unit, or of the units "
+        "least recently seen past {} per user",
+        gone, Estimator::kKeepPerKey, kMaxHistoryKeysPerScope);
 }
 
 std::string Engine::build_dir(std::int64_t id) const { return options_.state_dir + "/builds/" + std::to_string(id); }

@@ -82,6 +82,12 @@ std::string probed_identity(const Toolchain& tc);
 
 class Engine {
  public:
+  /// Distinct units (exact keys) the history keeps per learning scope: far
+  /// more than any real project compiles (FlashAttention's units times archs
+  /// are a few thousand), few enough that a user launching compiles with ever
+  /// new flags cannot grow it without end.
+  static constexpr std::size_t kMaxHistoryKeysPerScope = 20000;
+
   Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& probe, ProcessLauncher& launcher,
          ToolchainLookup toolchains);
 

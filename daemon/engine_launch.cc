@@ -12,6 +12,7 @@
 #include "common/text.h"
 #include "daemon/build_files.h"
 #include "daemon/credentials.h"
+#include "common/hash.h"
 #include "daemon/engine.h"
 #include "daemon/responses.h"
 #include "daemon/planner.h"
@@ -43,6 +44,8 @@ constexpr double kStoppedGoneGraceS = 2;
 
 // Flags that name this call's files rather than how it compiles: left out of
 // the learning key, so the same kernel built in another directory is known.
+constexpr std::size_t kMaxKeyFlagsBytes = 2048;
+
 bool takes_path_value(const std::string& a) {
   return a == "-o" || a == "-MF" || a == "-MT" || a == "-MQ" || a == "--output-file" || a == "-odir";
 }
@@ -58,6 +61,9 @@ std::string key_flags(const std::vector<std::string>& argv, const std::string& s
     if (a.rfind("--threads=", 0) == 0 || a == source || fs::path(a).filename() == fs::path(source).filename()) continue;
     out += (out.empty() ? "" : " ") + a;
   }
+  // Only ever compared whole: past a length no real compile reaches, a digest
+  // tells the same flags apart as well, and the rows stay small.
+  if (out.size() > kMaxKeyFlagsBytes) out = out.substr(0, kMaxKeyFlagsBytes / 2) + " ...sha256:" + sha256_hex(out);
   return out;
 }
 

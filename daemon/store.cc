@@ -789,13 +789,25 @@ std::vector<HistoryRecord> Store::history() {
   return out;
 }
 
-std::int64_t Store::trim_history(std::size_t keep) {
+std::int64_t Store::trim_history(std::size_t keep, std::size_t max_keys) {
+  Transaction tx(db_);
   db_.prepare(
          "DELETE FROM unit_history WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY key, "
          "family ORDER BY origin = 'imported', id DESC) AS newness FROM unit_history) WHERE newness > ?)")
       .bind(1, static_cast<std::int64_t>(keep))
       .run();
-  return db_.changes();
+  std::int64_t gone = db_.changes();
+  if (max_keys < static_cast<std::size_t>(INT64_MAX)) {
+    db_.prepare(
+           "DELETE FROM unit_history WHERE (scope, key) IN (SELECT scope, key FROM (SELECT scope, key, row_number() "
+           "OVER (PARTITION BY scope ORDER BY max(id) DESC) AS recency FROM unit_history GROUP BY scope, key) "
+           "WHERE recency > ?)")
+        .bind(1, static_cast<std::int64_t>(max_keys))
+        .run();
+    gone += db_.changes();
+  }
+  tx.commit();
+  return gone;
 }
 
 std::vector<HistoryRecord> Store::history_page(std::int64_t after_id, int limit) {

@@ -171,8 +171,12 @@ class Store {
   std::vector<HistoryRecord> history();
   /// Deletes the history rows the estimator can never use: past the newest
   /// `keep` of each key and family (local rows newer than imported ones, as
-  /// the estimator orders them). Returns how many went.
-  std::int64_t trim_history(std::size_t keep);
+  /// the estimator orders them). Then, in each scope (one per user, and the
+  /// shared one) with more than `max_keys` distinct keys, every row of the
+  /// keys last recorded longest ago: a user launching compiles with ever new
+  /// flags must not grow the table (read at every start) without end.
+  /// Returns how many rows went.
+  std::int64_t trim_history(std::size_t keep, std::size_t max_keys = SIZE_MAX);
   /// Shared-scope history records (what every user learns from; see
   /// UnitKey::scope) with an id above `after_id`, oldest first, at most `limit`.
   std::vector<HistoryRecord> history_page(std::int64_t after_id, int limit);

@@ -782,4 +782,28 @@ TEST_CASE("engine: history lists finished builds with a duration", "[engine]") {
   CHECK(r.result["builds"][0]["duration_s"] == 0);
 }
 
+TEST_CASE("engine: a launch's learning key stays small however long its flags, and still tells flags apart",
+          "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  LaunchRequest l;
+  l.session = 9;
+  l.cwd = "/w";
+  l.source = "/w/a.cu";
+  l.archs = {"sm_90"};
+  const auto flags_of = [&](const std::string& define) {
+    l.argv = {"/opt/nvcc", "-c", "/w/a.cu", "-DX=" + define, "-O3"};
+    auto r = f.engine->launch(f.me, l);
+    REQUIRE(r.ok);
+    return f.store->unit(r.result.at("unit_id").get<std::int64_t>())->flags;
+  };
+  CHECK(flags_of("1") == "-c -DX=1 -O3");  // real flags: kept as they are
+  const auto a = flags_of(std::string(100000, 'a'));
+  const auto b = flags_of(std::string(99999, 'a') + "b");  // differs only past the kept prefix
+  CHECK(a.size() < 2200);
+  CHECK(b.size() < 2200);
+  CHECK(a != b);
+  CHECK(flags_of(std::string(100000, 'a')) == a);
+}
+
 }  // namespace fad

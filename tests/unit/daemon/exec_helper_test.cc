@@ -60,8 +60,7 @@ TEST_CASE("exec helper: a unit whose compiler cannot be run starts, then fails s
   REQUIRE(exit);
   CHECK(exit->exit_code == kExecFailureCode);
   CHECK_FALSE(exit->signaled);
-  CHECK(test::slurp(dir / "unit.log") ==
-        "fad-exec: cannot run /nonexistent/bin/nvcc: No such file or directory\n");
+  CHECK(test::slurp(dir / "unit.log") == "fad-exec: cannot run /nonexistent/bin/nvcc: No such file or directory\n");
 }
 
 TEST_CASE("exec helper: arguments, environment and exit status pass through fad-exec unchanged", "[exec]") {
@@ -70,10 +69,9 @@ TEST_CASE("exec helper: arguments, environment and exit status pass through fad-
   BoostLauncher launcher(io, nullptr, FAD_EXEC_BIN);
   ::setenv("FAD_EXEC_TEST", "kept", 1);
   std::optional<ExitInfo> exit;
-  const LaunchSpec spec{
-      2,
-      {"/bin/sh", "-c", R"(printf '%s|' "$0" "$@" "$FAD_EXEC_TEST"; exit 3)", "a b", "", "-- c"},
-      (dir / "unit.log")};
+  const LaunchSpec spec{2,
+                        {"/bin/sh", "-c", R"(printf '%s|' "$0" "$@" "$FAD_EXEC_TEST"; exit 3)", "a b", "", "-- c"},
+                        (dir / "unit.log")};
   REQUIRE(launcher.launch(spec, [&exit](ExitInfo info) { exit = info; }));
   run_until(io, [&] { return exit.has_value(); });
   ::unsetenv("FAD_EXEC_TEST");
@@ -95,9 +93,8 @@ TEST_CASE("exec helper: a probe whose program cannot be run says so as before", 
   CHECK(answer->error() == "cannot run /nonexistent/nvcc: No such file or directory");
   // A program that runs is captured as ever.
   answer.reset();
-  auto ok = AsyncCapture::start(io, {"/bin/echo", "hi"}, options, [&answer](Result<std::string> r) {
-    answer = std::move(r);
-  });
+  auto ok = AsyncCapture::start(io, {"/bin/echo", "hi"}, options,
+                                [&answer](Result<std::string> r) { answer = std::move(r); });
   run_until(io, [&] { return answer.has_value(); });
   REQUIRE(answer);
   REQUIRE(*answer);

@@ -2,6 +2,8 @@
 // state transitions and the crash-recovery queries.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include <algorithm>
 
 #include "daemon/sqlite.h"
@@ -475,6 +477,30 @@ Estimator estimator_of(const std::vector<HistoryRecord>& rows) {
 }
 
 }  // namespace
+
+TEST_CASE("store: history keeps the keys of each scope seen most recently, past the most one scope may have",
+          "[store]") {
+  test::TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  int mib = 0;
+  auto add = [&](const std::string& scope, const std::string& key) {
+    // Each its own profile: importing the same profile of a key twice is a no-op.
+    HistoryRecord h{key, "a.cu", "hash", "-O3", "90", "V13", "f", 1, 1, "0:" + std::to_string(++mib << 20) + ";10"};
+    h.recorded_at = "2026-01-01T00:00:00Z";
+    REQUIRE(store.import_history(h));
+    // Imports go to the shared scope; a user's own rows come from their units' ends.
+    store.db().exec("UPDATE unit_history SET scope = '" + scope + "' WHERE id = last_insert_rowid()");
+  };
+  // A user naming ever new flags: k1..k5, then k2 again (seen recently).
+  for (const char* key : {"k1", "k2", "k3", "k4", "k5", "k2"}) add("1000", key);
+  for (const char* key : {"s1", "s2"}) add("", key);  // the shared scope: under the limit
+  add("2000", "k1");                                  // another user's k1: their own scope
+  CHECK(store.trim_history(5, 3) == 2);               // k1 and k3 of user 1000
+  std::set<std::string> kept;
+  for (const auto& h : store.history()) kept.insert(h.scope + "/" + h.key);
+  CHECK(kept == std::set<std::string>{"1000/k2", "1000/k4", "1000/k5", "/s1", "/s2", "2000/k1"});
+  CHECK(store.trim_history(5, 3) == 0);
+}
 
 TEST_CASE("store: history is trimmed to what the estimator can use, and the estimates do not change", "[store]") {
   test::TempDir tmp("fad-store");
