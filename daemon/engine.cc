@@ -1,6 +1,7 @@
 // The daemon loop body: measuring, scheduling and carrying decisions out.
 // Client requests live in engine_requests.cc.
 #include "daemon/engine.h"
+#include "daemon/root_only_path.h"
 
 #include <signal.h>
 
@@ -57,10 +58,18 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       epoch_anchor_(parse_rfc3339(clock.wall()).value_or(0) - clock.now()) {
   if (options_.cache.max_bytes > 0) {
     auto cache = CompileCache::open(options_.cache);
-    if (cache)
-      cache_ = std::move(*cache);
-    else
+    // Root restores what the cache holds into its own builds: only a cache
+    // no one else can write may serve it (root_only_path.h).
+    auto trusted = options_.daemon_uid == 0 && cache ? only_root_can_write(options_.cache.dir) : ok_status();
+    if (!cache)
       spdlog::warn("compiling without the compile cache: {}", cache.error());
+    else if (!trusted)
+      spdlog::warn(
+          "compiling without the compile cache: fadd runs as root and {}; set cache_dir to a directory "
+          "only root can write, or cache_size to 0",
+          trusted.error());
+    else
+      cache_ = std::move(*cache);
   }
 }
 

@@ -126,3 +126,35 @@ TEST_CASE("engine: bundled units are stored in the cache when they succeed and r
   const auto third = f.submit({"9.0"});
   for (const auto& name : kCompileUnits) CHECK_FALSE(f.unit(third, name)->cached);
 }
+
+TEST_CASE("engine: a root fadd compiles without a cache directory others can write", "[engine][cache]") {
+  if (::geteuid() != 0) {
+    WARN("SKIP: needs root (the engine runs as root only then)");
+    return;
+  }
+  for (const mode_t mode : {0755, 02775}) {
+    EngineFixture f;
+    const fs::path nvcc = f.tmp / "toolkit/bin/nvcc";
+    write_file(nvcc, "#!/bin/sh\necho 'Cuda compilation tools, release 13.0'\n");
+    fs::permissions(nvcc, fs::perms::owner_all);
+    const fs::path dir = f.tmp / "cache";
+    fs::create_directories(dir);
+    ::chmod(dir.c_str(), mode);
+    f.options.cache = CacheSettings{dir, 1ull << 30};
+    REQUIRE(f.options.daemon_uid == 0);
+    f.engine = std::make_unique<Engine>(f.options, *f.store, f.clock, f.probe, f.launcher,
+                                        [&](const ToolchainQuery&, ToolchainCallback done) {
+                                          Toolchain tc = fake_toolchain();
+                                          tc.path = nvcc.string();
+                                          tc.file_identity = compiler_file_identity(tc.path);
+                                          done(Result<Toolchain>(tc));
+                                        });
+    const auto id = f.submit({"9.0"});
+    f.engine->tick();
+    // With a cache, each compile is asked for the dependency file it stores by.
+    const auto u = *f.unit(id, "a_one");
+    const auto& argv = f.launcher.find("a_one")->spec.argv;
+    const bool caching = std::find(argv.begin(), argv.end(), u.output_path + ".d") != argv.end();
+    CHECK(caching == (mode == 0755));
+  }
+}

@@ -1,0 +1,21 @@
+// Whether only root can change what a path holds. A root fadd restores objects
+// from its compile cache into the builds it compiles as itself (root's and its
+// own): a cache directory another user can write to, or whose parents let
+// them swap it for their own, would let that user plant the objects root links
+// into a library. The same rule as sshd's StrictModes: every directory from
+// the root down is root's and writable by no one else, unless sticky (/tmp),
+// where others cannot rename or remove root's entries.
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+
+namespace fad {
+
+/// Ok when `path` and each directory above it is owned by root and writable
+/// by no one else (a sticky directory may be); otherwise why not, naming the
+/// directory, its owner and mode.
+Status only_root_can_write(const std::string& path);
+
+}  // namespace fad
