@@ -109,18 +109,7 @@ void Engine::recover() {
   }
   if (!boot.empty()) store_.set_meta("boot_id", boot);
   trim_history();
-  std::size_t learned = 0;
-  for (const auto& h : store_.history()) {
-    auto profile = Profile::parse(h.profile);
-    if (!profile) continue;
-    Observation obs;
-    obs.key = UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope};
-    obs.threads = h.threads;
-    obs.profile = std::move(*profile);
-    obs.imported = h.origin == "imported";
-    estimator_.learn(obs);
-    ++learned;
-  }
+  const std::size_t learned = load_history();
   for (const auto& b : store_.active_builds()) {
     if (b.kind == "external") {
       // Their launchers lost fadd and ran the compilers directly; a fad run
@@ -785,15 +774,37 @@ void Engine::update_build(std::int64_t build_id) {
   }
 }
 
+std::size_t Engine::load_history() {
+  estimator_ = Estimator(options_.estimator);
+  std::size_t learned = 0;
+  for (const auto& h : store_.history()) {
+    auto profile = Profile::parse(h.profile);
+    if (!profile) continue;
+    Observation obs;
+    obs.key = UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope};
+    obs.threads = h.threads;
+    obs.profile = std::move(*profile);
+    obs.imported = h.origin == "imported";
+    estimator_.learn(obs);
+    ++learned;
+  }
+  history_loaded_ = true;
+  return learned;
+}
+
 void Engine::trim_history() {
   // One row per finished unit would grow for ever (and be read at every
   // start); the estimator only ever uses the newest few per key.
   last_history_trim_ = clock_.now();
-  if (const auto gone = store_.trim_history(Estimator::kKeepPerKey, kMaxHistoryKeysPerScope); gone > 0)
-    spdlog::info(
-        "history: dropped {} profile(s) older than the newest {} of their unit, or of the units "
-        "least recently seen past {} per user",
-        gone, Estimator::kKeepPerKey, kMaxHistoryKeysPerScope);
+  const auto gone = store_.trim_history(Estimator::kKeepPerKey, kMaxHistoryKeysPerScope);
+  if (gone == 0) return;
+  spdlog::info(
+      "history: dropped {} profile(s) older than the newest {} of their unit, or of the units "
+      "least recently seen past {} per user",
+      gone, Estimator::kKeepPerKey, kMaxHistoryKeysPerScope);
+  // What the estimator learned since the start grew as the table did: it
+  // learns again from what is left, so a long-running fadd stays bounded too.
+  if (history_loaded_) load_history();
 }
 
 std::string Engine::build_dir(std::int64_t id) const { return options_.state_dir + "/builds/" + std::to_string(id); }

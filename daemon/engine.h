@@ -87,6 +87,8 @@ class Engine {
   /// are a few thousand), few enough that a user launching compiles with ever
   /// new flags cannot grow it without end.
   static constexpr std::size_t kMaxHistoryKeysPerScope = 20000;
+  /// Measurements the estimator holds now (they inform estimates).
+  std::size_t known_observations() const { return estimator_.observation_count(); }
 
   Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& probe, ProcessLauncher& launcher,
          ToolchainLookup toolchains);
@@ -275,6 +277,9 @@ class Engine {
   void store_cached(const UnitRecord& unit, double started_at);
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
+  /// Learns anew from the history table (at start, and after a trim dropped
+  /// rows); returns the rows learned.
+  std::size_t load_history();
   void trim_history();
   std::string build_dir(std::int64_t id) const;
   std::string trash_dir() const { return options_.state_dir + "/trash"; }
@@ -313,6 +318,7 @@ class Engine {
   /// (probed_identity), dropped once the build is final.
   std::map<std::int64_t, std::string> cache_identity_;
   Estimator estimator_;
+  bool history_loaded_ = false;  ///< load_history() ran (recover())
   Scheduler scheduler_;
   QueueMirror queue_mirror_;
   std::map<std::int64_t, Running> running_;   ///< by unit id

@@ -806,4 +806,30 @@ TEST_CASE("engine: a launch's learning key stays small however long its flags, a
   CHECK(flags_of(std::string(100000, 'a')) == a);
 }
 
+TEST_CASE("engine: the daily history trim also bounds what the running estimator holds", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  f.submit();
+  f.engine->tick();
+  f.launcher.memory[f.launcher.pgid_of("a_one")] = 200ull << 20;  // measured: learned at its end
+  f.clock.advance(30);
+  f.engine->tick();
+  f.launcher.exit("a_one", 0);
+  REQUIRE(f.engine->known_observations() == 1);
+  // Then a user's ever new units fill their scope past its limit (newer rows
+  // than a_one's, which is now the least recently seen key there).
+  const auto scope = f.store->history().back().scope;
+  f.store->db().exec(
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+      std::to_string(Engine::kMaxHistoryKeysPerScope) +
+      ") INSERT INTO unit_history(key, source, content_hash, flags, archs, compiler, family, arch_count, threads, "
+      "profile, scope) SELECT 'k' || i, 'x.cu', 'h', '', '90', 'V', 'x', 1, 1, '0:1048576;10', '" +
+      scope + "' FROM n");
+  f.clock.advance(f.options.retention_every_s);
+  f.engine->tick();
+  // The trim dropped a_one's row, and the estimator learned anew from what is left.
+  CHECK(f.store->history().size() == Engine::kMaxHistoryKeysPerScope);
+  CHECK(f.engine->known_observations() == Engine::kMaxHistoryKeysPerScope);
+}
+
 }  // namespace fad
