@@ -255,6 +255,8 @@ int run_daemon(const DaemonOptions& o) {
   // An extra pass right after a unit ends or a build arrives: a free slot is
   // filled now, not a poll interval later. Coalesced: one pending pass at most.
   bool wake_pending = false;
+  engine.set_request_charge(
+      [&server](uid_t uid, std::chrono::steady_clock::duration cost) { server.charge(uid, cost); });
   engine.set_wake([&] {
     if (wake_pending || stopping) return;
     wake_pending = true;

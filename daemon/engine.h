@@ -154,6 +154,11 @@ class Engine {
   /// Called whenever a unit ends or a build is submitted, so the loop can
   /// schedule at once instead of waiting for the next tick.
   void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
+  /// Where the loop time of work done for a request after it was handed back
+  /// (a submit's planning, once its compiler's probe answered) is charged, as
+  /// the server charges the request itself (request_budget.h).
+  using RequestCharge = std::function<void(uid_t, std::chrono::steady_clock::duration)>;
+  void set_request_charge(RequestCharge charge) { charge_ = std::move(charge); }
 
  private:
   enum class StopReason { none, requeue, requeue_alone, cancel, shutdown };
@@ -334,6 +339,7 @@ class Engine {
   std::uint64_t ticks_ = 0;
   bool shutting_down_ = false;
   std::function<void()> wake_;
+  RequestCharge charge_;
   /// External units waiting for admission: when their launcher last asked.
   std::map<std::int64_t, double> last_poll_;
   /// Units stopped before their launcher started them; ended on the next tick.

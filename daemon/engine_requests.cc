@@ -111,6 +111,9 @@ void Engine::submit(const Caller& caller, const SubmitRequest& req, Reply done) 
   BuildRecord as_owner = build_owned_by(caller);
   ToolchainQuery query{req.nvcc.value_or(options_.nvcc), run_as(as_owner)};
   toolchains_(query, [this, caller, req, archs = *archs, done = std::move(done)](Result<Toolchain> tc) {
+    // Planning and recording thousands of units is the submit's real cost,
+    // and it runs here, after the server has charged the request.
+    const auto start = std::chrono::steady_clock::now();
     try {
       finish_submit(caller, req, archs, std::move(tc), done);
     } catch (const std::exception& e) {
@@ -118,6 +121,7 @@ void Engine::submit(const Caller& caller, const SubmitRequest& req, Reply done) 
       spdlog::error("submit failed: {}", e.what());
       done(error_response(ErrorCode::internal, std::string("internal error: ") + e.what()));
     }
+    if (charge_) charge_(caller.uid, std::chrono::steady_clock::now() - start);
   });
 }
 

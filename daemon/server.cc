@@ -353,6 +353,14 @@ void Server::admit(local::socket socket) {
 
 bool Server::is_admin(const Caller& c) { return c.uid == 0 || c.uid == ::geteuid(); }
 
+void Server::charge(uid_t uid, std::chrono::steady_clock::duration cost) {
+  Caller who;
+  who.uid = uid;
+  if (is_admin(who)) return;
+  const auto now = RequestBudget::Clock::now();
+  budget_.charge(uid, cost, now);
+}
+
 void Server::note_slowed(uid_t uid, std::chrono::milliseconds wait) {
   const auto now = std::chrono::steady_clock::now();
   auto it = slowed_.find(uid);

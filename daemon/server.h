@@ -56,6 +56,10 @@ class Server {
   /// Stops accepting, closes every session and removes the socket file.
   void close();
 
+  /// Takes `cost` of loop time out of `uid`'s share (root and fadd's own user
+  /// are not limited): work done for a request after it was answered later.
+  void charge(uid_t uid, std::chrono::steady_clock::duration cost);
+
   /// Sessions currently open (for tests and limits).
   std::size_t session_count() const { return sessions_.size(); }
 

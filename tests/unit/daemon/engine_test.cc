@@ -832,4 +832,17 @@ TEST_CASE("engine: the daily history trim also bounds what the running estimator
   CHECK(f.engine->known_observations() == Engine::kMaxHistoryKeysPerScope);
 }
 
+TEST_CASE("engine: a submit's planning, done once its compiler answered, is charged to the submitting user",
+          "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  std::vector<uid_t> charged;
+  f.engine->set_request_charge([&charged](uid_t uid, std::chrono::steady_clock::duration cost) {
+    CHECK(cost >= std::chrono::steady_clock::duration::zero());
+    charged.push_back(uid);
+  });
+  f.submit();
+  CHECK(charged == std::vector<uid_t>{f.me.uid});
+}
+
 }  // namespace fad
