@@ -153,7 +153,8 @@ Result<std::unique_ptr<CompileCache>> CompileCache::open(const CacheSettings& se
   std::unique_ptr<CompileCache> cache(new CompileCache(settings));
   cache->shared_ = (st.st_mode & S_IWGRP) != 0;
   const std::string lock = settings.dir + "/lock";
-  cache->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  // Never through a link: in a shared directory it could point anywhere.
+  cache->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (cache->lock_fd_ < 0)
     return make_error("compile cache directory " + settings.dir + " is not writable: " + errno_text() +
                       " (set cache_dir to a directory of yours, or cache_size to 0 to turn the cache off)");

@@ -39,6 +39,7 @@ struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
   asio::steady_timer timer;
   std::array<char, 4096> buf{};
   std::string program;
+  bool through_helper = false;  ///< started through fad-exec, whose failure line it may print
   std::string output;
   std::size_t max_output = 0;
   pid_t pid = -1;
@@ -113,7 +114,7 @@ struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
     } else if (WIFSIGNALED(status)) {
       result = make_error(program + " was killed by signal " + std::to_string(WTERMSIG(status)));
     } else if (const std::string text = result ? *result : std::string();
-               WEXITSTATUS(status) == kExecFailureCode && !exec_failure_reason(text).empty()) {
+               through_helper && WEXITSTATUS(status) == kExecFailureCode && !exec_failure_reason(text).empty()) {
       // fad-exec could not run it: said as if fadd had tried itself.
       result = make_error("cannot run " + program + ": " + exec_failure_reason(text));
     } else if (WEXITSTATUS(status) != 0) {
@@ -146,6 +147,7 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   auto state = std::make_shared<State>(io);
   auto handle = std::shared_ptr<AsyncCapture>(new AsyncCapture(state));
   state->program = argv.empty() ? std::string("?") : argv[0];
+  state->through_helper = !options.exec_helper.empty();
   state->max_output = options.max_output;
   auto fail = [&](const std::string& why) {
     state->finished = true;
@@ -180,7 +182,8 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   ::close(fds[1]);
   if (ec) {
     ::close(fds[0]);
-    return fail("cannot run " + started[0] + ": " + ec.message());
+    return fail("cannot run " + argv[0] +
+                (options.exec_helper.empty() ? "" : " (through " + options.exec_helper + ")") + ": " + ec.message());
   }
   state->pid = proc.id();
   ::setpgid(state->pid, state->pid);

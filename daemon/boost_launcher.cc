@@ -73,7 +73,9 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   if (null_fd >= 0) ::close(null_fd);
   ::close(log);
   if (cgroup) cgroup->close_procs_fd();
-  if (ec) return make_error("cannot start " + argv[0] + ": " + ec.message());
+  if (ec)
+    return make_error("cannot start " + spec.argv[0] + (exec_helper_.empty() ? "" : " (through " + exec_helper_ + ")") +
+                      ": " + ec.message());
   const int pid = proc.id();
   ::setpgid(pid, pid);  // also from this side, so a signal sent right away reaches the group
   // fad reaps its children itself: Boost.Process 1.81's async_wait falls into a

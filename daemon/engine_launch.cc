@@ -44,11 +44,12 @@ constexpr double kStoppedGoneGraceS = 2;
 
 // Flags that name this call's files rather than how it compiles: left out of
 // the learning key, so the same kernel built in another directory is known.
-constexpr std::size_t kMaxKeyFlagsBytes = 2048;
-
 bool takes_path_value(const std::string& a) {
   return a == "-o" || a == "-MF" || a == "-MT" || a == "-MQ" || a == "--output-file" || a == "-odir";
 }
+
+// Past this, a learning key's flags are a prefix and a digest (key_flags).
+constexpr std::size_t kMaxKeyFlagsBytes = 2048;
 
 std::string key_flags(const std::vector<std::string>& argv, const std::string& source) {
   std::string out;

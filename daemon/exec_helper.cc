@@ -13,7 +13,7 @@ std::string find_exec_helper() {
   std::error_code ec;
   const auto self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
-  for (const auto& candidate : {self.parent_path() / "fad-exec", self.parent_path() / "../libexec/fad/fad-exec"}) {
+  for (const auto& candidate : {self.parent_path() / "fad-exec", self.parent_path() / FAD_EXEC_FROM_BINDIR}) {
     const auto path = candidate.lexically_normal().string();
     if (::access(path.c_str(), X_OK) == 0) return path;
   }
@@ -35,7 +35,7 @@ std::string exec_failure_reason(std::string_view output) {
   // "fad-exec: cannot run PATH: REASON": the path may hold ": ", the reason does not.
   const auto colon = line.rfind(": ");
   if (colon == std::string_view::npos || colon < kExecFailure.size()) return {};
-  return std::string(line.substr(colon + 2));
+  return std::string(line.substr(colon + 2, 256));
 }
 
 }  // namespace fad

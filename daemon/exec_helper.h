@@ -22,8 +22,9 @@ namespace fad {
 inline constexpr std::string_view kExecFailure = "fad-exec: cannot run ";
 inline constexpr int kExecFailureCode = 127;
 
-/// fad-exec beside this program (a build tree), else in ../libexec/fad (an
-/// installed tree); empty when neither is executable.
+/// fad-exec beside this program (a build tree), else where the install puts
+/// it relative to fadd (../libexec/fad by default); empty when neither is
+/// executable.
 std::string find_exec_helper();
 
 /// `argv` as started through `helper` ("helper argv..."); `argv` itself when
@@ -32,7 +33,7 @@ std::vector<std::string> through_exec_helper(const std::string& helper, const st
 
 /// Why fad-exec could not run its program ("No such file or directory"), when
 /// `output` is what a child that exited with kExecFailureCode printed and it
-/// came from fad-exec; empty otherwise.
+/// came from fad-exec; empty otherwise. At most 256 bytes.
 std::string exec_failure_reason(std::string_view output);
 
 }  // namespace fad

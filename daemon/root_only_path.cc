@@ -2,8 +2,11 @@
 #include "daemon/root_only_path.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "daemon/credentials.h"
@@ -12,29 +15,73 @@ namespace fad {
 
 namespace fs = std::filesystem;
 
-Status only_root_can_write(const std::string& path) {
+namespace {
+
+std::string mode_text(const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return mode;
+}
+
+/// Root's and writable by no one else; a sticky directory only where
+/// `sticky_ok` (a directory above the path, not the path or what it holds).
+Status root_only(const fs::path& p, const struct stat& st, bool sticky_ok) {
+  if (st.st_uid != 0)
+    return make_error(p.string() + " belongs to " + user_name(st.st_uid) + ", not root (mode " + mode_text(st) + ")");
+  // A link's own mode means nothing (always 0777); where it leads is checked.
+  if (S_ISLNK(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return ok_status();
+  if (sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0) return ok_status();
+  return make_error(p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") + " (mode " +
+                    mode_text(st) + ")");
+}
+
+Status check_above(fs::path p, bool sticky_ok);
+
+/// `p` itself (following a link to where it leads, checked the same way).
+Status check_one(const fs::path& p, bool sticky_ok) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return make_error("cannot examine " + p.string() + ": " + std::strerror(errno));
+  if (auto ok = root_only(p, st, sticky_ok); !ok) return ok;
+  if (!S_ISLNK(st.st_mode)) return ok_status();
   std::error_code ec;
-  fs::path p = fs::absolute(path, ec).lexically_normal();
-  if (ec) return make_error("cannot resolve " + path + ": " + ec.message());
+  const auto target = fs::canonical(p, ec);
+  if (ec) return make_error("cannot resolve " + p.string() + ": " + ec.message());
+  return check_above(target, sticky_ok);
+}
+
+/// `p` and every directory above it.
+Status check_above(fs::path p, bool sticky_ok) {
   for (;;) {
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0) return make_error("cannot examine " + p.string());
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    if (st.st_uid != 0)
-      return make_error(p.string() + " belongs to " + user_name(st.st_uid) + ", not root (mode " + mode + ")");
-    // A link is followed by the kernel to wherever it points: check that too.
-    if (S_ISLNK(st.st_mode)) {
-      auto target = fs::canonical(p, ec);
-      if (ec) return make_error("cannot resolve " + p.string() + ": " + ec.message());
-      if (auto st2 = only_root_can_write(target.string()); !st2) return st2;
-    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0)) {
-      return make_error(p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") +
-                        " (mode " + mode + ")");
-    }
+    if (auto ok = check_one(p, sticky_ok); !ok) return ok;
     if (!p.has_relative_path()) return ok_status();
     p = p.parent_path();
   }
+}
+
+}  // namespace
+
+Status only_root_can_write(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) return make_error("cannot resolve " + path + ": " + ec.message());
+  // Not there yet: what will create it is the nearest directory above.
+  while (p.has_relative_path() && ::access(p.c_str(), F_OK) != 0 && errno == ENOENT) p = p.parent_path();
+  if (auto ok = check_one(p, false); !ok) return ok;
+  if (p.has_relative_path())
+    if (auto ok = check_above(p.parent_path(), true); !ok) return ok;
+  // Everything inside: an entry another user put there earlier (while the
+  // directory was shared) is as untrusted as the directory was.
+  struct stat top {};
+  if (::stat(p.c_str(), &top) != 0 || !S_ISDIR(top.st_mode)) return ok_status();
+  for (fs::recursive_directory_iterator it(p, fs::directory_options::none, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;  // gone meanwhile
+    if (S_ISLNK(st.st_mode)) return make_error(it->path().string() + " is a symbolic link");
+    if (auto ok = root_only(it->path(), st, false); !ok) return ok;
+  }
+  if (ec) return make_error("cannot list " + p.string() + ": " + ec.message());
+  return ok_status();
 }
 
 }  // namespace fad

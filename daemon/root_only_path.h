@@ -13,9 +13,11 @@
 
 namespace fad {
 
-/// Ok when `path` and each directory above it is owned by root and writable
-/// by no one else (a sticky directory may be); otherwise why not, naming the
-/// directory, its owner and mode.
+/// Ok when `path`, everything in it, and each directory above it is owned by
+/// root and writable by no one else (a directory above may be sticky; the
+/// path and what it holds may not, as others could add entries to it). A
+/// path not there yet is judged by the nearest directory above, which will
+/// create it. Otherwise why not, naming the file, its owner and mode.
 Status only_root_can_write(const std::string& path);
 
 }  // namespace fad

@@ -26,7 +26,10 @@ namespace asio = boost::asio;
 Result<std::string> resolve_executable(const std::string& name) {
   if (name.find('/') != std::string::npos) {
     if (::access(name.c_str(), X_OK) != 0) return make_error("compiler '" + name + "' is not an executable file");
-    return std::filesystem::absolute(name).string();
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(name, ec);
+    if (ec) return make_error("compiler '" + name + "' cannot be resolved: " + ec.message());
+    return absolute.string();
   }
   std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
   path += ":/usr/local/cuda/bin";
@@ -68,7 +71,8 @@ std::string compiler_file_identity(const std::string& path) {
 
 Result<CompilerFile> locate_compiler(const std::string& name, bool as_other) {
   auto path = resolve_executable(name);
-  if (!path && as_other && name.find('/') != std::string::npos) path = std::filesystem::absolute(name).string();
+  std::error_code ec;
+  if (!path && as_other && name.find('/') != std::string::npos) path = std::filesystem::absolute(name, ec).string();
   if (!path) return Error{path.error()};
   struct stat st {};
   if (::stat(path->c_str(), &st) != 0 && !as_other) return make_error("compiler '" + *path + "' cannot be examined");
@@ -85,19 +89,37 @@ struct ToolchainProber::Probe {
 };
 
 /// Shared with the locating threads, which may outlive the prober: they post
-/// to the loop only while it lives (the loop outlives the prober).
+/// to the loop only while it lives (the loop outlives the prober). `inside`:
+/// the lookups whose threads are still inside the file system calls, each
+/// with its user and start; a finished one leaves at once, even before the
+/// loop has taken its answer.
 struct ToolchainProber::Bridge {
   std::mutex mutex;
   bool alive = true;
+  std::map<std::uint64_t, std::pair<uid_t, std::chrono::steady_clock::time_point>> inside;
+
+  /// Lookups inside for longer than `slow`: all, and `uid`'s.
+  std::pair<std::size_t, std::size_t> slow_ones(uid_t uid, std::chrono::steady_clock::duration slow) const {
+    const auto now = std::chrono::steady_clock::now();
+    std::size_t all = 0, mine = 0;
+    for (const auto& [id, who] : inside)
+      if (now - who.second >= slow) {
+        ++all;
+        mine += who.first == uid;
+      }
+    return {all, mine};
+  }
 };
 
 ToolchainProber::ToolchainProber(asio::io_context& io, std::chrono::milliseconds timeout, std::size_t max_in_flight,
-                                 std::string exec_helper, CompilerLocator locator)
+                                 std::string exec_helper, CompilerLocator locator,
+                                 std::chrono::milliseconds slow_lookup)
     : io_(io),
       timeout_(timeout),
       max_in_flight_(max_in_flight),
       exec_helper_(std::move(exec_helper)),
       locator_(std::move(locator)),
+      slow_lookup_(slow_lookup),
       alive_(std::make_shared<bool>(true)),
       bridge_(std::make_shared<Bridge>()) {}
 
@@ -107,8 +129,14 @@ ToolchainProber::~ToolchainProber() {
     bridge_->alive = false;
   }
   locating_work_.reset();
+  lookups_.clear();  // on the loop's thread: their callbacks never run
   *alive_ = false;
   probes_.clear();  // drops the captures: their programs are killed, no callback runs
+}
+
+std::size_t ToolchainProber::locating() const {
+  std::lock_guard lock(bridge_->mutex);
+  return bridge_->inside.size();
 }
 
 void ToolchainProber::answer_soon(Result<Toolchain> result, ToolchainCallback done) {
@@ -119,43 +147,67 @@ void ToolchainProber::answer_soon(Result<Toolchain> result, ToolchainCallback do
 
 void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
   const uid_t uid = query.run_as ? query.run_as->uid : ::geteuid();
-  if (locating_total_ >= kMaxLocating)
-    return answer_soon(make_error("fadd is still looking for " + std::to_string(locating_total_) +
-                                  " compilers (a filesystem that does not answer?); submit again later"),
-                       std::move(done));
-  const auto mine = locating_.find(uid);
-  if (mine != locating_.end() && mine->second >= kMaxLocatingPerUser)
-    return answer_soon(make_error("fadd is still looking for " + std::to_string(mine->second) +
-                                  " compilers you named (a filesystem that does not answer?); submit again later"),
-                       std::move(done));
+  // Only lookups that take long count against the limits: a burst of
+  // submits whose compilers answer at once is never refused.
+  const std::uint64_t id = ++lookup_ids_;
+  {
+    std::lock_guard lock(bridge_->mutex);
+    const auto [all, mine] = bridge_->slow_ones(uid, slow_lookup_);
+    if (all >= kMaxLocating)
+      return answer_soon(make_error("fadd is still looking for " + std::to_string(all) +
+                                    " compilers (a filesystem that does not answer?); submit again later"),
+                         std::move(done));
+    if (mine >= kMaxLocatingPerUser)
+      return answer_soon(make_error("fadd is still looking for " + std::to_string(mine) +
+                                    " compilers you named (a filesystem that does not answer?); submit again later"),
+                         std::move(done));
+    bridge_->inside.emplace(id, std::pair{uid, std::chrono::steady_clock::now()});
+  }
   // fadd looks at a path as itself (root): a user who cannot reach it must
   // not learn from the answer whether it exists. Their probe, run as them,
   // then fails as it would for them ("Permission denied").
   const bool as_other = query.run_as && query.run_as->uid != ::geteuid();
-  auto waiting = std::make_shared<ToolchainCallback>(std::move(done));
+  // The thread carries only an id: the callback stays here, and is run or
+  // destroyed on the loop's thread whatever the lookup does.
+  lookups_.emplace(id, Lookup{query, std::move(done)});
   try {
-    std::thread([this, bridge = bridge_, locator = locator_, query, as_other, waiting] {
-      auto file = locator(query.nvcc, as_other);
+    std::thread([this, bridge = bridge_, locator = locator_, name = query.nvcc, as_other, id] {
+      Result<CompilerFile> file = make_error("compiler '" + name + "' could not be looked up");
+      try {
+        file = locator(name, as_other);
+      } catch (const std::exception& e) {
+        file = make_error("compiler '" + name + "' could not be looked up: " + e.what());
+      }
       std::lock_guard lock(bridge->mutex);
+      bridge->inside.erase(id);
       if (!bridge->alive) return;
-      asio::post(io_, [this, bridge, query, file = std::move(file), waiting]() mutable {
+      asio::post(io_, [this, bridge, id, file = std::move(file)]() mutable {
         if (!bridge->alive) return;  // only the loop's thread clears it: no lock needed here
-        located(query, std::move(file), std::move(*waiting));
+        located(id, std::move(file));
       });
     }).detach();
   } catch (const std::system_error& e) {
+    {
+      std::lock_guard lock(bridge_->mutex);
+      bridge_->inside.erase(id);
+    }
+    auto waiting = std::move(lookups_.at(id).done);
+    lookups_.erase(id);
     return answer_soon(make_error(std::string("fadd cannot start a thread to look for the compiler: ") + e.what() +
                                   "; submit again later"),
-                       std::move(*waiting));
+                       std::move(waiting));
   }
-  ++locating_[uid];
-  if (locating_total_++ == 0) locating_work_.emplace(io_.get_executor());  // io.run() waits for the answer
+  if (lookups_.size() == 1) locating_work_.emplace(io_.get_executor());  // io.run() waits for the answer
 }
 
-void ToolchainProber::located(const ToolchainQuery& query, Result<CompilerFile> file, ToolchainCallback done) {
+void ToolchainProber::located(std::uint64_t id, Result<CompilerFile> file) {
+  auto it = lookups_.find(id);
+  if (it == lookups_.end()) return;
+  const ToolchainQuery query = std::move(it->second.query);
+  ToolchainCallback done = std::move(it->second.done);
+  lookups_.erase(it);
+  if (lookups_.empty()) locating_work_.reset();
   const uid_t uid = query.run_as ? query.run_as->uid : ::geteuid();
-  if (--locating_[uid] == 0) locating_.erase(uid);
-  if (--locating_total_ == 0) locating_work_.reset();
   if (!file) return done(Error{file.error()});
   // Every answer carries the files as just found, cached or not.
   done = [done = std::move(done), identity = file->identity](Result<Toolchain> result) {

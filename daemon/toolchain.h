@@ -85,16 +85,17 @@ class ToolchainProber {
   static constexpr std::size_t kMaxCached = 64;
   /// One user's probes of slow "compilers" must leave room for everyone else's.
   static constexpr std::size_t kMaxInFlightPerUser = 2;
-  /// Threads looking for compilers, in all and for one user. A thread blocked
-  /// on a hung mount stays blocked until the mount answers; past these, fadd
-  /// refuses instead of starting more.
+  /// Threads looking for compilers for longer than `slow_lookup`, in all and
+  /// for one user. A thread blocked on a hung mount stays blocked until the
+  /// mount answers; past these, fadd refuses instead of starting more.
   static constexpr std::size_t kMaxLocating = 16;
   static constexpr std::size_t kMaxLocatingPerUser = 4;
 
   /// `exec_helper`: fad-exec, through which probes start (exec_helper.h).
   explicit ToolchainProber(boost::asio::io_context& io, std::chrono::milliseconds timeout = std::chrono::seconds(30),
                            std::size_t max_in_flight = 8, std::string exec_helper = {},
-                           CompilerLocator locator = locate_compiler);
+                           CompilerLocator locator = locate_compiler,
+                           std::chrono::milliseconds slow_lookup = std::chrono::seconds(1));
   /// Kills probes still running; their callbacks never run.
   ~ToolchainProber();
   ToolchainProber(const ToolchainProber&) = delete;
@@ -106,8 +107,8 @@ class ToolchainProber {
 
   /// Compilers being probed now.
   std::size_t in_flight() const { return probes_.size(); }
-  /// Compiler names being looked for now (on their threads).
-  std::size_t locating() const { return locating_total_; }
+  /// Compiler names being looked for now (threads still inside the lookup).
+  std::size_t locating() const;
   /// Answers remembered now.
   std::size_t cached() const { return cache_.size(); }
 
@@ -125,8 +126,13 @@ class ToolchainProber {
   };
   struct Probe;
   struct Bridge;
-  /// get(), once the compiler's file was found (or not), on the event loop.
-  void located(const ToolchainQuery& query, Result<CompilerFile> file, ToolchainCallback done);
+  /// A get() whose compiler's file is being looked for.
+  struct Lookup {
+    ToolchainQuery query;
+    ToolchainCallback done;
+  };
+  /// get(), once lookup `id` found the compiler's file (or not), on the event loop.
+  void located(std::uint64_t id, Result<CompilerFile> file);
   void answer_soon(Result<Toolchain> result, ToolchainCallback done);
   void finish(const Key& key, Result<Toolchain> result, std::int64_t size, std::int64_t mtime_ns);
 
@@ -138,8 +144,9 @@ class ToolchainProber {
   std::map<Key, std::shared_ptr<Probe>> probes_;
   std::string exec_helper_;
   CompilerLocator locator_;
-  std::map<uid_t, std::size_t> locating_;  ///< per user, while their threads run
-  std::size_t locating_total_ = 0;
+  std::chrono::milliseconds slow_lookup_;
+  std::map<std::uint64_t, Lookup> lookups_;  ///< waiting for their threads' answers
+  std::uint64_t lookup_ids_ = 0;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> locating_work_;
   std::shared_ptr<bool> alive_;
   std::shared_ptr<Bridge> bridge_;  ///< how a locating thread reaches the loop, while this prober lives

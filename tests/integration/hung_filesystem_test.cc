@@ -95,10 +95,10 @@ TEST_CASE("a compiler on a filesystem that stopped answering holds only the subm
   const auto out = [&](const std::string& name) { return d.dir() / name; };
   const pid_t stat_submit =
       start_process({FAD_FAD_BIN, "submit", "--socket", d.socket(), "--arch", "9.0", "--nvcc", mount.path("stat/nvcc")},
-                    {}, out("stat.out"), out("stat.err"));
+                    {{"FAD_TIMEOUT", "600"}}, out("stat.out"), out("stat.err"));
   const pid_t exec_submit =
       start_process({FAD_FAD_BIN, "submit", "--socket", d.socket(), "--arch", "9.0", "--nvcc", mount.path("open/nvcc")},
-                    {}, out("exec.out"), out("exec.err"));
+                    {{"FAD_TIMEOUT", "600"}}, out("exec.out"), out("exec.err"));
   REQUIRE(wait_for([&] { return mount.hanging("getattr /stat/nvcc") && mount.hanging("open /open/nvcc"); },
                    std::chrono::seconds(30)));
   mount.hang_nvcc();
@@ -118,7 +118,9 @@ TEST_CASE("a compiler on a filesystem that stopped answering holds only the subm
   CHECK(wait_process(stat_submit, 60) != 0);
   CHECK_THAT(slurp(out("stat.err")), Catch::Contains(mount.path("stat/nvcc")));
   CHECK(wait_process(exec_submit, 60) != 0);
-  CHECK_THAT(slurp(out("exec.err")), Catch::Contains("cannot run " + mount.path("open/nvcc")));
+  // Its probe's time limit (30 s) may have struck first on a slow machine: also an answer.
+  CHECK_THAT(slurp(out("exec.err")), Catch::Contains("cannot run " + mount.path("open/nvcc")) ||
+                                         Catch::Contains("did not answer within the time limit"));
   const auto ended = d.wait_final(hung);
   CHECK(ended.at("state") == "failed");
   // (Its compiles came from the compile cache; the link ran the compiler.)

@@ -40,6 +40,25 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
   ::chmod(top.c_str(), 01777);  // sticky, like /tmp: others cannot rename root's entries
   CHECK(only_root_can_write(cache));
   ::chmod(top.c_str(), 0755);
+  // But the cache itself sticky: others could still add entries to it.
+  ::chmod(cache.c_str(), 01777);
+  auto sticky = only_root_can_write(cache);
+  REQUIRE_FALSE(sticky);
+  CHECK(sticky.error() == cache + " is writable by everyone (mode 1777)");
+  ::chmod(cache.c_str(), 0755);
+
+  // An entry someone else left inside (while the cache was shared), however deep.
+  ::mkdir((cache + "/o").c_str(), 0755);
+  test::write_file(cache + "/o/planted", "object");
+  REQUIRE(::chown((cache + "/o/planted").c_str(), 65534, 65534) == 0);
+  auto planted = only_root_can_write(cache);
+  REQUIRE_FALSE(planted);
+  CHECK_THAT(planted.error(), Contains(cache + "/o/planted belongs to "));
+  REQUIRE(::chown((cache + "/o/planted").c_str(), 0, 0) == 0);
+  CHECK(only_root_can_write(cache));
+
+  // Not there yet: judged by the directory that will hold it.
+  CHECK(only_root_can_write(cache + "/not/yet"));
 
   // Another user's directory.
   REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);

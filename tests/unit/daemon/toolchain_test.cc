@@ -132,7 +132,8 @@ TEST_CASE("toolchain: a compiler path that hangs holds only its own submit, and 
   TempDir dir("fad-toolchain");
   HungMount mount;
   boost::asio::io_context io;
-  ToolchainProber prober(io, std::chrono::seconds(30), 8, "", mount.locator());
+  // Every lookup counts against the limits at once (fadd: after a second).
+  ToolchainProber prober(io, std::chrono::seconds(30), 8, "", mount.locator(), std::chrono::milliseconds(0));
   std::vector<std::optional<Result<Toolchain>>> hung(ToolchainProber::kMaxLocatingPerUser + 1);
   const auto ask = [&](std::size_t i) {
     prober.get(ToolchainQuery{"/hung/nvcc" + std::to_string(i), std::nullopt},
@@ -162,6 +163,26 @@ TEST_CASE("toolchain: a compiler path that hangs holds only its own submit, and 
   for (std::size_t i = 0; i + 1 < hung.size(); ++i) {
     REQUIRE(hung[i]);
     CHECK_THAT(hung[i]->error(), Contains("is not an executable file"));
+  }
+}
+
+TEST_CASE("toolchain: a burst of submits whose compiler answers at once is never refused", "[toolchain]") {
+  TempDir dir("fad-toolchain");
+  const std::string nvcc = fake_nvcc(dir, "nvcc");
+  boost::asio::io_context io;
+  ToolchainProber prober(io);
+  std::vector<std::optional<Result<Toolchain>>> answers(3 * ToolchainProber::kMaxLocatingPerUser);
+  for (std::size_t i = 0; i < answers.size(); ++i)
+    prober.get(ToolchainQuery{nvcc, std::nullopt}, [&answers, i](Result<Toolchain> r) { answers[i] = std::move(r); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::any_of(answers.begin(), answers.end(), [](const auto& a) { return !a; }) &&
+         std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(20));
+  }
+  for (const auto& a : answers) {
+    REQUIRE(a);
+    CHECK(a->ok());
   }
 }
 
