@@ -26,6 +26,22 @@ LaunchRequest launch_request(const std::string& dir, bool cached) {
   return req;
 }
 
+/// Makes `f`'s engine again with a compile cache in `cache_dir` and a real
+/// (script) compiler for the cache to identify (its --version).
+void engine_with_cache(EngineFixture& f, const fs::path& cache_dir) {
+  const fs::path nvcc = f.tmp / "toolkit/bin/nvcc";
+  write_file(nvcc, "#!/bin/sh\necho 'Cuda compilation tools, release 13.0'\n");
+  fs::permissions(nvcc, fs::perms::owner_all);
+  f.options.cache = CacheSettings{cache_dir, 1ull << 30};
+  f.engine = std::make_unique<Engine>(f.options, *f.store, f.clock, f.probe, f.launcher,
+                                      [nvcc](const ToolchainQuery&, ToolchainCallback done) {
+                                        Toolchain tc = fake_toolchain();
+                                        tc.path = nvcc.string();
+                                        tc.file_identity = compiler_file_identity(tc.path);
+                                        done(Result<Toolchain>(tc));
+                                      });
+}
+
 }  // namespace
 
 TEST_CASE("engine: a cache hit reported by a launcher is recorded, cached, and never scheduled", "[engine][cache]") {
@@ -77,18 +93,7 @@ TEST_CASE("engine: a launch that names its compiler version is not probed, and i
 TEST_CASE("engine: bundled units are stored in the cache when they succeed and restored at the next submit",
           "[engine][cache]") {
   EngineFixture f;
-  // A real compiler for the cache to identify (its --version), and a cache directory.
-  const fs::path nvcc = f.tmp / "toolkit/bin/nvcc";
-  write_file(nvcc, "#!/bin/sh\necho 'Cuda compilation tools, release 13.0'\n");
-  fs::permissions(nvcc, fs::perms::owner_all);
-  f.options.cache = CacheSettings{f.tmp / "cache", 1ull << 30};
-  f.engine = std::make_unique<Engine>(f.options, *f.store, f.clock, f.probe, f.launcher,
-                                      [&](const ToolchainQuery&, ToolchainCallback done) {
-                                        Toolchain tc = fake_toolchain();
-                                        tc.path = nvcc.string();
-                                        tc.file_identity = compiler_file_identity(tc.path);
-                                        done(Result<Toolchain>(tc));
-                                      });
+  engine_with_cache(f, f.tmp / "cache");
   const auto first = f.submit({"9.0"});
   f.engine->tick();
   REQUIRE(f.launcher.live() == kCompileUnits);
@@ -134,21 +139,11 @@ TEST_CASE("engine: a root fadd compiles without a cache directory others can wri
   }
   for (const mode_t mode : {0755, 02775}) {
     EngineFixture f;
-    const fs::path nvcc = f.tmp / "toolkit/bin/nvcc";
-    write_file(nvcc, "#!/bin/sh\necho 'Cuda compilation tools, release 13.0'\n");
-    fs::permissions(nvcc, fs::perms::owner_all);
     const fs::path dir = f.tmp / "cache";
     fs::create_directories(dir);
     ::chmod(dir.c_str(), mode);
-    f.options.cache = CacheSettings{dir, 1ull << 30};
     REQUIRE(f.options.daemon_uid == 0);
-    f.engine = std::make_unique<Engine>(f.options, *f.store, f.clock, f.probe, f.launcher,
-                                        [&](const ToolchainQuery&, ToolchainCallback done) {
-                                          Toolchain tc = fake_toolchain();
-                                          tc.path = nvcc.string();
-                                          tc.file_identity = compiler_file_identity(tc.path);
-                                          done(Result<Toolchain>(tc));
-                                        });
+    engine_with_cache(f, dir);
     const auto id = f.submit({"9.0"});
     f.engine->tick();
     // With a cache, each compile is asked for the dependency file it stores by.
