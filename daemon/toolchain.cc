@@ -56,6 +56,10 @@ Result<Toolchain> toolchain_from_output(const std::string& path, const std::stri
 }
 
 namespace {
+// Lookup threads at once, however young: a burst of submits naming a hung
+// path, all within `slow_lookup`, must not start threads without end.
+constexpr std::size_t kMaxLookupThreads = 64;
+
 std::string stat_line(const std::filesystem::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return p.string() + " absent\n";
@@ -153,6 +157,10 @@ void ToolchainProber::get(const ToolchainQuery& query, ToolchainCallback done) {
   {
     std::lock_guard lock(bridge_->mutex);
     const auto [all, mine] = bridge_->slow_ones(uid, slow_lookup_);
+    if (bridge_->inside.size() >= kMaxLookupThreads)
+      return answer_soon(make_error("fadd is looking for " + std::to_string(bridge_->inside.size()) +
+                                    " compilers at once, the most it does; submit again in a moment"),
+                         std::move(done));
     if (all >= kMaxLocating)
       return answer_soon(make_error("fadd is still looking for " + std::to_string(all) +
                                     " compilers (a filesystem that does not answer?); submit again later"),

@@ -166,6 +166,29 @@ TEST_CASE("toolchain: a compiler path that hangs holds only its own submit, and 
   }
 }
 
+TEST_CASE("toolchain: a burst of submits naming a hung path starts at most 64 lookup threads", "[toolchain]") {
+  HungMount mount;
+  boost::asio::io_context io;
+  // None is slow yet (an hour): only the cap on threads applies.
+  ToolchainProber prober(io, std::chrono::seconds(30), 8, "", mount.locator(), std::chrono::hours(1));
+  std::vector<std::optional<Result<Toolchain>>> answers(65);
+  for (std::size_t i = 0; i < answers.size(); ++i)
+    prober.get(ToolchainQuery{"/hung/nvcc" + std::to_string(i), std::nullopt},
+               [&answers, i](Result<Toolchain> r) { answers[i] = std::move(r); });
+  io.restart();
+  io.poll();
+  CHECK(prober.locating() == 64);
+  REQUIRE(answers.back());
+  CHECK_THAT(answers.back()->error(), Contains("looking for 64 compilers at once"));
+  mount.release->set_value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (prober.locating() > 0 && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(20));
+  }
+  CHECK(prober.locating() == 0);
+}
+
 TEST_CASE("toolchain: a burst of submits whose compiler answers at once is never refused", "[toolchain]") {
   TempDir dir("fad-toolchain");
   const std::string nvcc = fake_nvcc(dir, "nvcc");
