@@ -60,15 +60,17 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
     // Root restores what the cache holds into its own builds: only a cache
     // no one else can write may serve it (root_only_path.h). Judged before
     // opening it: opening creates and changes files in it, as root.
-    auto trusted = options_.daemon_uid == 0 ? only_root_can_write(options_.cache.dir) : ok_status();
-    if (!trusted) {
+    const auto trusted_dir = [this] {
+      return options_.daemon_uid == 0 ? only_root_can_write(options_.cache.dir) : ok_status();
+    };
+    if (auto trusted = trusted_dir(); !trusted) {
       spdlog::warn(
           "compiling without the compile cache: fadd runs as root and {}; set cache_dir to a directory "
           "only root can write, or cache_size to 0",
           trusted.error());
     } else if (auto cache = CompileCache::open(options_.cache)) {
       // Once more if it was just created: a umask may have let the group in.
-      if (auto still = options_.daemon_uid == 0 ? only_root_can_write(options_.cache.dir) : ok_status(); still)
+      if (auto still = trusted_dir(); still)
         cache_ = std::move(*cache);
       else
         spdlog::warn("compiling without the compile cache: fadd runs as root and {}", still.error());

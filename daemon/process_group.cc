@@ -57,10 +57,11 @@ std::optional<ProcessInfo> read_process_info(int pid) {
 }
 
 namespace {
-/// Calls `visit` with the stat and status texts of every process of group
-/// `pgid` found under `proc_root`.
+/// Calls `visit` with the group, stat and status texts of every process under
+/// `proc_root` whose group is one of `pgids`, in one pass over the directory.
 template <typename Visit>
-void for_each_group_member(const std::string& proc_root, int pgid, Visit visit) {
+void for_each_member(const std::string& proc_root, const std::set<int>& pgids, Visit visit) {
+  if (pgids.empty()) return;
   DIR* dir = ::opendir(proc_root.c_str());
   if (!dir) return;
   while (auto* entry = ::readdir(dir)) {
@@ -69,8 +70,8 @@ void for_each_group_member(const std::string& proc_root, int pgid, Visit visit) 
     const std::string base = proc_root + "/" + name;
     const std::string stat = read_small_file(base + "/stat");
     auto group = parse_stat_pgid(stat);
-    if (!group || *group != pgid) continue;
-    visit(std::string_view(stat), std::string_view(read_small_file(base + "/status")));
+    if (!group || !pgids.count(*group)) continue;
+    visit(*group, std::string_view(stat), std::string_view(read_small_file(base + "/status")));
   }
   ::closedir(dir);
 }
@@ -79,20 +80,11 @@ void for_each_group_member(const std::string& proc_root, int pgid, Visit visit) 
 std::map<int, std::uint64_t> process_groups_rss(const std::string& proc_root, const std::set<int>& pgids) {
   std::map<int, std::uint64_t> totals;
   for (int pgid : pgids) totals[pgid] = 0;
-  if (pgids.empty()) return totals;
-  // One pass over /proc for all groups: a pass per running unit would read
-  // every process's stat once per unit and tick.
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (!dir) return totals;
-  while (auto* entry = ::readdir(dir)) {
-    const char* name = entry->d_name;
-    if (name[0] < '0' || name[0] > '9') continue;
-    const std::string base = proc_root + "/" + name;
-    auto group = parse_stat_pgid(read_small_file(base + "/stat"));
-    if (!group || !pgids.count(*group)) continue;
-    if (auto rss = parse_status_rss(read_small_file(base + "/status"))) totals[*group] += *rss;
-  }
-  ::closedir(dir);
+  // One pass for all groups: a pass per running unit would read every
+  // process's stat once per unit and tick.
+  for_each_member(proc_root, pgids, [&](int group, std::string_view, std::string_view status) {
+    if (auto rss = parse_status_rss(status)) totals[group] += *rss;
+  });
   return totals;
 }
 
@@ -108,7 +100,7 @@ std::map<int, std::uint64_t> ProcessLauncher::groups_memory(const std::set<int>&
 
 std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid) {
   std::vector<unsigned> owners;
-  for_each_group_member(proc_root, pgid, [&](std::string_view stat, std::string_view status) {
+  for_each_member(proc_root, {pgid}, [&](int, std::string_view stat, std::string_view status) {
     if (auto info = parse_process_info(stat, status)) owners.push_back(info->uid);
   });
   return owners;
