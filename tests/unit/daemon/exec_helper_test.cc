@@ -17,17 +17,8 @@ namespace fad {
 namespace {
 
 using Catch::Contains;
+using test::run_until;
 using test::TempDir;
-
-/// Runs `io` until `done()` or 20 s passed.
-template <typename Done>
-void run_until(boost::asio::io_context& io, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(20));
-  }
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,8 @@
 
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include "common/arch.h"
 #include "daemon/clock.h"
 #include "daemon/engine.h"
@@ -29,6 +32,16 @@
 namespace fad::test {
 
 namespace fs = std::filesystem;
+
+/// Runs `io` until `done()` holds or 20 s passed (the caller checks which).
+template <typename Done>
+void run_until(boost::asio::io_context& io, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(20));
+  }
+}
 
 /// A unique directory under the system temp dir, removed with everything in it.
 class TempDir {

@@ -19,6 +19,7 @@ namespace fad {
 namespace {
 
 using Catch::Contains;
+using test::run_until;
 using test::TempDir;
 using test::write_file;
 
@@ -40,11 +41,7 @@ Result<Toolchain> probe(boost::asio::io_context& io, ToolchainProber& prober, co
                         std::optional<Credentials> run_as = std::nullopt) {
   std::optional<Result<Toolchain>> answer;
   prober.get(ToolchainQuery{nvcc, std::move(run_as)}, [&answer](Result<Toolchain> r) { answer = std::move(r); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!answer && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(50));
-  }
+  run_until(io, [&] { return answer.has_value(); });
   REQUIRE(answer);
   return *answer;
 }
@@ -103,11 +100,7 @@ TEST_CASE("toolchain: one user's slow probes leave room for other users' submits
   const auto answered = [&] {
     return std::count_if(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); });
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (answered() == 0 && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(20));
-  }
+  run_until(io, [&] { return answered() > 0; });
   CHECK(prober.in_flight() == ToolchainProber::kMaxInFlightPerUser);
   REQUIRE(answered() == 1);
   for (const auto& a : answers)
@@ -154,11 +147,7 @@ TEST_CASE("toolchain: a compiler path that hangs holds only its own submit, and 
   for (std::size_t i = 0; i + 1 < hung.size(); ++i) CHECK_FALSE(hung[i]);
   // The mount answers: every waiting submit gets its answer.
   mount.release->set_value();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (prober.locating() > 0 && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(20));
-  }
+  run_until(io, [&] { return prober.locating() == 0; });
   CHECK(prober.locating() == 0);
   for (std::size_t i = 0; i + 1 < hung.size(); ++i) {
     REQUIRE(hung[i]);
@@ -181,11 +170,7 @@ TEST_CASE("toolchain: a burst of submits naming a hung path starts at most 64 lo
   REQUIRE(answers.back());
   CHECK_THAT(answers.back()->error(), Contains("looking for 64 compilers at once"));
   mount.release->set_value();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (prober.locating() > 0 && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(20));
-  }
+  run_until(io, [&] { return prober.locating() == 0; });
   CHECK(prober.locating() == 0);
 }
 
@@ -197,12 +182,8 @@ TEST_CASE("toolchain: a burst of submits whose compiler answers at once is never
   std::vector<std::optional<Result<Toolchain>>> answers(3 * ToolchainProber::kMaxLocatingPerUser);
   for (std::size_t i = 0; i < answers.size(); ++i)
     prober.get(ToolchainQuery{nvcc, std::nullopt}, [&answers, i](Result<Toolchain> r) { answers[i] = std::move(r); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::any_of(answers.begin(), answers.end(), [](const auto& a) { return !a; }) &&
-         std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(20));
-  }
+  run_until(io,
+            [&] { return std::all_of(answers.begin(), answers.end(), [](const auto& a) { return a.has_value(); }); });
   for (const auto& a : answers) {
     REQUIRE(a);
     CHECK(a->ok());
