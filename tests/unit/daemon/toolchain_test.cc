@@ -146,8 +146,9 @@ TEST_CASE("toolchain: a compiler path that hangs holds only its own submit, and 
   CHECK_THAT(hung.back()->error(), Contains("still looking for 4 compilers you named"));
   for (std::size_t i = 0; i + 1 < hung.size(); ++i) CHECK_FALSE(hung[i]);
   // The mount answers: every waiting submit gets its answer.
+  // A thread leaves the count before its answer reaches the loop: wait for the answers.
   mount.release->set_value();
-  run_until(io, [&] { return prober.locating() == 0; });
+  run_until(io, [&] { return std::all_of(hung.begin(), hung.end(), [](const auto& a) { return a.has_value(); }); });
   CHECK(prober.locating() == 0);
   for (std::size_t i = 0; i + 1 < hung.size(); ++i) {
     REQUIRE(hung[i]);
