@@ -522,6 +522,9 @@ void Store::mark_pruned(std::int64_t id, const std::string& at) {
   db_.prepare("UPDATE builds SET pruned_at = ? WHERE id = ? AND pruned_at IS NULL").bind(1, at).bind(2, id).run();
   db_.prepare("DELETE FROM unit_samples WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
   db_.prepare("DELETE FROM unit_events WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
+  // Command lines (up to 128 KiB each) are only ever needed to run or retry
+  // a unit, and a pruned build can do neither.
+  db_.prepare("UPDATE units SET argv = '[]' WHERE build_id = ?").bind(1, id).run();
   tx.commit();
 }
 

@@ -118,9 +118,9 @@ class Store {
   /// Finished builds not yet pruned whose finished_at (RFC 3339) is at or
   /// before `finished_by`, oldest first. Never a queued, running or paused one.
   std::vector<BuildRecord> prunable_builds(const std::string& finished_by);
-  /// Records that a build's outputs and logs were deleted; its rows stay.
-  /// Marks a build pruned and deletes its units' memory curves and events
-  /// (what `fad report` draws; the unit rows stay).
+  /// Records that a build's outputs and logs were deleted: marks it pruned
+  /// and deletes its units' memory curves and events (what `fad report`
+  /// draws) and command lines. The build and unit rows stay.
   void mark_pruned(std::int64_t id, const std::string& at);
 
   std::vector<UnitRecord> units(std::int64_t build_id);

@@ -88,6 +88,7 @@ TEST_CASE("prune: old finished builds lose outputs and logs but keep their rows,
   CHECK(dry.result.at("bytes").get<std::uint64_t>() > 0);
   CHECK(fs::exists(f.build_dir(old_ok)));
   CHECK_FALSE(f.store->build(old_ok)->pruned_at.has_value());
+  for (const auto& u : f.store->units(old_ok)) CHECK_FALSE(u.argv.empty());
 
   const auto attempts = f.store->unit_attempts(old_ok).size();
   f.store->add_unit_event(UnitEvent{f.store->units(old_ok).front().id, 1.0, "paused", "by the user"});
@@ -108,6 +109,9 @@ TEST_CASE("prune: old finished builds lose outputs and logs but keep their rows,
   CHECK(b->state == BuildState::succeeded);
   CHECK(b->pruned_at == std::optional<std::string>("2026-02-05T00:00:00Z"));
   CHECK(f.store->units(old_ok).size() == 5);
+  // Nor do their command lines: nothing can run or retry them any more.
+  for (const auto& u : f.store->units(old_ok)) CHECK(u.argv.empty());
+  for (const auto& u : f.store->units(active)) CHECK_FALSE(u.argv.empty());
   CHECK(f.store->history().size() == learned);  // the estimator keeps what it learned
   CHECK(f.store->finished_builds(10).size() == 2);
 
