@@ -29,7 +29,7 @@ using json = nlohmann::json;
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, max_builds_per_user, nvcc_threads, nvcc, unit_memory_prior, "
     "poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, kernels_dir, cache_dir, cache_size, "
-    "retention, log_max_size, log_max_files, executor, slurm";
+    "retention, log_max_size, log_max_files, unit_max_file_size, executor, slurm";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -162,6 +162,15 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     auto n = integer_in(v, 1, 100);
     if (!n) return "expected an integer from 1 to 100, got " + v.dump();
     config.log_max_files = static_cast<int>(*n);
+  } else if (key == "unit_max_file_size") {
+    if (v == "unlimited") {
+      config.unit_max_file_size = 0;
+      return "";
+    }
+    Result<std::uint64_t> size = size_value(v);
+    if (!size) return size.error() + " (or \"unlimited\")";
+    if (*size < (1ull << 20)) return "must be at least 1M (or \"unlimited\")";
+    config.unit_max_file_size = *size;
   } else if (key == "cache_size") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (0 turns the compile cache off)";

@@ -39,6 +39,10 @@ struct Config {
   std::optional<std::int64_t> retention_s = 30 * 86400;
   std::uint64_t log_max_size = 10ull << 20;  ///< --log-file: rotate past this size
   int log_max_files = 3;                     ///< --log-file: rotated files kept
+  /// The largest file a unit may write (RLIMIT_FSIZE), its log included: a
+  /// compiler printing without end must not fill the disk fadd's database is
+  /// on. Far above any object file. 0 = "unlimited".
+  std::uint64_t unit_max_file_size = 16ull << 30;
   std::optional<std::string> socket;
   /// Who may connect to the socket besides fadd's user: the socket's group
   /// and mode ("0660" lets the group in). Everyone who can connect is known

@@ -65,6 +65,7 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   setup.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
   setup.run_as = spec.run_as ? &*spec.run_as : nullptr;
   setup.raise_oom_score = true;
+  setup.max_file_bytes = spec.max_file_bytes;
   // The launcher's error_code overload: basic_process's constructor would throw.
   // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -49,6 +49,15 @@ int ChildSetup::run_in_child() const {
     // right victim, not the daemon or the user's desktop.
     become_oom_victim();
   }
+  if (max_file_bytes > 0) {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_FSIZE, &lim) == 0) {
+      const auto wanted = static_cast<rlim_t>(max_file_bytes);
+      if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max > wanted) lim.rlim_max = wanted;
+      if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > lim.rlim_max) lim.rlim_cur = lim.rlim_max;
+      if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return errno;
+    }
+  }
   if (run_as) {
     if (const int err = drop_to(*run_as); err != 0) return err;
   }

@@ -24,6 +24,9 @@ struct ChildSetup {
   int cgroup_procs_fd = -1;             ///< a unit cgroup to join first; -1 for none
   const Credentials* run_as = nullptr;  ///< drop to these (fadd is root); null to keep fadd's
   bool raise_oom_score = false;         ///< make it the OOM killer's first choice (compiles)
+  /// RLIMIT_FSIZE, soft and hard, so the compiler cannot raise it; 0 = leave
+  /// fadd's. Never raises a lower limit fadd was started with.
+  std::uint64_t max_file_bytes = 0;
 
   /// Runs in the child. Only system calls: the child of a daemon may hold
   /// locks another thread took. Returns 0 or the errno of what failed.

@@ -42,6 +42,15 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
   if (!creds) return std::nullopt;
   return FileOwner{creds->uid, creds->gid};
 }
+
+/// ", exit code N" for a failed unit, with the cause where fad set it: the
+/// kernel's SIGXFSZ alone tells a user nothing.
+std::string failure_text(const ExitInfo& info, std::uint64_t max_file_size) {
+  std::string text = ", exit code " + std::to_string(info.exit_code);
+  if (info.signaled && info.exit_code == 128 + SIGXFSZ && max_file_size > 0)
+    text += ": it wrote a file past unit_max_file_size (" + format_size(max_file_size) + ")";
+  return text;
+}
 }  // namespace
 
 Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& probe, ProcessLauncher& launcher,
@@ -458,8 +467,9 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   }
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
   const auto id = unit.id;
-  auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes},
-                               [this, id](ExitInfo info) { on_exit(id, info); });
+  auto pgid = launcher_.launch(
+      LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes, options_.unit_max_file_size},
+      [this, id](ExitInfo info) { on_exit(id, info); });
   if (!pgid) {
     spdlog::error("unit {}: {}", unit.name, pgid.error());
     write_owned_file(unit.log_path, "fad: " + pgid.error() + "\n", owner);
@@ -725,11 +735,12 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         e.recorded = true;
         if (e.learned) estimator_.learn(*e.learned);
         if (!e.ok && e.launched)
-          spdlog::warn("unit {} of build {} failed with exit code {}", u.name, u.build_id, e.info.exit_code);
+          spdlog::warn("unit {} of build {} failed{}", u.name, u.build_id,
+                       failure_text(e.info, options_.unit_max_file_size));
         std::string summary = !e.launched ? "FAILED " + u.name + ": could not start\n"
                                           : (e.ok ? "finished " : "FAILED ") + u.name + " in " +
                                                 std::to_string(int(e.duration)) + " s, peak " + format_size(r.peak) +
-                                                (e.ok ? "" : ", exit code " + std::to_string(e.info.exit_code)) + "\n";
+                                                (e.ok ? "" : failure_text(e.info, options_.unit_max_file_size)) + "\n";
         std::uint64_t log_size = 0;
         auto excerpt = read_file_slice(u.log_path, 0, kLogExcerptBytes, &log_size);
         if (excerpt) summary += *excerpt;

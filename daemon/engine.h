@@ -65,6 +65,8 @@ struct EngineOptions {
   /// cores). Far above any CUDA library's nvcc count; past it, compiles run
   /// without fadd.
   int max_units_per_launch_build = 10000;
+  /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
+  std::uint64_t unit_max_file_size = 0;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)

@@ -31,6 +31,9 @@ struct LaunchSpec {
   std::string node{};
   int threads = 1;
   std::uint64_t estimate_bytes = 0;
+  /// The largest file it may write, its log included (RLIMIT_FSIZE; past it
+  /// the kernel sends SIGXFSZ); 0 = no limit beyond fadd's own.
+  std::uint64_t max_file_bytes = 0;
 };
 
 struct ExitInfo {

@@ -191,7 +191,11 @@ Result<int> SlurmExecutor::launch(const LaunchSpec& spec, std::function<void(Exi
   const auto unit = spec.unit_id;
   Result<int> pid = make_error("");
   try {
-    pid = local_.launch(LaunchSpec{spec.unit_id, argv, spec.log_path}, [this, unit, on_exit](ExitInfo srun) {
+    // srun hands its (soft) file size limit on to the step (Slurm's
+    // PropagateResourceLimits), and writes the step's output to the log itself.
+    LaunchSpec srun_spec{spec.unit_id, argv, spec.log_path};
+    srun_spec.max_file_bytes = spec.max_file_bytes;
+    pid = local_.launch(srun_spec, [this, unit, on_exit](ExitInfo srun) {
       for (auto it = steps_.begin(); it != steps_.end(); ++it) {
         if (it->second.unit_id != unit || it->second.external) continue;
         Step done = std::move(it->second);

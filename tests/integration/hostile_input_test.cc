@@ -317,3 +317,22 @@ TEST_CASE("compilers fadd starts hold no descriptor but 0, 1 and 2, and fadd's o
   }
   CHECK(checked >= 3);
 }
+
+TEST_CASE("a compiler that floods its log is stopped at unit_max_file_size, and the build says why",
+          "[integration][hostile]") {
+  Daemon d;
+  // 64 MiB of warnings against a 4 MiB limit: the disk fadd's database is on stays safe.
+  d.write_kernels({{"fwd_flood", "print_mb=64"}});
+  d.write_config(R"({"poll_interval_ms": 100, "unit_max_file_size": "4M"})");
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  const auto b = d.wait_final(id);
+  REQUIRE(b.at("state") == "failed");
+  const auto& unit = b.at("unit_list").at(0);
+  CHECK(unit.at("exit_code") == 128 + SIGXFSZ);
+  // Cut off exactly at the limit (fadd's own header line included).
+  CHECK(fs::file_size(unit.at("log").get<std::string>()) == (4u << 20));
+  const auto logs = d.fad({"logs", std::to_string(id)});
+  CHECK(logs.exit_code == 0);
+  CHECK_THAT(logs.out, Catch::Contains("exit code 153: it wrote a file past unit_max_file_size (4.0 MiB)"));
+}

@@ -44,7 +44,8 @@
 //                              profile in the same process group, without a parent-death signal:
 //                              killed with their parent's group, orphaned if only the parent dies.
 // A source file may override all of these for itself with a line
-//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N   (any subset of the keys)
+//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N print_mb=N   (any subset)
+// print_mb=N prints N MiB of warnings to stdout first (a compiler that floods its log).
 // profile=PATH replays that trace (as FAD_FAKE_PROFILE does; a relative PATH is taken from
 // the source file's directory), so units of one build can replay different traces; peak_mb
 // or duration_s in the same line win over it, and it wins over the environment's profiles.
@@ -112,6 +113,7 @@ struct Overrides {
   std::optional<int> exit_code;
   std::optional<std::string> profile;  ///< trace path, resolved against the source's directory
   std::optional<int> children;
+  std::optional<double> print_mb;
 };
 
 std::optional<std::string> env(const char* name) {
@@ -308,6 +310,8 @@ Overrides read_overrides(const std::string& src) {
       o.exit_code = std::atoi(value);
     else if (key == "children")
       o.children = std::atoi(value);
+    else if (key == "print_mb")
+      o.print_mb = std::atof(value);
     else if (key == "profile" && *value) {
       std::string path = value;
       std::size_t slash = src.rfind('/');
@@ -599,6 +603,11 @@ int run_compile(Args args) {
 
   std::printf("fake-nvcc: compiling %s for %s (threads %d)\n", args.src.c_str(),
               args.archs.empty() ? "default arch" : join(args.archs).c_str(), args.threads);
+  if (over.print_mb) {
+    const std::string line = args.src + "(1): warning: fake warning " + std::string(64, 'w') + "\n";
+    for (double printed = 0; printed < *over.print_mb * kMiB; printed += static_cast<double>(line.size()))
+      std::fputs(line.c_str(), stdout);
+  }
   std::fflush(stdout);
   if (!profile.empty()) {
     double peak = 0;

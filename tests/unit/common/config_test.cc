@@ -256,7 +256,18 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->max_builds_per_user == defaults.max_builds_per_user);
   CHECK(shipped->log_level == defaults.log_level);
   CHECK(shipped->cache_size == defaults.cache_size);
+  CHECK(shipped->unit_max_file_size == defaults.unit_max_file_size);
   CHECK(shipped->socket_mode == defaults.socket_mode);
+}
+
+TEST_CASE("unit_max_file_size: a size of at least 1M, or unlimited", "[config]") {
+  CHECK(parse_config("{}", "f.json")->unit_max_file_size == (16ull << 30));
+  CHECK(parse_config(R"({"unit_max_file_size": "2G"})", "f.json")->unit_max_file_size == (2ull << 30));
+  CHECK(parse_config(R"({"unit_max_file_size": "unlimited"})", "f.json")->unit_max_file_size == 0);
+  CHECK(error_lines(parse_config(R"({"unit_max_file_size": "512K"})", "f.json")).at(0) ==
+        "f.json:1: key 'unit_max_file_size': must be at least 1M (or \"unlimited\")");
+  CHECK_THAT(error_lines(parse_config(R"({"unit_max_file_size": "lots"})", "f.json")).at(0),
+             Catch::StartsWith("f.json:1: key 'unit_max_file_size': ") && Catch::EndsWith(" (or \"unlimited\")"));
 }
 
 TEST_CASE("cache_dir and cache_size: the compile cache's keys", "[config]") {
