@@ -10,6 +10,10 @@ namespace fad {
 /// limit's size larger.
 inline constexpr const char* kOomVictimScore = "500";
 
+/// The oom_score_adj fadd takes as root when nobody chose one: its systemd
+/// unit's OOMScoreAdjust, for a fadd started by hand.
+inline constexpr int kDaemonOomScore = -500;
+
 /// Raises the calling process's oom_score_adj to kOomVictimScore (no
 /// privilege needed to raise it; exec keeps it). Async-signal-safe, for a
 /// child between fork and exec; does nothing where /proc is not writable.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/cache_settings.h"
+#include "common/oom_victim.h"
 #include "common/size.h"
 #include "daemon/boost_launcher.h"
 #include "daemon/child_setup.h"
@@ -72,6 +74,21 @@ void raise_fd_limit() {
   }
 }
 
+/// A root fadd started by hand takes what its systemd unit would give it: if
+/// memory runs out the kernel should end a compiler (fadd reruns it) or
+/// anything else before the daemon that records and requeues builds. A score
+/// someone chose (not 0) is theirs; without root, fadd cannot lower its own.
+void lower_own_oom_score() {
+  if (::geteuid() != 0) return;
+  int score = 1;
+  if (!(std::ifstream("/proc/self/oom_score_adj") >> score) || score != 0) return;
+  // A container's root often may not (no CAP_SYS_RESOURCE outside it):
+  // compilers still go first at 500, so this is only worth a note.
+  std::ofstream out("/proc/self/oom_score_adj");
+  if (!(out << kDaemonOomScore << std::flush))
+    spdlog::info("fadd keeps oom_score_adj 0: this root may not lower it to {}", kDaemonOomScore);
+}
+
 /// Who may reach the socket, from the config; fails on a group that vanished.
 Result<ServerOptions> server_options(const Config& c) {
   ServerOptions s;
@@ -96,6 +113,7 @@ int run_daemon(const DaemonOptions& o) {
   cloexec_from(3);
   ::umask(077);
   raise_fd_limit();
+  lower_own_oom_score();
   auto server_opts = server_options(o.config);
   if (!server_opts) {
     spdlog::critical("{}", server_opts.error());

@@ -1,8 +1,8 @@
 // The service lifecycle with the real binaries: `fad daemon stop` returns only
 // once fadd has exited and released its state dir (so a start right after it
 // works, every time), `fad daemon restart`, `fad submit --wait` riding out a
-// daemon restart, systemd readiness, starting without a config file, and
-// fadd.log rotation under `fad daemon start`.
+// daemon restart, systemd readiness, a root fadd's OOM score, starting without
+// a config file, and fadd.log rotation under `fad daemon start`.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -203,6 +203,37 @@ TEST_CASE("systemd: fadd sends READY=1 once its socket answers, STOPPING=1 on SI
   CHECK(d.terminate() == 0);
   CHECK(receive() == "STOPPING=1");
   ::close(fd);
+}
+
+TEST_CASE("a root fadd started by hand takes its unit's OOM score, unless one was chosen for it",
+          "[integration][lifecycle]") {
+  if (::geteuid() != 0) {
+    WARN("SKIP: only root may lower its OOM score; the test did not run");
+    return;
+  }
+  const auto score_of = [](const std::string& pid) {
+    int score = 0;
+    std::ifstream("/proc/" + pid + "/oom_score_adj") >> score;
+    return score;
+  };
+  const int inherited = score_of("self");
+  // A container's root may not lower it: the test asks the kernel first.
+  const bool may_lower = run({"/bin/sh", "-c", "echo -500 > /proc/self/oom_score_adj"}).exit_code == 0;
+  {
+    Daemon d;
+    d.write_kernels(units(1, ""));
+    d.start();
+    const bool lowers = inherited == 0 && may_lower;
+    CHECK(score_of(std::to_string(d.pid())) == (lowers ? -500 : inherited));
+    const bool noted =
+        d.daemon_log().find("fadd keeps oom_score_adj 0: this root may not lower it to -500") != std::string::npos;
+    CHECK(noted == (inherited == 0 && !may_lower));
+  }
+  Daemon d;
+  d.write_kernels(units(1, ""));
+  d.set_wrapper({"/bin/sh", "-c", "echo 100 > /proc/self/oom_score_adj && exec \"$@\"", "sh"});
+  d.start();
+  CHECK(score_of(std::to_string(d.pid())) == 100);
 }
 
 TEST_CASE("fadd starts on the defaults when no config file exists", "[integration][lifecycle]") {
