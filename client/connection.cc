@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,7 +80,8 @@ Result<std::chrono::milliseconds> request_timeout(const std::optional<std::strin
   return std::chrono::milliseconds(std::chrono::seconds(seconds));
 }
 
-CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout) {
+CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout,
+                       std::optional<uid_t>* answered_by) {
   // Whoever could put the socket there could answer in fadd's place.
   if (Status trusted = check_socket_for_client(socket_path); !trusted)
     return CallFailure{kExitUnreachable, trusted.error()};
@@ -94,6 +96,12 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   if (ec == boost::system::errc::permission_denied || ec == boost::system::errc::operation_not_permitted)
     return CallFailure{kExitUnreachable, permission_message(socket_path), false};
   if (ec) return CallFailure{kExitUnreachable, unreachable_message(socket_path, ec.message())};
+  if (answered_by) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    answered_by->reset();
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) *answered_by = cred.uid;
+  }
 
   const std::string line = encode_request(request);
   asio::write(socket, asio::buffer(line), ec);

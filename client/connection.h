@@ -3,6 +3,8 @@
 // polling loops simple and survives a daemon restart between polls.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -43,9 +45,12 @@ Result<std::chrono::milliseconds> request_timeout(const std::optional<std::strin
 /// Connects to `socket_path`, sends `request`, reads one line of at most
 /// kMaxMessageBytes. Gives up after `timeout` without an answer (exit code 3).
 /// Refuses (exit code 3) a socket whose directory another user could have
-/// planted (common/socket_dir.h) without connecting at all.
+/// planted (common/socket_dir.h) without connecting at all. `answered_by`,
+/// when given, receives the uid the kernel gives for the other end of this
+/// very connection (SO_PEERCRED): who sent the answer.
 CallResult call_daemon(const std::string& socket_path, const Request& request,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                       std::optional<uid_t>* answered_by = nullptr);
 
 /// A Sender bound to one socket path.
 Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(60));

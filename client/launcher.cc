@@ -21,6 +21,7 @@
 #include "client/compiler_identity.h"
 #include "client/compiler_process.h"
 #include "client/connection.h"
+#include "client/exit_codes.h"
 #include "client/launch_cache.h"
 #include "client/launch_settings.h"
 #include "client/memory_claim.h"
@@ -82,8 +83,8 @@ void forget_warning() {
 
 /// Sends one request; nullopt (with `why`) when fadd cannot be reached or refuses.
 std::optional<json> ask(const std::string& socket, const std::string& type, const json& body, std::string* why,
-                        bool* refused = nullptr) {
-  auto result = call_daemon(socket, Request{type, body});
+                        bool* refused = nullptr, std::optional<uid_t>* answered_by = nullptr) {
+  auto result = call_daemon(socket, Request{type, body}, std::chrono::seconds(60), answered_by);
   if (std::holds_alternative<CallFailure>(result)) {
     *why = "fadd is not reachable at " + socket;
     return std::nullopt;
@@ -231,7 +232,8 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     bool told = false;
     std::vector<std::string> step;  // fadd runs units on a cluster: the step to run the compiler in
     for (;;) {
-      auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why);
+      std::optional<uid_t> answered_by;
+      auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why, nullptr, &answered_by);
       if (!poll) {
         std::cerr << "fad: " << why << "; compiling without fadd\n";
         return compile_without_fadd(argv, extra, prior, settings, cache.get());
@@ -243,6 +245,16 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
         if (auto it = poll->find("step"); it != poll->end() && it->is_array())
           for (const auto& a : *it)
             if (a.is_string()) step.push_back(a.get<std::string>());
+        // A step is a program this launcher runs with its own rights. Only a
+        // fadd of this very user sends one (a Slurm fadd runs as its user);
+        // from anyone else, a socket in a directory they control (a team
+        // fadd's owner, a planted socket) it would run their program as us.
+        if (!step.empty() && answered_by != std::optional<uid_t>(::getuid())) {
+          std::cerr << "fad: refusing the cluster step sent by the fadd at " << socket << ": it runs as "
+                    << (answered_by ? "uid " + std::to_string(*answered_by) : std::string("an unknown user"))
+                    << ", not as you (uid " << ::getuid() << "), and only your own fadd may choose what runs as you\n";
+          return kExitFailed;
+        }
         break;
       }
       if (state != "queued") {

@@ -6,11 +6,14 @@
 #include <grp.h>
 #include <pwd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <functional>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -279,6 +282,78 @@ TEST_CASE("fad launch as another user: the compile is theirs and root's pid is n
   CHECK(wait_process(child, 30) == 0);
   CHECK(said.find("belongs to root, not to nobody") != std::string::npos);
   CHECK(::kill(d.pid(), 0) == 0);
+}
+
+namespace {
+/// Something answering at a socket as fadd does, that admits every launch
+/// with a cluster step of its choosing: what a socket's owner could send.
+class StepSender {
+ public:
+  StepSender(const fs::path& socket, std::vector<std::string> step) : step_(std::move(step)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket.c_str());
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    ::chmod(socket.c_str(), 0666);
+    REQUIRE(::listen(fd_, 16) == 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~StepSender() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+
+ private:
+  void serve() {
+    for (int client; (client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ::close(client)) {
+      std::string line;
+      char c;
+      while (::read(client, &c, 1) == 1 && c != '\n') line += c;
+      const auto type = json::parse(line, nullptr, false).value("type", std::string());
+      json result = json::object();
+      if (type == "launch") result = {{"unit_id", 7}, {"build_id", 1}};
+      if (type == "launch_poll") result = {{"state", "admitted"}, {"threads", 1}, {"step", step_}};
+      const std::string answer = json{{"v", 1}, {"ok", true}, {"result", result}}.dump() + "\n";
+      [[maybe_unused]] auto n = ::write(client, answer.data(), answer.size());
+    }
+  }
+  std::vector<std::string> step_;
+  int fd_ = -1;
+  std::thread thread_;
+};
+}  // namespace
+
+TEST_CASE("a launcher runs a cluster step only from a fadd of its own user", "[integration][users][hostile]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  const auto work = bins.dir.path() / "work";
+  fs::create_directories(work);
+  fs::permissions(work, fs::perms::all);  // nobody writes its object here; the step's mark too
+  std::ofstream(work / "k.cu") << "// fake-nvcc: duration_s=0\n";
+  const auto mark = work / "step-ran";
+  // Root's (this test's) socket, its step a program of its choosing.
+  StepSender sender(bins.dir.path() / "fadd.sock",
+                    {"/bin/sh", "-c", "id -u > " + mark.string() + "; exec \"$0\" \"$@\""});
+  const std::vector<std::string> launch = {
+      bins.fad, "launch", bins.fake, "-c", (work / "k.cu").string(), "-o", (work / "k.o").string()};
+  const std::map<std::string, std::string> env = {{"FAD_SOCKET", (bins.dir.path() / "fadd.sock").string()},
+                                                  {"FAD_CACHE_SIZE", "0"}};
+  // Another user's launcher refuses to run it: it would run as nobody what root chose.
+  auto refused = run_as_user(who->uid, who->gid, launch, env);
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("refusing the cluster step sent by the fadd at") != std::string::npos);
+  CHECK(refused.err.find("it runs as uid 0, not as you (uid " + std::to_string(who->uid) + ")") != std::string::npos);
+  CHECK_FALSE(fs::exists(mark));
+  CHECK_FALSE(fs::exists(work / "k.o"));
+  // The same user's launcher runs it (a Slurm fadd runs as its user), and the compile in it.
+  auto ran = run(launch, env);
+  INFO(ran.err);
+  CHECK(ran.exit_code == 0);
+  CHECK(slurp_file(mark) == "0\n");
+  CHECK(fs::exists(work / "k.o"));
 }
 
 TEST_CASE("the client refuses a socket directory another user squatted", "[integration][users]") {
