@@ -28,6 +28,7 @@
 #include "daemon/instance_lock.h"
 #include "daemon/memory_probe.h"
 #include "daemon/request_handler.h"
+#include "daemon/root_only_path.h"
 #include "daemon/server.h"
 #include "daemon/slurm_executor.h"
 #include "daemon/store.h"
@@ -123,6 +124,18 @@ int run_daemon(const DaemonOptions& o) {
   // 1. The state dir, private to its owner: it holds compiler logs and outputs.
   //    A root fadd serves several users: they may pass through it (0711) to
   //    their own builds' files, never list it.
+  //    Only fadd's user (or root) may be able to change it: fadd deletes,
+  //    moves and chmods inside it, and another user who could swap an entry
+  //    for a link would choose what. Asked before creating it (nothing is
+  //    made in a directory someone else controls) and after.
+  const auto state_dir_problem = [&] {
+    auto ok = only_owner_can_replace(o.state_dir, ::geteuid());
+    if (!ok)
+      spdlog::critical("refusing state dir {}: {}; keep fadd's state where only {} can change it", o.state_dir,
+                       ok.error(), ::geteuid() == 0 ? "root" : "you (and root)");
+    return !ok;
+  };
+  if (state_dir_problem()) return 1;
   std::error_code ec;
   if (!fs::exists(o.state_dir, ec)) {
     fs::create_directories(o.state_dir, ec);
@@ -131,6 +144,7 @@ int run_daemon(const DaemonOptions& o) {
       return 1;
     }
   }
+  if (state_dir_problem()) return 1;
   if (::geteuid() == 0) {
     fs::create_directories(o.state_dir + "/builds", ec);
     for (const auto& dir : {o.state_dir, o.state_dir + "/builds"}) {

@@ -23,11 +23,13 @@ std::string mode_text(const struct stat& st) {
   return mode;
 }
 
-/// Root's and writable by no one else; a sticky directory only where
-/// `sticky_ok` (a directory above the path, not the path or what it holds).
-Status root_only(const fs::path& p, const struct stat& st, bool sticky_ok) {
-  if (st.st_uid != 0)
-    return make_error(p.string() + " belongs to " + user_name(st.st_uid) + ", not root (mode " + mode_text(st) + ")");
+/// Root's (or `owner`'s) and writable by no one else; a sticky directory only
+/// where `sticky_ok` (a directory above the path, not the path or what it holds).
+Status owner_only(const fs::path& p, const struct stat& st, bool sticky_ok, uid_t owner) {
+  if (st.st_uid != 0 && st.st_uid != owner)
+    return make_error(p.string() + " belongs to " + user_name(st.st_uid) + ", not " +
+                      (owner == 0 ? std::string("root") : user_name(owner) + " or root") + " (mode " + mode_text(st) +
+                      ")");
   // A link's own mode means nothing (always 0777); where it leads is checked.
   if (S_ISLNK(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return ok_status();
   if (sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0) return ok_status();
@@ -35,40 +37,56 @@ Status root_only(const fs::path& p, const struct stat& st, bool sticky_ok) {
                     mode_text(st) + ")");
 }
 
-Status check_above(fs::path p, bool sticky_ok);
+Status check_above(fs::path p, bool sticky_ok, uid_t owner);
 
 /// `p` itself (following a link to where it leads, checked the same way).
-Status check_one(const fs::path& p, bool sticky_ok) {
+Status check_one(const fs::path& p, bool sticky_ok, uid_t owner) {
   struct stat st {};
   if (::lstat(p.c_str(), &st) != 0) return make_error("cannot examine " + p.string() + ": " + std::strerror(errno));
-  if (auto ok = root_only(p, st, sticky_ok); !ok) return ok;
+  if (auto ok = owner_only(p, st, sticky_ok, owner); !ok) return ok;
   if (!S_ISLNK(st.st_mode)) return ok_status();
   std::error_code ec;
   const auto target = fs::canonical(p, ec);
   if (ec) return make_error("cannot resolve " + p.string() + ": " + ec.message());
-  return check_above(target, sticky_ok);
+  // Where it leads, judged as the link itself was; what is above that, as any directory above.
+  if (auto ok = check_one(target, sticky_ok, owner); !ok) return ok;
+  return target.has_relative_path() ? check_above(target.parent_path(), true, owner) : ok_status();
 }
 
 /// `p` and every directory above it.
-Status check_above(fs::path p, bool sticky_ok) {
+Status check_above(fs::path p, bool sticky_ok, uid_t owner) {
   for (;;) {
-    if (auto ok = check_one(p, sticky_ok); !ok) return ok;
+    if (auto ok = check_one(p, sticky_ok, owner); !ok) return ok;
     if (!p.has_relative_path()) return ok_status();
     p = p.parent_path();
   }
 }
 
-}  // namespace
-
-Status only_root_can_write(const std::string& path) {
+/// The path (or, not there yet, the nearest directory above, which will
+/// create it) and everything above it; the path resolved in `checked`.
+Status check_path(const std::string& path, uid_t owner, fs::path& checked) {
   std::error_code ec;
   fs::path p = fs::absolute(path, ec);
   if (ec) return make_error("cannot resolve " + path + ": " + ec.message());
-  // Not there yet: what will create it is the nearest directory above.
   while (p.has_relative_path() && ::access(p.c_str(), F_OK) != 0 && errno == ENOENT) p = p.parent_path();
-  if (auto ok = check_one(p, false); !ok) return ok;
+  checked = p;
+  if (auto ok = check_one(p, false, owner); !ok) return ok;
   if (p.has_relative_path())
-    if (auto ok = check_above(p.parent_path(), true); !ok) return ok;
+    if (auto ok = check_above(p.parent_path(), true, owner); !ok) return ok;
+  return ok_status();
+}
+
+}  // namespace
+
+Status only_owner_can_replace(const std::string& path, uid_t owner) {
+  fs::path p;
+  return check_path(path, owner, p);
+}
+
+Status only_root_can_write(const std::string& path) {
+  fs::path p;
+  if (auto ok = check_path(path, 0, p); !ok) return ok;
+  std::error_code ec;
   // Everything inside: an entry another user put there earlier (while the
   // directory was shared) is as untrusted as the directory was.
   struct stat top {};
@@ -78,7 +96,7 @@ Status only_root_can_write(const std::string& path) {
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;  // gone meanwhile
     if (S_ISLNK(st.st_mode)) return make_error(it->path().string() + " is a symbolic link");
-    if (auto ok = root_only(it->path(), st, false); !ok) return ok;
+    if (auto ok = owner_only(it->path(), st, false, 0); !ok) return ok;
   }
   if (ec) return make_error("cannot list " + p.string() + ": " + ec.message());
   return ok_status();

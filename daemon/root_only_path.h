@@ -7,6 +7,8 @@
 // where others cannot rename or remove root's entries.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "common/result.h"
@@ -19,5 +21,14 @@ namespace fad {
 /// path not there yet is judged by the nearest directory above, which will
 /// create it. Otherwise why not, naming the file, its owner and mode.
 Status only_root_can_write(const std::string& path);
+
+/// Ok when `path` and each directory above it belong to `owner` or root and
+/// are writable by no one else (a directory above may be sticky): no other
+/// user can rename, remove or swap what the path names or holds at its top.
+/// What lies deeper is not examined. A path not there yet is judged by the
+/// nearest directory above. fadd's state dir: another user who could swap
+/// its `trash` or `builds` for a link would have fadd delete or chmod
+/// files of theirs choosing.
+Status only_owner_can_replace(const std::string& path, uid_t owner);
 
 }  // namespace fad

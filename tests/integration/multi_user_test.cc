@@ -356,6 +356,29 @@ TEST_CASE("a launcher runs a cluster step only from a fadd of its own user", "[i
   CHECK(fs::exists(work / "k.o"));
 }
 
+TEST_CASE("a root fadd refuses a state dir another user could change, and creates nothing in it",
+          "[integration][users][hostile]") {
+  NEED_NOBODY(who);
+  TempDir tmp;
+  ::chmod(tmp.path().c_str(), 0755);
+  const auto theirs = tmp.path() / "theirs";
+  fs::create_directories(theirs);
+  ::chown(theirs.c_str(), who->uid, who->gid);
+  // Theirs, or inside theirs: they could swap its trash or builds for a link.
+  for (const auto& state : {theirs, theirs / "state"}) {
+    auto r = run({FAD_FADD_BIN, "--state-dir", state.string(), "--socket", (tmp.path() / "s").string(), "--config",
+                  std::string(FAD_SOURCE_DIR) + "/config/fad.json"},
+                 {}, 30);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(
+        (r.out + r.err).find("refusing state dir " + state.string() + ": " + theirs.string() + " belongs to nobody") !=
+        std::string::npos);
+    CHECK_FALSE(fs::exists(theirs / "state"));
+    CHECK_FALSE(fs::exists(theirs / "fad.db"));
+  }
+}
+
 TEST_CASE("the client refuses a socket directory another user squatted", "[integration][users]") {
   NEED_NOBODY(who);
   // A uid of the test's own, so that no real /tmp/fad-UID is touched.

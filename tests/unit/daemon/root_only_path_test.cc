@@ -78,3 +78,54 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
 }
 
 }  // namespace fad
+
+namespace fad {
+
+TEST_CASE("state dir: only its owner (or root) may change it or any directory above it, whatever it holds",
+          "[root_only_path]") {
+  if (::geteuid() != 0) {
+    WARN("SKIP: needs root to own and hand over directories");
+    return;
+  }
+  test::TempDir tmp("fad-statedir");  // under the sticky /tmp
+  const std::string top = tmp.str();
+  const std::string state = top + "/state";
+  ::mkdir(state.c_str(), 0700);
+  ::chmod(top.c_str(), 0755);
+  CHECK(only_owner_can_replace(state, 0));
+  CHECK(only_owner_can_replace(top + "/not-yet/state", 0));  // judged by what will create it
+  // What it holds is not examined: a root fadd keeps users' build files in it.
+  test::write_file(state + "/theirs", "x");
+  REQUIRE(::chown((state + "/theirs").c_str(), 65534, 65534) == 0);
+  CHECK(only_owner_can_replace(state, 0));
+
+  // Another user's state dir: refused to a root fadd, fine for that user's own.
+  REQUIRE(::chown(state.c_str(), 65534, 65534) == 0);
+  auto foreign = only_owner_can_replace(state, 0);
+  REQUIRE_FALSE(foreign);
+  CHECK_THAT(foreign.error(), Contains(state + " belongs to ") && Contains(", not root (mode 0700)"));
+  CHECK(only_owner_can_replace(state, 65534));
+  // ...and a directory of theirs above root's state dir: they could swap it.
+  REQUIRE(::chown(state.c_str(), 0, 0) == 0);
+  REQUIRE(::chown(top.c_str(), 65534, 65534) == 0);
+  auto above = only_owner_can_replace(state, 0);
+  REQUIRE_FALSE(above);
+  CHECK_THAT(above.error(), Contains(top + " belongs to "));
+  REQUIRE(::chown(top.c_str(), 0, 0) == 0);
+  // A group-writable state dir; a sticky directory above is fine.
+  ::chmod(state.c_str(), 0770);
+  CHECK_FALSE(only_owner_can_replace(state, 0));
+  ::chmod(state.c_str(), 0700);
+  ::chmod(top.c_str(), 01777);
+  CHECK(only_owner_can_replace(state, 0));
+  ::chmod(top.c_str(), 0755);
+  // A link to the state dir is judged where it leads.
+  const std::string link = top + "/link";
+  REQUIRE(::symlink(state.c_str(), link.c_str()) == 0);
+  CHECK(only_owner_can_replace(link, 0));
+  REQUIRE(::chown(state.c_str(), 65534, 65534) == 0);
+  CHECK_FALSE(only_owner_can_replace(link, 0));
+  REQUIRE(::chown(state.c_str(), 0, 0) == 0);
+}
+
+}  // namespace fad
