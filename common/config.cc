@@ -113,7 +113,8 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (!n) return "expected \"auto\" or an integer from 1 to 64, got " + v.dump();
     config.nvcc_threads = static_cast<int>(*n);
   } else if (key == "nvcc") {
-    if (!v.is_string()) return "expected a string (the nvcc program), got " + v.dump();
+    if (!v.is_string() || v.get<std::string>().empty())
+      return "expected a non-empty string (the nvcc program), got " + v.dump();
     config.nvcc = v.get<std::string>();
   } else if (key == "unit_memory_prior") {
     Result<std::uint64_t> size = size_value(v);

@@ -1,7 +1,10 @@
 // fadd's options; see options.h.
 #include "daemon/options.h"
 
+#include <sys/un.h>
+
 #include <filesystem>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -67,6 +70,16 @@ std::string default_kernels_dir(const EnvLookup& env) {
 
 Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLookup& env, unsigned uid) {
   DaemonOptions o;
+  // An empty value is a mistake (an unset shell variable), never a request
+  // for the default: `--state-dir ''` once started on ~/.local/state.
+  const std::pair<const char*, const std::optional<std::string>*> given[] = {
+      {"--config", &f.config},       {"--state-dir", &f.state_dir},
+      {"--socket", &f.socket},       {"--memory-budget", &f.memory_budget},
+      {"--reserve", &f.reserve},     {"--nvcc", &f.nvcc},
+      {"--log-level", &f.log_level}, {"--kernels-dir", &f.kernels_dir},
+      {"--log-file", &f.log_file},   {"--executor", &f.executor}};
+  for (const auto& [name, value] : given)
+    if (*value && (*value)->empty()) return make_error(std::string(name) + ": the value is empty");
   std::optional<std::string> config_path = f.config ? f.config : env("FAD_CONFIG");
   if (!config_path) config_path = default_config_path(env);
   if (config_path) {
@@ -98,7 +111,6 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
   }
   if (f.cores) o.cores = *f.cores;
   if (f.log_file) {
-    if (f.log_file->empty()) return make_error("--log-file: the path is empty");
     std::error_code ec;
     o.log_file = std::filesystem::absolute(*f.log_file, ec).lexically_normal().string();
   }
@@ -108,6 +120,10 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     c.log_level = *f.log_level;
   }
   o.socket = resolve_path(f.socket, env, "FAD_SOCKET", c.socket, default_socket_path(env, uid));
+  if (o.socket.size() >= sizeof(sockaddr_un::sun_path))
+    return make_error("socket path " + o.socket + " is " + std::to_string(o.socket.size()) +
+                      " bytes; a Unix socket's path holds at most " +
+                      std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " (choose a shorter --socket)");
   o.state_dir = resolve_path(f.state_dir, env, "FAD_STATE_DIR", c.state_dir, default_state_dir(env));
   o.kernels_dir = resolve_path(f.kernels_dir, env, "FAD_KERNELS_DIR", c.kernels_dir, default_kernels_dir(env));
   std::error_code ec;

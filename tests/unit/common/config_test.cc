@@ -87,7 +87,7 @@ TEST_CASE("every bad value and unknown key is reported, in file order, with its 
   CHECK(lines[2] == file + ":4: key 'swap': expected \"ignore\" or \"use\", got \"maybe\"");
   CHECK(lines[3] == file + ":5: key 'max_parallel_units': expected an integer >= 0 (0 = no limit), got -1");
   CHECK(lines[4] == file + ":6: key 'nvcc_threads': expected \"auto\" or an integer from 1 to 64, got 65");
-  CHECK(lines[5] == file + ":7: key 'nvcc': expected a string (the nvcc program), got 42");
+  CHECK(lines[5] == file + ":7: key 'nvcc': expected a non-empty string (the nvcc program), got 42");
   CHECK(lines[6] == file + ":8: key 'unit_memory_prior': must be at least 1M");
   CHECK(lines[7] == file + ":9: key 'poll_interval_ms': expected an integer from 50 to 60000, got 10");
   CHECK(lines[8] == file + ":10: key 'log_level': expected one of trace, debug, info, warn, error, got \"verbose\"");
@@ -258,6 +258,11 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->cache_size == defaults.cache_size);
   CHECK(shipped->unit_max_file_size == defaults.unit_max_file_size);
   CHECK(shipped->socket_mode == defaults.socket_mode);
+}
+
+TEST_CASE("an empty nvcc is an error, never a silent default", "[config]") {
+  CHECK(error_lines(parse_config(R"({"nvcc": ""})", "f.json")).at(0) ==
+        "f.json:1: key 'nvcc': expected a non-empty string (the nvcc program), got \"\"");
 }
 
 TEST_CASE("unit_max_file_size: a size of at least 1M, or unlimited", "[config]") {

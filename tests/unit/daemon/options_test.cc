@@ -39,3 +39,29 @@ TEST_CASE("options: a reserve of all the memory there is is refused", "[options]
 }
 
 }  // namespace fad
+
+namespace fad {
+
+TEST_CASE("options: an empty value or a socket path too long for a Unix socket is one usage error", "[options]") {
+  const EnvLookup no_env = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+  const auto resolve = [&](std::vector<const char*> args) {
+    args.insert(args.begin(), "fadd");
+    args.push_back("--config");
+    args.push_back(FAD_SOURCE_DIR "/config/fad.json");
+    auto flags = parse_daemon_flags(static_cast<int>(args.size()), args.data());
+    REQUIRE(flags);
+    return resolve_daemon_options(*flags, no_env, 1000);
+  };
+  for (const char* flag : {"--state-dir", "--socket", "--nvcc", "--kernels-dir", "--reserve", "--log-file"}) {
+    auto r = resolve({flag, ""});
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == std::string(flag) + ": the value is empty");
+  }
+  const std::string longest(107, 's'), too_long(108, 's');
+  CHECK(resolve({"--socket", longest.c_str()}));
+  auto refused = resolve({"--socket", too_long.c_str()});
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error(), Contains("is 108 bytes; a Unix socket's path holds at most 107"));
+}
+
+}  // namespace fad
