@@ -1,6 +1,8 @@
 // The history file and its messages; see history_format.h.
 #include "common/history_format.h"
 
+#include "common/time_text.h"
+
 #include <cmath>
 #include <limits>
 
@@ -65,6 +67,9 @@ Result<HistoryProfile> history_profile_from_json(const json& j) {
   }
   if (p.source.empty() && p.family.empty() && p.content_hash.empty())
     return make_error("a profile must name its source, content_hash or family");
+  // Shown in `fad history` and written out again by every export.
+  if (!p.recorded_at.empty() && !parse_rfc3339(p.recorded_at))
+    return field_error("recorded_at", "an RFC 3339 UTC time such as \"2026-01-01T00:00:00Z\"");
   auto origin = text_field(j, "origin");
   if (!origin || (*origin != "local" && *origin != "imported"))
     return field_error("origin", "\"local\" or \"imported\"");

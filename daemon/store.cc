@@ -803,7 +803,8 @@ std::int64_t Store::trim_history(std::size_t keep, std::size_t max_keys) {
   if (max_keys < static_cast<std::size_t>(INT64_MAX)) {
     db_.prepare(
            "DELETE FROM unit_history WHERE (scope, key) IN (SELECT scope, key FROM (SELECT scope, key, row_number() "
-           "OVER (PARTITION BY scope ORDER BY max(id) DESC) AS recency FROM unit_history GROUP BY scope, key) "
+           "OVER (PARTITION BY scope ORDER BY min(origin = 'imported'), max(id) DESC) AS recency FROM unit_history "
+           "GROUP BY scope, key) "
            "WHERE recency > ?)")
         .bind(1, static_cast<std::int64_t>(max_keys))
         .run();

@@ -173,8 +173,10 @@ class Store {
   /// `keep` of each key and family (local rows newer than imported ones, as
   /// the estimator orders them). Then, in each scope (one per user, and the
   /// shared one) with more than `max_keys` distinct keys, every row of the
-  /// keys last recorded longest ago: a user launching compiles with ever new
-  /// flags must not grow the table (read at every start) without end.
+  /// keys last recorded longest ago, keys only imported first (an import
+  /// never pushes out fadd's own measurements): a user launching compiles
+  /// with ever new flags must not grow the table (read at every start)
+  /// without end.
   /// Returns how many rows went.
   std::int64_t trim_history(std::size_t keep, std::size_t max_keys = SIZE_MAX);
   /// Shared-scope history records (what every user learns from; see

@@ -176,6 +176,13 @@ TEST_CASE("history import refuses bad files with one line and exit 2, before tal
     CHECK(import() == kExitUsage);
     CHECK(d.err.str().find("profiles[1]: field \"family\" must be printable text") != std::string::npos);
   }
+  // A time every export writes out again must be one.
+  doc["profiles"][1] = profile("b.cu", 1);
+  doc["profiles"][1]["recorded_at"] = "not a time";
+  std::ofstream(file.path) << doc.dump();
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("profiles[1]: field \"recorded_at\"") != std::string::npos);
+  doc["profiles"][1] = profile("b.cu", 1);
   fs::remove(file.path);
   fs::create_directory(file.path);
   CHECK(import() == kExitUsage);

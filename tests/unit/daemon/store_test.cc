@@ -500,6 +500,17 @@ TEST_CASE("store: history keeps the keys of each scope seen most recently, past 
   for (const auto& h : store.history()) kept.insert(h.scope + "/" + h.key);
   CHECK(kept == std::set<std::string>{"1000/k2", "1000/k4", "1000/k5", "/s1", "/s2", "2000/k1"});
   CHECK(store.trim_history(5, 3) == 0);
+
+  // A large import, newer than fadd's own measurements, never pushes them out:
+  // the shared scope's local keys s1 and s2 stay, and the newest imported one.
+  store.db().exec("UPDATE unit_history SET origin = 'local' WHERE scope = ''");
+  for (const char* key : {"i1", "i2", "i3"}) add("", key);
+  CHECK(store.trim_history(5, 3) == 2);
+  kept.clear();
+  for (const auto& h : store.history())
+    kept.insert(h.scope + "/" + h.key + (h.origin == "imported" ? " imported" : ""));
+  CHECK(kept == std::set<std::string>{"1000/k2 imported", "1000/k4 imported", "1000/k5 imported", "/s1", "/s2",
+                                      "/i3 imported", "2000/k1 imported"});
 }
 
 TEST_CASE("store: history is trimmed to what the estimator can use, and the estimates do not change", "[store]") {
