@@ -34,7 +34,15 @@ int run_report(const Command& cmd, Context& ctx) {
   auto result = request(ctx, "report", req.to_json(), rc);
   if (!result) return rc;
   if (cmd.json) {
-    ctx.out << with_schema(*result).dump(2) << "\n";
+    // To stdout, or to the file -o names (as the page would have been).
+    const std::string text = with_schema(*result).dump(2) + "\n";
+    if (!cmd.output || *cmd.output == "-") {
+      ctx.out << text;
+      return kExitOk;
+    }
+    if (!write_output(ctx, *cmd.output, text)) return kExitUsage;
+    ctx.out << "wrote " << *cmd.output << " (" << format_size(text.size()) << "): the report's data of build " << req.id
+            << "\n";
     return kExitOk;
   }
   const ReportModel model = build_report_model(*result);

@@ -175,6 +175,12 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
     for (const auto& b : u.at("attempt_list")[0].at("bytes")) top = std::max(top, b.get<std::uint64_t>());
     CHECK(top > (30u << 20));
   }
+  // With -o, the data goes to that file, not to stdout.
+  const auto data_path = d.dir() / "report-data.json";
+  auto to_file = d.fad({"report", std::to_string(id), "--json", "-o", data_path.string()});
+  REQUIRE(to_file.exit_code == 0);
+  CHECK(to_file.out.find("wrote " + data_path.string()) == 0);
+  CHECK(json::parse(slurp(data_path)) == report);
   CHECK(d.fad({"report", "999"}).exit_code == 1);
   // A path that cannot be written, or that is not a file to replace: exit 2, one line.
   auto bad = d.fad({"report", std::to_string(id), "-o", (d.dir() / "no" / "dir" / "r.html").string()});
