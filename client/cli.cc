@@ -83,19 +83,28 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     if (extras.empty()) return usage("missing command", path);
   }
   if (!extras.empty()) {
-    const std::string& first = extras.front();
+    // "--arhc 9.0": the mistyped option is what to name, not the value after it.
+    const auto option =
+        std::find_if(extras.begin(), extras.end(), [](const std::string& w) { return w.size() > 1 && w[0] == '-'; });
+    const std::string& first = option != extras.end() ? *option : extras.front();
     if (first.size() > 1 && first[0] == '-') {
       std::vector<std::string> names;
       for (const CLI::Option* opt : at.get_options())
         for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
       const std::string bare = first.substr(0, first.find('='));
+      // "fad --socket S status": the command's own option, given before it.
+      if (std::find(names.begin(), names.end(), bare) != names.end())
+        return usage(bare + " goes after the command: '" + path + " " + bare + " ...'", path);
       return usage("unknown option " + first + did_you_mean(suggest(bare, names)), path);
     }
-    if (wants_command) {
-      std::vector<std::string> names;
-      for (const CLI::App* sub : at.get_subcommands({})) names.push_back(sub->get_name());
-      return usage("unknown command '" + first + "'" + did_you_mean(suggest(first, names)), path);
-    }
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : at.get_subcommands({})) commands.push_back(sub->get_name());
+    if (wants_command) return usage("unknown command '" + first + "'" + did_you_mean(suggest(first, commands)), path);
+    // "fad history exprt FILE": a command that may go without one, given one
+    // close to a name (CLI11 lists the extras in no useful order).
+    for (const auto& word : extras)
+      if (auto close = suggest(word, commands))
+        return usage("unknown command '" + word + "'" + did_you_mean(close), path);
     return usage("unexpected argument '" + first + "'", path);
   }
   // CLI11's "Could not convert: --limit = 99999999999999": a number out of range, or none.

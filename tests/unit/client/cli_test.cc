@@ -191,6 +191,17 @@ TEST_CASE("unknown options and commands: one line pointing at the right help") {
   CHECK(usage_error({"--foo"}).find("unknown option --foo") != std::string::npos);
   CHECK(usage_error({}).find("missing command") != std::string::npos);
   CHECK(usage_error({"daemon", "start", "--bar"}).find("'fad daemon start --help'") != std::string::npos);
+  // A mistyped option with its value apart: the option is named, not the value.
+  CHECK(usage_error({"submit", "--arhc", "9.0"}) ==
+        "fad: unknown option --arhc; did you mean '--arch'? (see 'fad submit --help')\n");
+  CHECK(usage_error({"submit", "--kernals", "fwd_a"}).find("unknown option --kernals; did you mean '--kernels'?") !=
+        std::string::npos);
+  // A command's own option before the command.
+  CHECK(usage_error({"--socket", "/x/s", "status"}) ==
+        "fad: --socket goes after the command: 'fad status --socket ...' (see 'fad status --help')\n");
+  // A command that may go without a subcommand, given one close to a name.
+  CHECK(usage_error({"history", "exprt", "f.json"}).find("unknown command 'exprt'; did you mean 'export'?") !=
+        std::string::npos);
 }
 
 TEST_CASE("help and version go to stdout with exit 0") {
