@@ -29,16 +29,40 @@ std::string color_state(const std::string& state, bool color) {
 
 std::string bold(const std::string& text, bool color) { return color ? wrap(text, "1") : text; }
 
+namespace {
+/// Columns one code point takes: 0 for combining marks and zero-width
+/// characters, 2 for East Asian wide and fullwidth ones and emoji, else 1.
+/// The common ranges, not all of Unicode: a build name, not typesetting.
+std::size_t columns_of(char32_t c) {
+  if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x200B && c <= 0x200F) || (c >= 0xFE00 && c <= 0xFE0F)) return 0;
+  if ((c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF) || (c >= 0xAC00 && c <= 0xD7A3) ||
+      (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
+      (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) || (c >= 0x1F680 && c <= 0x1F6FF) ||
+      (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD))
+    return 2;
+  return 1;
+}
+}  // namespace
+
 std::size_t visible_width(std::string_view text) {
   std::size_t width = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\033' && i + 1 < text.size() && text[i + 1] == '[') {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == 0x1B && i + 1 < text.size() && text[i + 1] == '[') {
       // CSI: parameters and intermediates up to a final byte in @..~
       i += 2;
       while (i < text.size() && !(text[i] >= '@' && text[i] <= '~')) ++i;
+      ++i;
       continue;
     }
-    ++width;
+    // One UTF-8 sequence; a stray continuation or cut-off byte counts as one column.
+    const std::size_t length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    char32_t c = length == 1 ? byte : byte & (0x7F >> length);
+    std::size_t k = 1;
+    for (; k < length && i + k < text.size() && (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80; ++k)
+      c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    width += k == length ? columns_of(c) : 1;
+    i += k;
   }
   return width;
 }

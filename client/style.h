@@ -23,7 +23,8 @@ std::string color_state(const std::string& state, bool color);
 /// Bold text, or unchanged when `color` is false.
 std::string bold(const std::string& text, bool color);
 
-/// Columns `text` takes on a terminal: bytes outside ANSI escape sequences.
+/// Columns `text` takes on a terminal: UTF-8 characters outside ANSI escape
+/// sequences, East Asian wide ones two columns, combining marks none.
 std::size_t visible_width(std::string_view text);
 
 }  // namespace fad::client

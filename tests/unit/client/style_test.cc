@@ -34,4 +34,10 @@ TEST_CASE("colour: states and visible widths") {
   CHECK(visible_width(color_state("succeeded", true)) == 9);
   CHECK(visible_width("plain") == 5);
   CHECK(visible_width("\033[1mA\033[0m\033[K") == 1);
+  // Characters, not bytes: a table stays aligned with a name in any script.
+  CHECK(visible_width("caf\xc3\xa9") == 4);                // café
+  CHECK(visible_width("\xe6\xbc\xa2\xe5\xad\x97") == 4);   // 漢字: two wide characters
+  CHECK(visible_width("e\xcc\x81") == 1);                  // e and a combining acute
+  CHECK(visible_width("\xf0\x9f\x9a\x80") == 2);           // an emoji
+  CHECK(visible_width(std::string("a\xe6\xbc", 3)) == 2);  // cut off: a column per stray byte
 }
