@@ -12,6 +12,7 @@
 #include "client/cli_app.h"
 #include "client/exit_codes.h"
 #include "common/duration.h"
+#include "common/text.h"
 
 namespace fad::client {
 namespace {
@@ -180,6 +181,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   cmd.follow = raw.follow;
   cmd.kernels = raw.kernels;
   if (!raw.nvcc.empty()) cmd.nvcc = raw.nvcc;
+  if (!valid_utf8(raw.name)) return usage("--name: not valid UTF-8", cmd.path);
   cmd.name = raw.name;
   cmd.file = raw.file;
   if (!raw.unit.empty()) cmd.unit = raw.unit;

@@ -109,6 +109,7 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       } else if (a == "--name") {
         if (v.size() > kMaxBuildNameBytes)
           return "--name: at most " + std::to_string(kMaxBuildNameBytes) + " bytes (see 'fad run --help')";
+        if (!valid_utf8(v)) return "--name: not valid UTF-8 (see 'fad run --help')";
         out->name = v;
       } else {
         out->socket = v;

@@ -196,6 +196,10 @@ TEST_CASE("unknown options and commands: one line pointing at the right help") {
         "fad: unknown option --arhc; did you mean '--arch'? (see 'fad submit --help')\n");
   CHECK(usage_error({"submit", "--kernals", "fwd_a"}).find("unknown option --kernals; did you mean '--kernels'?") !=
         std::string::npos);
+  // A name JSON cannot carry unchanged.
+  CHECK(usage_error({"submit", "--name", "bad\xff name"}) ==
+        "fad: --name: not valid UTF-8 (see 'fad submit --help')\n");
+  CHECK(usage_error({"submit", "--name", "\xc0\xaf"}).find("not valid UTF-8") != std::string::npos);  // overlong '/'
   // A command's own option before the command.
   CHECK(usage_error({"--socket", "/x/s", "status"}) ==
         "fad: --socket goes after the command: 'fad status --socket ...' (see 'fad status --help')\n");

@@ -1,4 +1,4 @@
-// join, utf8_prefix and printable.
+// join, utf8_prefix, printable and valid_utf8.
 #include <catch2/catch.hpp>
 
 #include "common/text.h"
@@ -45,4 +45,18 @@ TEST_CASE("one_line joins a program's output into one bounded line", "[text]") {
   CHECK(fad::one_line("a\r\n\x1b[2Jb") == "a / ?[2Jb");
   CHECK(fad::one_line(std::string(500, 'x'), 10) == "xxxxxxxxxx...");
   CHECK(fad::one_line("").empty());
+}
+
+TEST_CASE("valid_utf8 accepts well-formed UTF-8 only", "[text]") {
+  using fad::valid_utf8;
+  CHECK(valid_utf8(""));
+  CHECK(valid_utf8("plain"));
+  CHECK(valid_utf8("caf\xc3\xa9 \xe6\xbc\xa2 \xf0\x9f\x9a\x80"));
+  CHECK_FALSE(valid_utf8("\xff"));              // never a UTF-8 byte
+  CHECK_FALSE(valid_utf8("\xc3"));              // cut off
+  CHECK_FALSE(valid_utf8("\xc3x"));             // a continuation missing
+  CHECK_FALSE(valid_utf8("\x80"));              // a stray continuation
+  CHECK_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+  CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate
+  CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
 }
