@@ -188,6 +188,11 @@ class Engine {
     std::uint64_t estimate_bytes = 0;  ///< the peak it was admitted with
     std::string node;                  ///< the cluster node it runs on ("" = this machine)
     std::vector<std::string> step;     ///< external on a cluster: what its launcher runs the compiler under
+    /// External, admitted, no compiler yet: the launcher that was told so
+    /// (pid and start time, 0 when fadd could not see it), so that a launcher
+    /// that died then frees its admission at once, not after kStartTimeoutS.
+    int launcher_pid = 0;
+    std::uint64_t launcher_start = 0;
   };
   /// A unit that ended, with what its end means, until the database has it.
   struct Ended {

@@ -270,6 +270,12 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
       return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
+    if (it->second.pgid == 0 && it->second.launcher_pid == 0 && caller.pid > 0) {
+      if (const auto launcher = launcher_.process_info(caller.pid)) {
+        it->second.launcher_pid = caller.pid;
+        it->second.launcher_start = launcher->start_ticks;
+      }
+    }
     json admitted{
         {"state", "admitted"}, {"threads", it->second.threads}, {"estimate_bytes", it->second.predicted.peak()}};
     if (!it->second.node.empty()) {
@@ -309,6 +315,7 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
     return error_response(ErrorCode::failed, "launch_started: process " + pid + " does not lead its process group");
   it->second.pgid = req.pid;
   it->second.leader_start = proc->start_ticks;
+  it->second.gone_since = 0;  // from now on: when its compiler's group was first seen gone
   // Its profile starts now, not at admission: the launcher's poll and the
   // compiler's start lag behind, and staggered spikes must stay staggered.
   it->second.started_at = clock_.now();
@@ -353,7 +360,16 @@ void Engine::check_external(double now) {
       continue;
     }
     if (r.pgid == 0) {
-      if (now - r.started_at > kStartTimeoutS) lost.push_back(id);
+      // Admitted, and the launcher told so has exited (or its pid is another
+      // process now): it will never start the compiler.
+      bool launcher_gone = false;
+      if (r.launcher_pid > 0) {
+        const auto launcher = launcher_.process_info(r.launcher_pid);
+        launcher_gone = !launcher || launcher->zombie || launcher->start_ticks != r.launcher_start;
+      }
+      if (launcher_gone && r.gone_since == 0) r.gone_since = now;
+      if (now - r.started_at > kStartTimeoutS || (launcher_gone && now - r.gone_since > kStoppedGoneGraceS))
+        lost.push_back(id);
     } else if (!(launcher_.group_alive(r.pgid) && group_is_ours(r))) {
       if (r.gone_since == 0) r.gone_since = now;
       if (now - r.gone_since > kGoneGraceS) lost.push_back(id);

@@ -200,6 +200,39 @@ TEST_CASE("engine faults: a unit that cannot start while its failure cannot be w
   CHECK(f.launcher.launches.empty());
 }
 
+TEST_CASE("engine faults: an admission whose launcher exited before starting its compiler is freed at once",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  // fadd sees the polling launcher (this client's pid), started at tick 777.
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  tick_for(f, 5);
+  CHECK(f.engine->running_count() == 1);  // alive: its admission holds
+  // It dies (a build tool killed, a terminal closed) before it reported a compiler.
+  f.launcher.processes.erase(f.me.pid);
+  tick_for(f, 5);
+  CHECK(f.engine->running_count() == 0);  // not the 60 s meant for a launcher fadd cannot see
+  CHECK(f.store->unit(unit)->state == UnitState::failed);
+
+  // A pid taken by another process since counts as gone too.
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  const auto second = admitted_launch(f, launch_of("/w/b.cu"));
+  f.launcher.processes[f.me.pid].start_ticks = 900;
+  tick_for(f, 5);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(second)->state == UnitState::failed);
+
+  // One fadd cannot see still waits out the 60 s, as before.
+  f.launcher.processes.erase(f.me.pid);
+  const auto third = admitted_launch(f, launch_of("/w/c.cu"));
+  tick_for(f, 30);
+  CHECK(f.engine->running_count() == 1);
+  tick_for(f, 35);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(third)->state == UnitState::failed);
+}
+
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
           "[engine][faults]") {
   EngineFixture f;
