@@ -180,7 +180,10 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   auto to_file = d.fad({"report", std::to_string(id), "--json", "-o", data_path.string()});
   REQUIRE(to_file.exit_code == 0);
   CHECK(to_file.out.find("wrote " + data_path.string()) == 0);
-  CHECK(json::parse(slurp(data_path)) == report);
+  // The same build's data (its machine samples go on growing: not compared).
+  const json written = json::parse(slurp(data_path));
+  CHECK(written.at("build") == report.at("build"));
+  CHECK(written.at("units") == report.at("units"));
   CHECK(d.fad({"report", "999"}).exit_code == 1);
   // A path that cannot be written, or that is not a file to replace: exit 2, one line.
   auto bad = d.fad({"report", std::to_string(id), "-o", (d.dir() / "no" / "dir" / "r.html").string()});
