@@ -23,7 +23,8 @@ namespace fad {
 Status only_root_can_write(const std::string& path);
 
 /// Ok when `path` and each directory above it belong to `owner` or root and
-/// are writable by no one else (a directory above may be sticky): no other
+/// are writable by no one else (`owner`'s group may, unless `owner` is
+/// root; a directory above may be sticky): no other
 /// user can rename, remove or swap what the path names or holds at its top.
 /// What lies deeper is not examined. A path not there yet is judged by the
 /// nearest directory above. fadd's state dir: another user who could swap

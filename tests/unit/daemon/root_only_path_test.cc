@@ -105,6 +105,12 @@ TEST_CASE("state dir: only its owner (or root) may change it or any directory ab
   REQUIRE_FALSE(foreign);
   CHECK_THAT(foreign.error(), Contains(state + " belongs to ") && Contains(", not root (mode 0700)"));
   CHECK(only_owner_can_replace(state, 65534));
+  // A user's fadd tolerates its group writing (their umask chose it), not everyone.
+  ::chmod(state.c_str(), 0770);
+  CHECK(only_owner_can_replace(state, 65534));
+  ::chmod(state.c_str(), 0777);
+  CHECK_FALSE(only_owner_can_replace(state, 65534));
+  ::chmod(state.c_str(), 0700);
   // ...and a directory of theirs above root's state dir: they could swap it.
   REQUIRE(::chown(state.c_str(), 0, 0) == 0);
   REQUIRE(::chown(top.c_str(), 65534, 65534) == 0);
