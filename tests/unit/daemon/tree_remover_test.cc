@@ -202,8 +202,12 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
     worker.remover()({t.string()}, false, spill.string(), 1000, take);
     io.run_one();  // the answer, after the first slice
     REQUIRE(got.size() == 1);
+    // Whether the tree is still there now is a race: the worker goes on to
+    // the next slice once it has posted the answer. What the first slice did
+    // is in its result.
     CHECK(got[0].unfinished);
-    CHECK(fs::exists(t));
+    CHECK(got[0].bytes > 0);
+    CHECK(got[0].bytes < 600);
     io.run_one();  // the second slice's (logged) results
     io.run_one();  // the third's
     CHECK_FALSE(fs::exists(t));
