@@ -1,6 +1,8 @@
 // Terminal colour; see style.h.
 #include "client/style.h"
 
+#include "common/utf8.h"
+
 namespace fad::client {
 
 bool use_color(std::string_view mode, bool is_tty, const EnvLookup& env) {
@@ -55,14 +57,10 @@ std::size_t visible_width(std::string_view text) {
       ++i;
       continue;
     }
-    // One UTF-8 sequence; a stray continuation or cut-off byte counts as one column.
-    const std::size_t length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-    char32_t c = length == 1 ? byte : byte & (0x7F >> length);
-    std::size_t k = 1;
-    for (; k < length && i + k < text.size() && (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80; ++k)
-      c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-    width += k == length ? columns_of(c) : 1;
-    i += k;
+    // A cut-off sequence or a stray byte takes one column, as terminals show it.
+    const auto c = utf8_char_at(text, i);
+    width += c.complete ? columns_of(c.code) : 1;
+    i += c.length;
   }
   return width;
 }

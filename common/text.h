@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace fad {
 
 /// The parts with `sep` between them ("" for none).
@@ -91,18 +93,9 @@ inline bool has_control(std::string_view s) { return printable(s) != s; }
 /// only UTF-8: anything else would reach fadd silently changed.
 inline bool valid_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const std::size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    char32_t c = n == 1 ? b : b & (0x7F >> n);
-    for (std::size_t k = 1; k < n; ++k) {
-      const auto cont = static_cast<unsigned char>(s[i + k]);
-      if ((cont & 0xC0) != 0x80) return false;
-      c = (c << 6) | (cont & 0x3F);
-    }
-    static constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < kLeast[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
-    i += n;
+    const auto c = utf8_char_at(s, i);
+    if (!c.well_formed) return false;
+    i += c.length;
   }
   return true;
 }

@@ -1,4 +1,4 @@
-// join, utf8_prefix, printable and valid_utf8.
+// join, utf8_prefix, printable, valid_utf8 and utf8_char_at.
 #include <catch2/catch.hpp>
 
 #include "common/text.h"
@@ -59,4 +59,28 @@ TEST_CASE("valid_utf8 accepts well-formed UTF-8 only", "[text]") {
   CHECK_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
   CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate
   CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
+TEST_CASE("utf8_char_at steps over whole characters and never past a lead byte", "[text]") {
+  using fad::utf8_char_at;
+  const std::string s = "a\xc3\xa9\xf0\x9f\x9a\x80";
+  auto c = utf8_char_at(s, 1);
+  CHECK(c.code == 0xE9);
+  CHECK(c.length == 2);
+  CHECK(c.well_formed);
+  c = utf8_char_at(s, 3);
+  CHECK(c.code == 0x1F680);
+  CHECK(c.length == 4);
+  // A cut-off sequence takes its continuation bytes and stops at the next lead.
+  c = utf8_char_at("\xe6\xbcz", 0);
+  CHECK_FALSE(c.complete);
+  CHECK(c.length == 2);
+  // A stray continuation, or a byte no character starts with, is one byte.
+  CHECK(utf8_char_at("\x80", 0).length == 1);
+  CHECK_FALSE(utf8_char_at("\xf8\x80\x80\x80", 0).complete);
+  CHECK(utf8_char_at("\xf8\x80\x80\x80", 0).length == 1);
+  // Complete but not well formed: what a terminal still draws as one glyph.
+  c = utf8_char_at("\xc0\xaf", 0);
+  CHECK(c.complete);
+  CHECK_FALSE(c.well_formed);
 }
