@@ -143,8 +143,8 @@ int run_daemon(const DaemonOptions& o) {
       spdlog::critical("cannot create state dir {}: {}", o.state_dir, ec.message());
       return 1;
     }
+    if (state_dir_problem()) return 1;  // what was just made, under this umask
   }
-  if (state_dir_problem()) return 1;
   if (::geteuid() == 0) {
     fs::create_directories(o.state_dir + "/builds", ec);
     for (const auto& dir : {o.state_dir, o.state_dir + "/builds"}) {

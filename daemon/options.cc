@@ -57,6 +57,13 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     return make_error(std::string(e.what()) + " (see 'fadd --help')");
   }
+  // An empty value is a mistake (an unset shell variable), never a request
+  // for the default: `--state-dir ''` once started on ~/.local/state.
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_items_expected() == 0) continue;  // a flag
+    for (const auto& value : o->results())
+      if (value.empty()) return make_error(o->get_name() + ": the value is empty (see 'fadd --help')");
+  }
   return f;
 }
 
@@ -70,16 +77,6 @@ std::string default_kernels_dir(const EnvLookup& env) {
 
 Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLookup& env, unsigned uid) {
   DaemonOptions o;
-  // An empty value is a mistake (an unset shell variable), never a request
-  // for the default: `--state-dir ''` once started on ~/.local/state.
-  const std::pair<const char*, const std::optional<std::string>*> given[] = {
-      {"--config", &f.config},       {"--state-dir", &f.state_dir},
-      {"--socket", &f.socket},       {"--memory-budget", &f.memory_budget},
-      {"--reserve", &f.reserve},     {"--nvcc", &f.nvcc},
-      {"--log-level", &f.log_level}, {"--kernels-dir", &f.kernels_dir},
-      {"--log-file", &f.log_file},   {"--executor", &f.executor}};
-  for (const auto& [name, value] : given)
-    if (*value && (*value)->empty()) return make_error(std::string(name) + ": the value is empty");
   std::optional<std::string> config_path = f.config ? f.config : env("FAD_CONFIG");
   if (!config_path) config_path = default_config_path(env);
   if (config_path) {

@@ -1,6 +1,8 @@
 // memory_settings_problem: settings that leave fad no memory on this machine.
 #include <catch2/catch.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "daemon/options.h"
 
 namespace fad {
@@ -52,11 +54,25 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
     REQUIRE(flags);
     return resolve_daemon_options(*flags, no_env, 1000);
   };
-  for (const char* flag : {"--state-dir", "--socket", "--nvcc", "--kernels-dir", "--reserve", "--log-file"}) {
-    auto r = resolve({flag, ""});
+  // Every option that takes a value, so one added later is covered too.
+  DaemonFlags unused;
+  const auto cli = make_daemon_cli(unused);
+  int with_value = 0;
+  for (const CLI::Option* o : cli->get_options()) {
+    if (o->get_items_expected() == 0) continue;  // a flag
+    ++with_value;
+    const std::string flag = o->get_name();
+    const char* args[] = {"fadd", flag.c_str(), ""};
+    auto r = parse_daemon_flags(3, args);
+    INFO(flag);
     REQUIRE_FALSE(r);
-    CHECK(r.error() == std::string(flag) + ": the value is empty");
+    if (flag == "--cores") {
+      CHECK_THAT(r.error(), Contains("--cores"));  // not a number, said by CLI11
+    } else {
+      CHECK(r.error() == flag + ": the value is empty (see 'fadd --help')");
+    }
   }
+  CHECK(with_value == 11);
   const std::string longest(107, 's'), too_long(108, 's');
   CHECK(resolve({"--socket", longest.c_str()}));
   auto refused = resolve({"--socket", too_long.c_str()});
