@@ -195,17 +195,9 @@ TreeResult remove_tree_until(const std::string& dir, bool count_only, const std:
   return out;
 }
 
-TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
-                       std::chrono::steady_clock::duration slice) {
-  // Stopping, or past the deadline: a process of the build's user still
-  // writing into the tree would otherwise keep the walk going for ever. The
-  // clock is read every 256 names, not on each.
-  const auto deadline = std::chrono::steady_clock::now() + slice;
-  unsigned seen = 0;
-  const std::function<bool()> halt = [&] {
-    return stop || ((++seen & 255) == 0 && std::chrono::steady_clock::now() > deadline);
-  };
-  TreeResult out = remove_tree_until(dir, count_only, spill, halt);
+TreeResult remove_tree_in_time(const std::string& dir, bool count_only, const std::string& spill,
+                               const std::atomic<bool>& stop, const std::function<bool()>& out_of_time) {
+  TreeResult out = remove_tree_until(dir, count_only, spill, [&] { return stop || out_of_time(); });
   if (stop) {
     out.unfinished = false;
     out.error = dir + ": stopped before the end (fadd is stopping); the rest goes at the next start";
@@ -215,6 +207,24 @@ TreeResult remove_tree(const std::string& dir, bool count_only, const std::strin
                                     "the rest goes after the other deletions waiting");
   }
   return out;
+}
+
+TreeResult remove_tree(const std::string& dir, bool count_only, const std::string& spill, const std::atomic<bool>& stop,
+                       std::chrono::steady_clock::duration slice) {
+  return remove_tree_in_time(dir, count_only, spill, stop,
+                             past_deadline(std::chrono::steady_clock::now, std::chrono::steady_clock::now() + slice));
+}
+
+std::function<bool()> past_deadline(const std::function<std::chrono::steady_clock::time_point()>& clock,
+                                    std::chrono::steady_clock::time_point deadline) {
+  // A process of the build's user still writing into the tree would
+  // otherwise keep the walk going for ever. The clock is read every 256
+  // names, not on each; once late, every later walk sharing this halts at
+  // its first name.
+  return [clock, deadline, seen = 0u, late = false]() mutable {
+    if (!late && (++seen & 255) == 0) late = clock() > deadline;
+    return late;
+  };
 }
 
 TreeRemover inline_tree_remover() {
@@ -243,8 +253,9 @@ std::size_t next_tree_job(const std::vector<std::uint32_t>& owners,
 
 std::uint32_t tree_turn(std::uint32_t owner, int slice) { return owner == 0 && slice > 1 ? kRootLeftovers : owner; }
 
-TreeWorker::TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice, int max_slices)
-    : io_(io), slice_(slice), max_slices_(max_slices), thread_([this] { loop(); }) {}
+TreeWorker::TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice, int max_slices,
+                       std::function<std::chrono::steady_clock::time_point()> clock)
+    : io_(io), slice_(slice), max_slices_(max_slices), clock_(std::move(clock)), thread_([this] { loop(); }) {}
 
 TreeWorker::~TreeWorker() {
   {
@@ -285,8 +296,12 @@ void TreeWorker::loop() {
     }
     std::vector<TreeResult> results;
     std::vector<std::string> unfinished;
+    // The slice is the job's, all its trees together: a user pruning a
+    // hundred builds they keep writing into holds the others up for one
+    // slice per turn, not a hundred.
+    const auto out_of_time = past_deadline(clock_, clock_() + slice_);
     for (const auto& d : job.dirs) {
-      results.push_back(remove_tree(d, job.count_only, job.spill, stop_, slice_));
+      results.push_back(remove_tree_in_time(d, job.count_only, job.spill, stop_, out_of_time));
       const auto& r = results.back();
       if (!r.unfinished || job.count_only) continue;
       unfinished.push_back(d);

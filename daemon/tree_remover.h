@@ -50,7 +50,15 @@ inline constexpr int kMaxTreeDepth = 64;
 /// once `halt` says so; it is asked before each name.
 TreeResult remove_tree_until(const std::string& dir, bool count_only, const std::string& spill,
                              const std::function<bool()>& halt);
-/// The worker's slice per tree: a million files take about 25 s.
+/// remove_tree with the time check given: `out_of_time` is asked before each
+/// name (past_deadline makes one several walks can share).
+TreeResult remove_tree_in_time(const std::string& dir, bool count_only, const std::string& spill,
+                               const std::atomic<bool>& stop, const std::function<bool()>& out_of_time);
+/// True from the first look at `clock` (every 256 asks) past `deadline` on.
+std::function<bool()> past_deadline(const std::function<std::chrono::steady_clock::time_point()>& clock,
+                                    std::chrono::steady_clock::time_point deadline);
+/// The worker's slice per job, all its trees together: a million files take
+/// about 25 s.
 inline constexpr std::chrono::seconds kTreeSlice{60};
 /// Slices one tree gets before the worker leaves it in the trash for the next
 /// start: a process still writing into it would keep the worker busy for ever.
@@ -84,9 +92,10 @@ std::uint32_t tree_turn(std::uint32_t owner, int slice);
 /// One worker thread taking jobs fairly (next_tree_job); results are posted to `io`.
 class TreeWorker {
  public:
-  /// Each tree gets `slice` at a time, `max_slices` in all.
+  /// Each job gets `slice` at a time (by `clock`), each tree `max_slices` in all.
   explicit TreeWorker(boost::asio::io_context& io, std::chrono::steady_clock::duration slice = kTreeSlice,
-                      int max_slices = kMaxTreeSlices);
+                      int max_slices = kMaxTreeSlices,
+                      std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now);
   /// Stops the walk in progress (what is left stays in the trash, swept at
   /// the next start) and joins the thread; queued jobs are dropped.
   ~TreeWorker();
@@ -109,6 +118,7 @@ class TreeWorker {
   boost::asio::io_context& io_;
   const std::chrono::steady_clock::duration slice_;
   const int max_slices_;
+  const std::function<std::chrono::steady_clock::time_point()> clock_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> jobs_;

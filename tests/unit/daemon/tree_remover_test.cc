@@ -230,6 +230,37 @@ TEST_CASE("the worker gives an unfinished tree further slices, up to its limit, 
   }
 }
 
+TEST_CASE("a job's trees share its slice: a user pruning many trees holds the worker one slice, not one per tree",
+          "[tree_remover]") {
+  // A clock one second later at each look (every 256 names): the job's 3 s
+  // run out in the first tree, and the second is not started on.
+  test::TempDir tmp;
+  const fs::path spill = tmp.path() / "spill";
+  fs::create_directory(spill);
+  const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+  for (int i = 0; i < 2000; ++i) test::write_file(a / ("f" + std::to_string(i)), "x");
+  for (int i = 0; i < 600; ++i) test::write_file(b / ("f" + std::to_string(i)), "x");
+  std::atomic<int> looks{0};
+  const auto clock = [&] { return std::chrono::steady_clock::time_point{} + std::chrono::seconds(looks++); };
+  boost::asio::io_context io;
+  auto busy = boost::asio::make_work_guard(io);
+  std::vector<TreeResult> got;
+  TreeWorker worker(io, std::chrono::seconds(3), 1, clock);
+  worker.remover()({a.string(), b.string()}, false, spill.string(), 1000,
+                   [&](std::vector<TreeResult> r) { got = std::move(r); });
+  io.run_one();
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].unfinished);
+  CHECK(got[0].bytes > 0);
+  CHECK(got[0].bytes < 2000);
+  CHECK(got[1].unfinished);
+  CHECK(got[1].bytes == 0);
+  CHECK_THAT(got[1].error, Catch::Contains("not deleted within its time slice"));
+  const auto left = std::distance(fs::directory_iterator(b), fs::directory_iterator{});
+  CHECK(left == 600);
+  CHECK(looks == 5);  // the deadline's, then four in the first tree
+}
+
 TEST_CASE("what a user swaps in for a directory the walk moved, a file or a link, is removed from the trash too",
           "[tree_remover]") {
   test::TempDir tmp;
