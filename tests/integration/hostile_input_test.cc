@@ -110,9 +110,9 @@ TEST_CASE("a launch naming a FIFO or /dev/zero as its source neither blocks nor 
   CHECK(json::parse(*answer).at("ok") == true);
 
   const auto start = std::chrono::steady_clock::now();
-  CHECK(d.fad({"status"}, 10).exit_code == 0);
+  CHECK(d.fad({"status"}, 30).exit_code == 0);
   const double status_s = seconds_since(start);
-  CHECK(status_s < 5);
+  CHECK(status_s < 10);  // a fadd blocked on the FIFO would not answer at all
   const auto rss_after = rss_of(d.pid());
   CHECK(rss_after < rss_before + (64u << 20));
   WARN("FIGURE fadd RSS " << (rss_before >> 10) << " KiB before, " << (rss_after >> 10)
@@ -140,7 +140,7 @@ TEST_CASE("a compiler probe that hangs does not delay other clients", "[integrat
     worst = std::max(worst, seconds_since(start));
     CHECK(r.exit_code == 0);
   }
-  CHECK(worst < 2.0);
+  CHECK(worst < 10.0);  // blocked behind the probe would be its 30 s (a whole client process is timed)
   WARN("FIGURE fad status while a --nvcc probe hangs: worst of 5 took " << worst * 1000 << " ms");
   CHECK(!poll_process(submit).has_value());  // the submit itself still waits for its probe
   ::kill(submit, SIGKILL);
@@ -197,6 +197,7 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
   d.start();
   std::vector<RawClient> idle;
   int refused_at_once = 0;
+  const auto flood_start = std::chrono::steady_clock::now();
   for (int i = 0; i < 2000; ++i) {
     idle.emplace_back(d.socket());
     if (!idle.back().ok()) break;
@@ -219,9 +220,15 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
       std::chrono::seconds(10));
   auto r = d.fad({"status"}, 30);
   INFO(r.err);
-  CHECK(r.exit_code == 1);
-  CHECK(r.err.find("too many connections from your user") != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  if (r.exit_code == 0 && seconds_since(flood_start) >= 10) {
+    // The idle ones were accepted no earlier than the flood began: on a
+    // machine this slow their 10 s may have run out before the status.
+    WARN("the refusal of a 257th connection was not checked: the flood took " << seconds_since(flood_start) << " s");
+  } else {
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("too many connections from your user") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
   // The idle ones are closed after the idle timeout (10 s); then the user is served.
   const auto start = std::chrono::steady_clock::now();
   CHECK(wait_for([&] { return d.fad({"status"}, 30).exit_code == 0; }, std::chrono::seconds(30)));
@@ -236,18 +243,37 @@ TEST_CASE("a client that never reads its answer is closed after the idle timeout
   d.write_kernels({});
   d.write_config(R"({"max_builds_per_user": 0})");
   d.start();
-  // A status answer far larger than a socket's buffer: 1,500 open builds.
-  RawClient opener(d.socket());
-  const std::string name(200, 'n');
-  for (int i = 0; i < 1500; ++i) {
-    REQUIRE(opener.send(json{{"v", 1}, {"type", "open_build"}, {"body", {{"name", name}, {"command", "make"}}}}.dump() +
-                        "\n"));
-    REQUIRE(opener.read_line(Ms(5000)));
+  // fadd's sockets (not the files it opens and closes on each tick).
+  const auto open_fds = [&] {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(d.pid()) + "/fd", ec))
+      n += fs::read_symlink(e.path(), ec).string().rfind("socket:", 0) == 0;
+    return n;
+  };
+  std::size_t with_opener = 0;
+  {
+    // A status answer far larger than a socket's buffer: 1,500 open builds.
+    RawClient opener(d.socket());
+    const std::string name(200, 'n');
+    for (int i = 0; i < 1500; ++i) {
+      REQUIRE(opener.send(
+          json{{"v", 1}, {"type", "open_build"}, {"body", {{"name", name}, {"command", "make"}}}}.dump() + "\n"));
+      REQUIRE(opener.read_line(Ms(5000)));
+    }
+    with_opener = open_fds();
   }
+  // Once fadd has closed the opener's connection, the reader's is its only one.
+  REQUIRE(wait_for([&] { return open_fds() < with_opener; }, std::chrono::seconds(10)));
+  const std::size_t before = open_fds();
   RawClient reader(d.socket());
   REQUIRE(reader.send(json{{"v", 1}, {"type", "status"}, {"body", json::object()}}.dump() + "\n"));
-  // It reads nothing for longer than the idle timeout (10 s) ...
-  std::this_thread::sleep_for(std::chrono::seconds(13));
+  // It reads nothing: fadd's idle timeout (10 s from the start of the answer)
+  // closes its end, seen as fadd's sockets back to what they were ...
+  REQUIRE(wait_for([&] { return open_fds() > before; }, std::chrono::seconds(10)));
+  const auto asked = std::chrono::steady_clock::now();
+  REQUIRE(wait_for([&] { return open_fds() <= before; }, std::chrono::seconds(60)));
+  CHECK(seconds_since(asked) > 5);  // not at once: it had the idle timeout to read
   // ... and then finds the answer cut off: fadd gave up on it and let it go.
   auto got = reader.read_line(Ms(5000));
   REQUIRE(got);

@@ -111,7 +111,9 @@ TEST_CASE("a compiler on a filesystem that stopped answering holds only the subm
   const auto other = d.submit({"--arch", "9.0"});
   CHECK(d.wait_final(other).at("state") == "succeeded");
   CHECK_FALSE(poll_process(stat_submit).has_value());  // both still waiting on the mount
-  CHECK_FALSE(poll_process(exec_submit).has_value());
+  // (or, for the one that execs, already told its probe's 30 s ran out on a slow machine)
+  const bool exec_waits = !poll_process(exec_submit).has_value();
+  CHECK((exec_waits || slurp(out("exec.err")).find("did not answer within the time limit") != std::string::npos));
   // 4. The mount answers (its server is gone): every submit and unit waiting
   //    on it ends, saying why.
   mount.answer();

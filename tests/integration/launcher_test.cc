@@ -55,7 +55,10 @@ TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain 
   auto [plain_code, plain_peak] = ninja_with_peak(plain_dir, {});
   INFO("plain ninja: peak " << (plain_peak >> 20) << " MiB");
   REQUIRE(plain_code == 0);
-  CHECK(plain_peak > (3u << 29));  // > 1.5 GiB: what the budget prevented
+  // Over the budget: what fad prevented. Each unit's 250 MiB lasts a moment and
+  // its 100 MiB plateau 1.2 s; on two loaded cores the 16 starts drift apart,
+  // so only the plateaus are sure to meet (16 x 100 MiB).
+  CHECK(plain_peak > (1u << 30));
 
   // The compiles are one build in fad status, learned from as they finished.
   const auto builds = d.status_all().at("builds");

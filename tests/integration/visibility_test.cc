@@ -31,7 +31,8 @@ std::size_t lines_of(const std::string& text) { return count_of(text, "\n"); }
 TEST_CASE("status is live: a running unit's memory and elapsed time, paused units, queue and run time",
           "[integration]") {
   Daemon d;
-  d.write_kernels({{"fwd_slow", "peak_mb=120 duration_s=8"}});
+  // Long enough to outlast every step below on a loaded machine; it is cancelled.
+  d.write_kernels({{"fwd_slow", "peak_mb=120 duration_s=60"}});
   d.start();
   const auto id = d.submit({"--arch", "9.0", "--name", "live"});
   json unit;
@@ -104,7 +105,9 @@ TEST_CASE("submit --wait in a pipe prints a few lines, and a failure with its un
 TEST_CASE("fad run and fad launch say why their compiles wait, and fad run sums up", "[integration][launcher]") {
   Daemon d;
   std::ofstream(d.dir() / "test-config.json") << R"({"poll_interval_ms": 100, "max_parallel_units": 1})";
-  d.write_kernels({{"slow_a", "peak_mb=20 duration_s=14"}});
+  // The blocker runs until both have said they wait (a launcher says so
+  // after 5 s), then is cancelled: no race between its end and their start.
+  d.write_kernels({{"slow_a", "peak_mb=20 duration_s=120"}});
   d.start();
   const auto blocker = d.submit({"--arch", "9.0"});
   REQUIRE(wait_for([&] { return d.status(blocker).at("units").at("running") == 1; }, std::chrono::seconds(20)));
@@ -122,6 +125,13 @@ TEST_CASE("fad run and fad launch say why their compiles wait, and fad run sums 
                     d.dir() / "launch.out", d.dir() / "launch.err");
   REQUIRE(run_pid > 0);
   REQUIRE(launch_pid > 0);
+  CHECK(wait_for(
+      [&] {
+        return slurp(d.dir() / "run.err").find("waiting") != std::string::npos &&
+               slurp(d.dir() / "launch.err").find("waiting") != std::string::npos;
+      },
+      std::chrono::seconds(60)));
+  REQUIRE(d.fad({"cancel", std::to_string(blocker)}).exit_code == 0);
   CHECK(wait_process(run_pid, 60) == 0);
   CHECK(wait_process(launch_pid, 60) == 0);
   const std::string run_err = slurp(d.dir() / "run.err");
@@ -144,7 +154,7 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   Daemon d;
   d.write_kernels({{"fwd_a", "peak_mb=120 duration_s=1.5"},
                    {"fwd_b", "peak_mb=80 duration_s=1"},
-                   {"bwd_c", "peak_mb=60 duration_s=0.5"}});
+                   {"bwd_c", "peak_mb=100 duration_s=0.5"}});
   d.start();
   const auto id = d.submit({"--arch", "9.0", "--name", "report"});
   REQUIRE(d.wait_final(id).at("state") == "succeeded");
