@@ -278,23 +278,30 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
   static const std::string kWaitCompiles = "waiting for the compile units";
   queue_mirror_.refresh(store_, now);
   std::vector<QueuedUnit> queue;
-  std::map<std::int64_t, std::string> link_reasons;
-  QueuedRecords links;
+  std::map<std::int64_t, std::string> held_reasons;
+  QueuedRecords held;
   for (const auto& b : queue_mirror_.builds()) {
     if (b.state == BuildState::paused) continue;
     auto& q = queue_mirror_.queues()[b.id];
     for (auto& u : q.units) {
       if (running_.count(u.id)) continue;
       if (u.kind == UnitKind::link && !q.compiles_done) {
-        link_reasons.emplace(u.id, kWaitCompiles);
-        links.emplace(u.id, &u);
+        held_reasons.emplace(u.id, kWaitCompiles);
+        held.emplace(u.id, &u);
+        continue;
+      }
+      if (u.kind == UnitKind::external && launcher_quiet(u.id, now)) {
+        // Admitted, it would hold cores and memory nobody uses until its
+        // launcher runs again (a build stopped with Ctrl-Z, for hours).
+        held_reasons.emplace(u.id, "its launcher is not asking (stopped?); admitted once it asks again");
+        held.emplace(u.id, &u);
         continue;
       }
       queue.push_back(queued_unit(u));
       by_id.emplace(u.id, &u);
     }
   }
-  write_wait_reasons(link_reasons, links);
+  write_wait_reasons(held_reasons, held);
   return queue;
 }
 

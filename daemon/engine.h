@@ -347,8 +347,20 @@ class Engine {
   bool shutting_down_ = false;
   std::function<void()> wake_;
   RequestCharge charge_;
-  /// External units waiting for admission: when their launcher last asked.
-  std::map<std::int64_t, double> last_poll_;
+  /// An external unit waiting for admission: when its launcher last asked,
+  /// and which process that launcher is (pid 0: fadd cannot see it, e.g. it
+  /// runs in another pid namespace).
+  struct WaitingLaunch {
+    double last_poll = 0;
+    int launcher_pid = 0;
+    std::uint64_t launcher_start = 0;
+  };
+  std::map<std::int64_t, WaitingLaunch> waiting_launches_;
+  /// Whether a waiting unit's launcher has not asked for kQuietPollS.
+  bool launcher_quiet(std::int64_t unit_id, double now) const;
+  /// When check_external last ran (each tick): a long gap means fadd itself
+  /// was stopped (SIGSTOP, a suspended VM), and launchers could not ask.
+  double last_external_check_ = 0;
   /// Units stopped before their launcher started them; ended on the next tick.
   std::vector<std::int64_t> deferred_exits_;
   /// External builds: when a unit last arrived or ended (for closing idle ones).

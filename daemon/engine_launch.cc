@@ -26,8 +26,12 @@ namespace {
 constexpr std::size_t kMaxCommandBytes = 4096;
 // Compiles of one user's launchers waiting for admission at once, at most.
 constexpr int kMaxWaitingLaunchesPerUser = 512;
-// A launcher polls every 200 ms; silence this long means it is gone.
+// A launcher polls every 200 ms: one quiet this long is looked at (alive or not).
+constexpr double kQuietPollS = 2;
+// A launcher fadd cannot see (another pid namespace) quiet this long is gone.
 constexpr double kPollTimeoutS = 30;
+// A tick this much later than the one before means fadd was not running.
+constexpr double kStalledS = 5;
 // An admitted launcher reports its compiler's pid at once; this long without means it died.
 constexpr double kStartTimeoutS = 60;
 // A compiler's group may vanish just before its launcher reports the exit.
@@ -196,7 +200,14 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   log_launch_call(*build, u, req, "(output goes to the launcher's terminal)");
   const double now = clock_.now();
   record_event(unit_id, "queued");
-  last_poll_[unit_id] = now;
+  WaitingLaunch waiting{now};
+  if (caller.pid > 0) {
+    if (const auto launcher = launcher_.process_info(caller.pid)) {
+      waiting.launcher_pid = caller.pid;
+      waiting.launcher_start = launcher->start_ticks;
+    }
+  }
+  waiting_launches_[unit_id] = waiting;
   last_activity_[build->id] = now;
   update_build(build->id);
   if (wake_) wake_();
@@ -249,6 +260,12 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   r.started_epoch = epoch_now();
   r.attempt = unit.attempts + 1;
   r.estimate_bytes = d.estimate_bytes;
+  // The launcher that asked: one that exits before it is told (Ctrl-C in the
+  // build while its compiles wait) frees the admission within seconds.
+  if (const auto w = waiting_launches_.find(unit.id); w != waiting_launches_.end()) {
+    r.launcher_pid = w->second.launcher_pid;
+    r.launcher_start = w->second.launcher_start;
+  }
   running_.emplace(unit.id, std::move(r));
   spdlog::info("admitted {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
                format_size(d.estimate_bytes), d.reason);
@@ -288,7 +305,7 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (!unit || unit->kind != UnitKind::external)
     return error_response(ErrorCode::not_found, "no launched unit " + std::to_string(req.unit_id));
   if (unit->state == UnitState::queued) {
-    last_poll_[req.unit_id] = now;
+    waiting_launches_[req.unit_id].last_poll = now;
     return ok_response({{"state", "queued"}, {"wait_reason", unit->wait_reason}});
   }
   return ok_response({{"state", to_string(unit->state)}});
@@ -322,7 +339,7 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
   it->second.started_epoch = epoch_now();
   store_.set_unit_pgid(req.unit_id, req.pid, proc->start_ticks);
   launcher_.adopt_unit(req.pid, req.unit_id);
-  last_poll_.erase(req.unit_id);
+  waiting_launches_.erase(req.unit_id);
   return ok_response(json::object());
 }
 
@@ -345,7 +362,21 @@ Response Engine::launch_finished(const Caller& caller, const LaunchFinishedReque
   return ok_response({{"requeue", unit && unit->state == UnitState::queued}});
 }
 
+bool Engine::launcher_quiet(std::int64_t unit_id, double now) const {
+  const auto w = waiting_launches_.find(unit_id);
+  return w != waiting_launches_.end() && now - w->second.last_poll > kQuietPollS;
+}
+
 void Engine::check_external(double now) {
+  // fadd was stopped or starved for `gap`: nobody could ask it meanwhile, so
+  // that time counts against no launcher's silence.
+  if (const double gap = now - last_external_check_; last_external_check_ > 0 && gap > kStalledS) {
+    spdlog::warn("fadd did not run for {:.0f} s (stopped, or starved of CPU); launchers get that time back", gap);
+    for (auto& [id, w] : waiting_launches_) w.last_poll += gap;
+    for (auto& [id, r] : running_)
+      if (r.external && r.pgid == 0) r.started_at += gap;
+  }
+  last_external_check_ = now;
   std::vector<std::int64_t> lost;
   for (auto& [id, r] : running_) {
     if (!r.external) continue;
@@ -376,20 +407,51 @@ void Engine::check_external(double now) {
     }
   }
   for (auto id : lost) {
-    const Running& r = running_.at(id);
-    if (r.stop == StopReason::none) spdlog::warn("launcher of unit {} vanished; marking it failed", r.unit.name);
+    Running& r = running_.at(id);
+    if (r.stop == StopReason::none && r.pgid == 0 && r.gone_since > 0) {
+      // Its compiler never ran: nothing failed, the compile is not wanted.
+      spdlog::warn("launcher of unit {} exited before starting its compiler; cancelling it", r.unit.name);
+      r.stop = StopReason::cancel;
+    } else if (r.stop == StopReason::none && r.pgid == 0) {
+      // Told, and silent since: stopped (Ctrl-Z) right after it asked, or
+      // gone where fadd cannot see. Its compile waits again, admitted only
+      // once its launcher asks again.
+      spdlog::warn("launcher of unit {} did not start its compiler within {:.0f} s; it waits again", r.unit.name,
+                   kStartTimeoutS);
+      r.stop = StopReason::requeue;
+    } else if (r.stop == StopReason::none) {
+      spdlog::warn("launcher of unit {} vanished; marking it failed", r.unit.name);
+    }
     on_exit(id, ExitInfo{-1, true, launcher_.release(r.pgid).peak_bytes});
   }
-  for (auto it = last_poll_.begin(); it != last_poll_.end();) {
-    if (now - it->second <= kPollTimeoutS) {
+  for (auto it = waiting_launches_.begin(); it != waiting_launches_.end();) {
+    const WaitingLaunch& w = it->second;
+    if (running_.count(it->first)) {  // admitted: the checks above are its own
+      ++it;
+      continue;
+    }
+    // A launcher polls every 200 ms. One quiet for longer is asked after
+    // directly where fadd can see it: alive, it is only stopped (Ctrl-Z in
+    // its build, or fadd itself was) and its compile waits, holding nothing;
+    // gone, its compile is dropped at once. One fadd cannot see gets
+    // kPollTimeoutS.
+    bool gone = false;
+    if (now - w.last_poll > kQuietPollS && w.launcher_pid > 0) {
+      const auto launcher = launcher_.process_info(w.launcher_pid);
+      gone = !launcher || launcher->zombie || launcher->start_ticks != w.launcher_start;
+    } else if (w.launcher_pid == 0) {
+      gone = now - w.last_poll > kPollTimeoutS;
+    }
+    if (!gone) {
       ++it;
       continue;
     }
     if (auto unit = store_.unit(it->first); unit && unit->state == UnitState::queued) {
-      spdlog::warn("launcher of queued unit {} stopped asking; dropping it", unit->name);
+      spdlog::warn("launcher of queued unit {} {}; dropping it", unit->name,
+                   w.launcher_pid > 0 ? "exited" : "stopped asking");
       store_.finish_unit(unit->id, UnitState::cancelled, std::nullopt, 0, 0, clock_.wall(), std::nullopt);
     }
-    it = last_poll_.erase(it);
+    it = waiting_launches_.erase(it);
   }
   // The mirror, not a fresh read: this runs every tick, and hundreds of
   // queued builds made that read a steady cost. A copy, since closing a

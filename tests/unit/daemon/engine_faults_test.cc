@@ -213,7 +213,8 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   f.launcher.processes.erase(f.me.pid);
   tick_for(f, 5);
   CHECK(f.engine->running_count() == 0);  // not the 60 s meant for a launcher fadd cannot see
-  CHECK(f.store->unit(unit)->state == UnitState::failed);
+  // Its compiler never ran: not a failure of the compile, which is no longer wanted.
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);
 
   // A pid taken by another process since counts as gone too.
   f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
@@ -221,7 +222,7 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   f.launcher.processes[f.me.pid].start_ticks = 900;
   tick_for(f, 5);
   CHECK(f.engine->running_count() == 0);
-  CHECK(f.store->unit(second)->state == UnitState::failed);
+  CHECK(f.store->unit(second)->state == UnitState::cancelled);
 
   // One fadd cannot see still waits out the 60 s, as before.
   f.launcher.processes.erase(f.me.pid);
@@ -230,7 +231,82 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   CHECK(f.engine->running_count() == 1);
   tick_for(f, 35);
   CHECK(f.engine->running_count() == 0);
-  CHECK(f.store->unit(third)->state == UnitState::failed);
+  CHECK(f.store->unit(third)->state == UnitState::cancelled);
+}
+
+TEST_CASE(
+    "engine faults: a waiting compile is kept while its launcher lives, however long it is silent (Ctrl-Z), "
+    "and dropped within seconds once it exits",
+    "[engine][faults]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  admitted_launch(f, launch_of("/w/a.cu"));
+  Caller stopped = f.me;
+  stopped.pid = f.me.pid + 1;
+  f.launcher.processes[stopped.pid] = ProcessInfo{1, stopped.pid, f.me.uid, 778};
+  auto r = f.engine->launch(stopped, launch_of("/w/b.cu"));
+  REQUIRE(r.ok);
+  const auto waiting = r.result.at("unit_id").get<std::int64_t>();
+  // Its build is stopped with Ctrl-Z for ten minutes: no poll at all.
+  tick_for(f, 600);
+  CHECK(f.store->unit(waiting)->state == UnitState::queued);
+  const auto poll = f.engine->launch_poll(stopped, UnitRequest{waiting});
+  REQUIRE(poll.ok);
+  CHECK(poll.result["state"] == "queued");  // fg: it goes on waiting
+  // Killed instead: its compile leaves the queue.
+  f.launcher.processes.erase(stopped.pid);
+  tick_for(f, 5);
+  CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
+}
+
+TEST_CASE(
+    "engine faults: a launcher that exits while its compile waits, admitted at that very moment, frees the "
+    "admission within seconds",
+    "[engine][faults]") {
+  // Ctrl-C in a ninja build: the running compiles end, and fadd admits the
+  // waiting ones in the same instant, whose launchers died of the same ^C.
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  const auto first = started_launch(f, launch_of("/w/a.cu"), 5000);
+  Caller waiter = f.me;
+  waiter.pid = f.me.pid + 1;
+  f.launcher.processes[waiter.pid] = ProcessInfo{1, waiter.pid, f.me.uid, 778};
+  auto r = f.engine->launch(waiter, launch_of("/w/b.cu"));
+  REQUIRE(r.ok);
+  const auto second = r.result.at("unit_id").get<std::int64_t>();
+  f.engine->tick();
+  REQUIRE(f.store->unit(second)->state == UnitState::queued);
+  f.launcher.processes.erase(waiter.pid);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{first, 130, false}).ok);
+  f.engine->tick();
+  REQUIRE(f.store->unit(second)->state == UnitState::running);  // admitted, never to be told
+  tick_for(f, 4);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(second)->state == UnitState::cancelled);
+}
+
+TEST_CASE("engine faults: time fadd itself was stopped counts against no launcher it cannot see", "[engine][faults]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  admitted_launch(f, launch_of("/w/a.cu"));  // fadd cannot see this client's process
+  auto r = f.engine->launch(f.me, launch_of("/w/b.cu"));
+  REQUIRE(r.ok);
+  const auto waiting = r.result.at("unit_id").get<std::int64_t>();
+  tick_for(f, 5);
+  // SIGSTOP for 40 s: the next tick comes that much later.
+  f.clock.advance(40);
+  f.engine->tick();
+  CHECK(f.store->unit(waiting)->state == UnitState::queued);
+  // After that, its own silence counts: 30 s of it and the launcher is gone.
+  tick_for(f, 20);
+  CHECK(f.store->unit(waiting)->state == UnitState::queued);
+  tick_for(f, 15);
+  CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
 }
 
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
