@@ -46,6 +46,25 @@ void forward_signal(int sig) {
   if (g_child_group > 0) ::kill(-g_child_group, sig);
 }
 
+/// Ctrl-Z reaches the build tool's process group, not the compiler's own
+/// (fadd measures and stops that group): the compiler stops with its
+/// launcher, as it would under plain make, and goes on when it does.
+void stop_with_child(int) {
+  const int saved = errno;
+  if (g_child_group > 0) ::kill(-g_child_group, SIGSTOP);
+  ::kill(::getpid(), SIGSTOP);  // here until SIGCONT (fg, bg)
+  if (g_child_group > 0) ::kill(-g_child_group, SIGCONT);
+  errno = saved;
+}
+
+/// A launcher stopped by SIGSTOP (not catchable) and continued: its
+/// compiler, stopped by whoever stopped the launcher's group, goes on too.
+void continue_child(int) {
+  const int saved = errno;
+  if (g_child_group > 0) ::kill(-g_child_group, SIGCONT);
+  errno = saved;
+}
+
 bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 /// /tmp/fad-$UID when it is the user's own private directory (created if
@@ -138,6 +157,11 @@ void forward_signals_to(pid_t group) {
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  sa.sa_flags = SA_RESTART;
+  sa.sa_handler = stop_with_child;
+  ::sigaction(SIGTSTP, &sa, nullptr);
+  sa.sa_handler = continue_child;
+  ::sigaction(SIGCONT, &sa, nullptr);
 }
 
 /// Memory a compile is expected to need when nothing better is known: the

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -101,6 +102,14 @@ std::optional<int> poll_process(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // The state follows the command name, which may hold spaces and ')'.
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 'X' : stat[close + 2];
 }
 
 std::uint64_t rss_of_processes_matching(const std::string& needle, const fs::path& cwd) {
@@ -425,6 +434,13 @@ std::vector<std::string> Daemon::fake_log() {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);
   return lines;
+}
+
+std::vector<pid_t> Daemon::fake_pids() {
+  std::vector<pid_t> pids;
+  for (const auto& line : fake_log())
+    if (line.rfind("pid=", 0) == 0) pids.push_back(std::stoi(line.substr(4)));
+  return pids;
 }
 
 std::string Daemon::daemon_log() { return slurp(dir() / "fadd.log"); }

@@ -41,6 +41,8 @@ pid_t start_process(const std::vector<std::string>& argv, const std::map<std::st
 int wait_process(pid_t pid, int timeout_s);
 /// Non-blocking: the exit code once it ended, nullopt while it runs.
 std::optional<int> poll_process(pid_t pid);
+/// A process's state letter from /proc/PID/stat ('T' stopped, 'Z' zombie), 'X' once gone.
+char process_state(pid_t pid);
 /// Resident bytes summed over processes whose program (argv[0]) contains
 /// `needle` and that run in directory `cwd` (a test's own: other tests may run
 /// the same program at the same time).
@@ -145,6 +147,8 @@ class Daemon {
 
   /// Invocation lines of the fake compiler.
   std::vector<std::string> fake_log();
+  /// The pids of the fake compilers run so far, from their log lines.
+  std::vector<pid_t> fake_pids();
   std::string daemon_log();
 
   const fs::path& dir() const { return tmp_.path(); }

@@ -1,9 +1,11 @@
 // Any CUDA build under fad: the launcher (CMAKE_CUDA_COMPILER_LAUNCHER), fad run,
 // the memory budget holding against ninja -j 16, and builds that still succeed
 // when fadd is down.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -70,6 +72,32 @@ TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain 
   for (const auto& u : b.at("unit_list"))
     estimated_from_history += u.at("estimate_bytes").get<std::uint64_t>() < (1u << 30);
   CHECK(estimated_from_history >= 14);  // all but the first (prior) ones
+}
+
+TEST_CASE("Ctrl-Z stops a launched compiler with its launcher, and fg lets both go on", "[integration][launcher]") {
+  // The compiler leads a process group of its own (fadd measures and stops
+  // it), so the terminal's SIGTSTP reaches only the launcher, which passes
+  // the stop on: as under plain make, a stopped build uses no CPU.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  std::ofstream(d.dir() / "z.cu") << "// fake-nvcc: duration_s=6\n";
+  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
+  const pid_t launcher = start_process(
+      {shim.string(), "-c", (d.dir() / "z.cu").string(), "-o", (d.dir() / "z.o").string()},
+      {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
+      d.dir() / "z.out", d.dir() / "z.err");
+  REQUIRE(launcher > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const pid_t compiler = d.fake_pids().back();
+  REQUIRE(::kill(launcher, SIGTSTP) == 0);
+  CHECK(wait_for([&] { return process_state(compiler) == 'T' && process_state(launcher) == 'T'; },
+                 std::chrono::seconds(10)));
+  REQUIRE(::kill(launcher, SIGCONT) == 0);
+  CHECK(wait_for([&] { return process_state(launcher) != 'T'; }, std::chrono::seconds(10)));
+  INFO(slurp(d.dir() / "z.err"));
+  CHECK(wait_process(launcher, 60) == 0);  // the compiler went on and finished
+  CHECK(fs::exists(d.dir() / "z.o"));
 }
 
 TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integration][launcher]") {
