@@ -168,6 +168,7 @@ void Engine::tick() {
       storage_ok();
     });
   }
+  say_storage_recovered(now);
   if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
   best_effort([&] { apply_retention(now); });
   if (now - last_history_trim_ >= options_.retention_every_s) best_effort([&] { trim_history(); });
@@ -186,15 +187,29 @@ void Engine::tick() {
 void Engine::storage_failed(const std::string& what) {
   const std::string problem =
       "cannot write the database in " + options_.state_dir + " (" + what + "); no new units start until it can";
-  if (problem != storage_problem_) spdlog::error("{}", problem);
+  // Said once per spell, and again every few minutes while it lasts: a disk
+  // nearly full lets some writes through and not others, and each tick would
+  // otherwise log the trouble (and its end) into the journal.
+  const double now = clock_.now();
+  storage_failed_at_ = now;
+  if (!storage_trouble_said_ || now - storage_said_at_ >= kStorageRepeatS) {
+    spdlog::error("{}", problem);
+    storage_said_at_ = now;
+    storage_trouble_said_ = true;
+  }
   storage_problem_ = problem;
 }
 
 void Engine::storage_ok() {
   if (storage_problem_.empty()) return;
-  spdlog::info("the database in {} can be written again; admitting units", options_.state_dir);
   storage_problem_.clear();
   if (wake_) wake_();
+}
+
+void Engine::say_storage_recovered(double now) {
+  if (!storage_trouble_said_ || !storage_problem_.empty() || now - storage_failed_at_ < kStorageSettledS) return;
+  spdlog::info("the database in {} can be written again; admitting units", options_.state_dir);
+  storage_trouble_said_ = false;
 }
 
 void Engine::measure_running(double now) {

@@ -336,6 +336,15 @@ class Engine {
   std::map<std::int64_t, Running> running_;   ///< by unit id
   std::map<std::int64_t, Ended> unrecorded_;  ///< ended, database write failed: retried each tick
   std::string storage_problem_;
+  /// The log's view of storage trouble: whether it was said (and not its
+  /// end yet), when last said, when a write last failed.
+  bool storage_trouble_said_ = false;
+  double storage_said_at_ = 0;
+  double storage_failed_at_ = 0;
+  static constexpr double kStorageRepeatS = 300;
+  /// Writes going through this long end a spell of trouble in the log.
+  static constexpr double kStorageSettledS = 10;
+  void say_storage_recovered(double now);
   /// Group lists by (uid, gid), with when they were looked up.
   std::map<std::pair<uid_t, gid_t>, std::pair<double, Credentials>> credentials_cache_;
   MemorySnapshot last_snapshot_;

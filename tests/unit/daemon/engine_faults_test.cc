@@ -7,6 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
 #include "daemon/engine.h"
 #include "fakes.h"
 
@@ -69,6 +74,28 @@ std::int64_t open_run_build(EngineFixture& f, const std::string& name) {
   REQUIRE(opened.ok);
   return opened.result.at("id").get<std::int64_t>();
 }
+
+/// What fadd logs while it lives, instead of the console.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::size_t count(const std::string& part) const {
+    const std::string text = out_.str();
+    std::size_t n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
 
 /// One tick a second for `seconds`.
 void tick_for(EngineFixture& f, int seconds) {
@@ -171,6 +198,25 @@ TEST_CASE("engine faults: a unit whose start is only half written goes back to t
   test::write_file(f.artifact(id) + ".tmp", "ELF");
   f.launcher.exit("link", 0);
   CHECK(f.build_state(id) == BuildState::succeeded);
+}
+
+TEST_CASE("engine faults: a disk that lets some writes through is logged once per spell, not on every tick",
+          "[engine][faults]") {
+  LogCapture log;
+  EngineFixture f;
+  f.make_engine().recover();
+  f.submit();
+  // The tick's own small write goes through; starting a unit does not.
+  refuse_writes(f, "UPDATE OF state ON units WHEN NEW.state = 'running'");
+  tick_for(f, 120);
+  CHECK(log.count("cannot write the database") == 1);
+  CHECK(log.count("can be written again") == 0);
+  tick_for(f, 200);  // still failing after five minutes: said again
+  CHECK(log.count("cannot write the database") == 2);
+  lift(f);
+  tick_for(f, 15);
+  CHECK(log.count("can be written again") == 1);
+  CHECK(f.engine->storage_problem().empty());
 }
 
 TEST_CASE("engine faults: a unit that cannot start while its failure cannot be written is failed once it can",
