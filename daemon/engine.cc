@@ -90,6 +90,7 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
 }
 
 void Engine::recover() {
+  best_effort([&] { discard_stale_build_dirs(); });
   // Process groups are only meaningful within the boot that created them.
   const auto boot = boot_id();
   const bool same_boot = !boot.empty() && store_.meta("boot_id") == boot;
@@ -169,6 +170,7 @@ void Engine::tick() {
     });
   }
   say_storage_recovered(now);
+  check_database_file(now);
   if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
   best_effort([&] { apply_retention(now); });
   if (now - last_history_trim_ >= options_.retention_every_s) best_effort([&] { trim_history(); });
@@ -204,6 +206,18 @@ void Engine::storage_ok() {
   if (storage_problem_.empty()) return;
   storage_problem_.clear();
   if (wake_) wake_();
+}
+
+void Engine::check_database_file(double now) {
+  if (!database_replaced_.empty() || now - database_checked_at_ < kDatabaseCheckS) return;
+  database_checked_at_ = now;
+  if (!store_.file_replaced()) return;
+  // fadd goes on with the file it has open (its builds run to the end), but
+  // says plainly that a restart starts from an empty history.
+  database_replaced_ = "the database file " + options_.state_dir +
+                       "/fad.db was deleted or replaced while fadd ran; what fadd records now is lost when it next "
+                       "starts (restart it once the builds running now are done)";
+  spdlog::error("{}", database_replaced_);
 }
 
 void Engine::say_storage_recovered(double now) {

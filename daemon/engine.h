@@ -295,6 +295,8 @@ class Engine {
   void trim_history();
   std::string build_dir(std::int64_t id) const;
   std::string trash_dir() const { return options_.state_dir + "/trash"; }
+  /// Moves build directories no build of the database owns into the trash.
+  void discard_stale_build_dirs();
   /// The units ready to be scheduled, from the queue mirror; `by_id` points at their records.
   std::vector<QueuedUnit> collect_queue(double now, QueuedRecords& by_id);
   /// Writes the wait reasons that differ from what the units' rows already
@@ -345,6 +347,11 @@ class Engine {
   /// Writes going through this long end a spell of trouble in the log.
   static constexpr double kStorageSettledS = 10;
   void say_storage_recovered(double now);
+  /// Set once the database file was seen deleted or replaced (said in status).
+  std::string database_replaced_;
+  double database_checked_at_ = 0;
+  static constexpr double kDatabaseCheckS = 10;
+  void check_database_file(double now);
   /// Group lists by (uid, gid), with when they were looked up.
   std::map<std::pair<uid_t, gid_t>, std::pair<double, Credentials>> credentials_cache_;
   MemorySnapshot last_snapshot_;

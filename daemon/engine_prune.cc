@@ -61,6 +61,39 @@ void Engine::set_tree_remover(TreeRemover remover) {
   });
 }
 
+void Engine::discard_stale_build_dirs() {
+  // A directory under builds/ that no build of the database owns is another
+  // database's (fad.db deleted or replaced while builds existed): the new
+  // build given its number, perhaps another user's, must not find the old
+  // one's logs and outputs in it. It goes to the trash.
+  std::error_code ec;
+  const std::string builds = options_.state_dir + "/builds";
+  std::vector<std::string> stale;
+  for (fs::directory_iterator it(builds, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (store_.build(std::stoll(name))) continue;
+    const std::string moved = trash_dir() + "/stale-" + name + "-" + std::to_string(++trash_serial_);
+    fs::create_directories(trash_dir(), ec);
+    if (::rename(it->path().c_str(), moved.c_str()) != 0) {
+      spdlog::warn("{} belongs to no build fadd knows, and cannot be moved to the trash: {}", it->path().string(),
+                   std::strerror(errno));
+      continue;
+    }
+    stale.push_back(moved);
+  }
+  if (stale.empty()) return;
+  spdlog::warn(
+      "{} build director{} under {} belong to no build in the database (was fad.db deleted or replaced?); "
+      "moved to the trash, first {}",
+      stale.size(), stale.size() == 1 ? "y" : "ies", builds, stale.front());
+  if (remove_trees_)
+    remove_trees_(std::move(stale), false, trash_dir(), 0, [](std::vector<TreeResult> results) {
+      for (const auto& r : results)
+        if (!r.error.empty()) spdlog::warn("deleting a stale build directory: {}", r.error);
+    });
+}
+
 void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   const std::optional<std::int64_t> age = req.older_than_s ? req.older_than_s : options_.retention_s;
   if (!age)

@@ -244,6 +244,7 @@ json Engine::owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes)
 json Engine::daemon_json() {
   json warnings = json::array();
   if (!storage_problem_.empty()) warnings.push_back(storage_problem_);
+  if (!database_replaced_.empty()) warnings.push_back(database_replaced_);
   std::uint64_t used = 0;
   for (const auto& [id, r] : running_) used += r.current;
   return {{"version", FAD_VERSION},

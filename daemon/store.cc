@@ -1,6 +1,8 @@
 // SQLite-backed state; see store.h. Lists (archs, argv) are stored as JSON text.
 #include "daemon/store.h"
 
+#include <sys/stat.h>
+
 #include "common/text.h"
 #include "daemon/database_check.h"
 
@@ -318,7 +320,9 @@ const std::string& checked_database_path(const std::string& path) {
 }
 }  // namespace
 
-Store::Store(const std::string& path) : db_(checked_database_path(path)) {
+Store::Store(const std::string& path) : db_(checked_database_path(path)), path_(path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) dev_ = st.st_dev, ino_ = st.st_ino;
   // A damaged database is refused before fadd writes to it: writing on could
   // turn a recoverable file into a lost history.
   {
@@ -859,6 +863,12 @@ void Store::set_meta(const std::string& key, const std::string& value) {
       .bind(1, key)
       .bind(2, value)
       .run();
+}
+
+bool Store::file_replaced() const {
+  if (ino_ == 0) return false;  // an in-memory or unstatable database: nothing to compare
+  struct stat st {};
+  return ::stat(path_.c_str(), &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_;
 }
 
 }  // namespace fad

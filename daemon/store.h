@@ -4,6 +4,8 @@
 // with PRAGMA user_version and upgraded by ordered migrations.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -78,6 +80,10 @@ class Store {
 
   int schema_version();
   std::int32_t application_id();
+  /// Whether the file at the path opened is gone or another file now (deleted
+  /// by a cleaner, replaced by hand): what is written from then on is lost
+  /// when fadd next starts.
+  bool file_replaced() const;
 
   /// Inserts a build and all its units in one transaction; returns the build id.
   /// Unit paths may contain "{build}" which is replaced by the new id.
@@ -210,6 +216,9 @@ class Store {
   /// Installs the triggers behind take_changed_builds.
   void watch_queues();
   Database db_;
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
 };
 
 }  // namespace fad

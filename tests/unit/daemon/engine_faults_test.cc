@@ -21,6 +21,7 @@ namespace {
 using Catch::Contains;
 using test::EngineFixture;
 using test::kCompileUnits;
+namespace fs = std::filesystem;
 
 /// Makes every write to the database fail, as a full disk does, or lifts that.
 void database_writable(EngineFixture& f, bool writable) {
@@ -217,6 +218,31 @@ TEST_CASE("engine faults: a disk that lets some writes through is logged once pe
   tick_for(f, 15);
   CHECK(log.count("can be written again") == 1);
   CHECK(f.engine->storage_problem().empty());
+}
+
+TEST_CASE("engine faults: a database file deleted while fadd runs is said in status and the log, once",
+          "[engine][faults]") {
+  LogCapture log;
+  EngineFixture f;
+  f.make_engine().recover();
+  tick_for(f, 15);
+  CHECK(f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"].empty());
+  // A cleaner of old files, or an administrator starting afresh by hand.
+  for (const char* part : {"/fad.db", "/fad.db-wal", "/fad.db-shm"}) fs::remove(f.state + part);
+  tick_for(f, 15);
+  const auto warnings = f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"];
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0].get<std::string>(), Contains("fad.db was deleted or replaced while fadd ran"));
+  tick_for(f, 60);
+  CHECK(log.count("was deleted or replaced") == 1);
+  // It goes on with the file it has open: a build still runs to the end.
+  const auto id = f.submit();
+  f.engine->tick();
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
+  f.engine->tick();
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  CHECK(f.build_state(id) == BuildState::succeeded);
 }
 
 TEST_CASE("engine faults: a unit that cannot start while its failure cannot be written is failed once it can",

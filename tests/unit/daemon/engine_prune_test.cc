@@ -346,5 +346,35 @@ TEST_CASE("prune: a user has one prune at the tree remover at a time, root and t
   CHECK(answers[4].ok);
 }
 
+TEST_CASE(
+    "prune: build directories no build of the database owns go to the trash at start, so a new build "
+    "never finds an old one's files",
+    "[prune]") {
+  // fad.db deleted or replaced while builds existed: numbers start again at 1.
+  test::EngineFixture f;
+  test::write_file(f.build_dir(1) + "/logs/a_one.log", "another user's old log");
+  test::write_file(f.build_dir(7) + "/lib/libfad_test.so", "old");
+  test::write_file(f.state + "/builds/notes.txt", "not a build's");
+  std::vector<std::string> handed;
+  f.make_engine().set_tree_remover([&](std::vector<std::string> dirs, bool, std::string, std::uint32_t,
+                                       std::function<void(std::vector<TreeResult>)> done) {
+    handed.insert(handed.end(), dirs.begin(), dirs.end());
+    done({});
+  });
+  f.engine->recover();
+  CHECK_FALSE(fs::exists(f.build_dir(1)));
+  CHECK_FALSE(fs::exists(f.build_dir(7)));
+  CHECK(fs::exists(f.state + "/builds/notes.txt"));
+  REQUIRE(handed.size() == 2);  // to be deleted off the event loop
+  for (const auto& d : handed) CHECK(d.rfind(f.state + "/trash/stale-", 0) == 0);
+
+  const auto id = run_to_success(f);
+  REQUIRE(id == 1);
+  CHECK(test::slurp(f.build_dir(1) + "/logs/a_one.log").find("another user's old log") == std::string::npos);
+  // A directory whose build the database has stays.
+  f.make_engine().recover();
+  CHECK(fs::exists(f.build_dir(1)));
+}
+
 }  // namespace
 }  // namespace fad
