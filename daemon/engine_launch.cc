@@ -305,7 +305,16 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (!unit || unit->kind != UnitKind::external)
     return error_response(ErrorCode::not_found, "no launched unit " + std::to_string(req.unit_id));
   if (unit->state == UnitState::queued) {
-    waiting_launches_[req.unit_id].last_poll = now;
+    WaitingLaunch& w = waiting_launches_[req.unit_id];
+    w.last_poll = now;
+    if (w.launcher_pid == 0 && caller.pid > 0) {
+      // Waiting again after a run fadd stopped (pressure, OOM): the same
+      // launcher, known again from this poll.
+      if (const auto launcher = launcher_.process_info(caller.pid)) {
+        w.launcher_pid = caller.pid;
+        w.launcher_start = launcher->start_ticks;
+      }
+    }
     return ok_response({{"state", "queued"}, {"wait_reason", unit->wait_reason}});
   }
   return ok_response({{"state", to_string(unit->state)}});

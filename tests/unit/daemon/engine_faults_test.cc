@@ -361,6 +361,23 @@ TEST_CASE(
   CHECK(f.store->unit(second)->state == UnitState::cancelled);
 }
 
+TEST_CASE("engine faults: a compile rerun after the OOM killer waits as long as its launcher lives, no longer",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), 5000);
+  f.launcher.released_oom_killed = true;
+  auto done = f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 137, true});
+  REQUIRE(done.ok);
+  REQUIRE(done.result.at("requeue") == true);
+  // Its launcher asks again (fadd knows it from this very poll), then dies.
+  REQUIRE(f.engine->launch_poll(f.me, UnitRequest{unit}).ok);
+  f.launcher.processes.erase(f.me.pid);
+  tick_for(f, 5);
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);  // not after the 30 s for one fadd cannot see
+}
+
 TEST_CASE("engine faults: time fadd itself was stopped counts against no launcher it cannot see", "[engine][faults]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;
