@@ -229,8 +229,18 @@ void Engine::say_storage_recovered(double now) {
 void Engine::measure_running(double now) {
   std::map<std::int64_t, std::uint64_t> build_bytes;
   std::set<int> groups;
-  for (const auto& [id, r] : running_)
-    if (r.pgid > 0) groups.insert(r.pgid);  // else admitted, its launcher has not started it yet
+  for (auto& [id, r] : running_) {
+    if (r.pgid <= 0) continue;  // admitted, its launcher has not started it yet
+    groups.insert(r.pgid);
+    // A compiler its user stopped (Ctrl-Z passed on by its launcher) frees
+    // its core for other builds until it is continued.
+    if (r.stop == StopReason::none && !r.suspended && !r.paused) {
+      const auto leader = launcher_.process_info(r.pgid);
+      r.stopped_by_user = leader && leader->stopped;
+    } else {
+      r.stopped_by_user = false;
+    }
+  }
   const auto memory = launcher_.groups_memory(groups);
   for (auto& [id, r] : running_) {
     if (r.pgid <= 0) continue;
@@ -381,7 +391,7 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
     // core, and it never holds other builds back (the scheduler's `paused`).
     ru.suspended = r.suspended;
     ru.suspended_at = r.suspended_at;
-    ru.paused = r.paused;
+    ru.paused = r.paused || r.stopped_by_user;
     ru.guess = r.guess;
     ru.arch_count = unit_key(r.unit).arch_count;
     const SpikeSummary spikes = summarize_spikes(r.measured, r.predicted.peak() / 4);

@@ -193,6 +193,9 @@ class Engine {
     /// that died then frees its admission at once, not after kStartTimeoutS.
     int launcher_pid = 0;
     std::uint64_t launcher_start = 0;
+    /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
+    /// build that launched it): it holds its memory but no core.
+    bool stopped_by_user = false;
   };
   /// A unit that ended, with what its end means, until the database has it.
   struct Ended {
@@ -370,6 +373,9 @@ class Engine {
     double last_poll = 0;
     int launcher_pid = 0;
     std::uint64_t launcher_start = 0;
+    /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
+    /// build that launched it): it holds its memory but no core.
+    bool stopped_by_user = false;
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
   /// Whether a waiting unit's launcher has not asked for kQuietPollS.

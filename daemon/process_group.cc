@@ -39,6 +39,7 @@ std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string
     return std::nullopt;
   info.start_ticks = start;
   info.zombie = state == 'Z' || state == 'X';
+  info.stopped = state == 'T' || state == 't';
   // "Uid:\treal\teffective\tsaved\tfs"
   auto uid_line = status.find("\nUid:");
   if (uid_line == std::string_view::npos) return std::nullopt;

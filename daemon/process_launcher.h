@@ -59,6 +59,7 @@ struct ProcessInfo {
   unsigned uid = 0;               ///< real uid
   std::uint64_t start_ticks = 0;  ///< when it started, in clock ticks since boot
   bool zombie = false;            ///< it has exited; its parent has not reaped it yet
+  bool stopped = false;           ///< stopped by a signal (Ctrl-Z, SIGSTOP) or a debugger
 };
 
 /// What exact accounting (a unit cgroup) saw of an adopted group.

@@ -378,6 +378,27 @@ TEST_CASE("engine faults: a compile rerun after the OOM killer waits as long as 
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);  // not after the 30 s for one fadd cannot see
 }
 
+TEST_CASE("engine faults: a compiler its user stopped (Ctrl-Z) frees its core for other builds until continued",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.options.scheduler.cores = 1;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  const auto launched = started_launch(f, launch_of("/w/a.cu"), 5000);
+  const auto id = f.submit();
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());  // the one core is the launched compile's
+  f.launcher.processes[5000].stopped = true;
+  f.engine->tick();
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 1);                       // its core went to the waiting build
+  CHECK(f.store->unit(launched)->state == UnitState::running);  // it still holds its memory, and goes on later
+  f.launcher.processes[5000].stopped = false;
+  f.engine->tick();
+  CHECK(f.launcher.launches.size() == 1);  // continued: the core is its again
+  CHECK(f.build_state(id) == BuildState::running);
+}
+
 TEST_CASE("engine faults: time fadd itself was stopped counts against no launcher it cannot see", "[engine][faults]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;

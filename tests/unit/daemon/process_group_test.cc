@@ -112,6 +112,13 @@ TEST_CASE("process group: parse_process_info reads parent, group, owner and star
   auto dead = parse_process_info("4321 (fad) Z 77 4321 4321 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0\n", status);
   REQUIRE(dead);
   CHECK(dead->zombie);
+  CHECK_FALSE(info->stopped);
+  for (const char* state : {"T", "t"}) {
+    auto held = parse_process_info(
+        std::string("4321 (fad) ") + state + " 77 4321 4321 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0\n", status);
+    REQUIRE(held);
+    CHECK(held->stopped);  // Ctrl-Z or SIGSTOP, or a debugger
+  }
   // Cut off before the start time: not a process fadd can tell apart from a later one.
   CHECK_FALSE(parse_process_info("4321 (fad) S 77 4321 4321 0 -1 0\n", status));
   CHECK_FALSE(parse_process_info("4321 (fad) S 77 4321 4321 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n", "Name:\tx\n"));
