@@ -189,10 +189,9 @@ class Engine {
     std::string node;                  ///< the cluster node it runs on ("" = this machine)
     std::vector<std::string> step;     ///< external on a cluster: what its launcher runs the compiler under
     /// External, admitted, no compiler yet: the launcher that was told so
-    /// (pid and start time, 0 when fadd could not see it), so that a launcher
-    /// that died then frees its admission at once, not after kStartTimeoutS.
-    int launcher_pid = 0;
-    std::uint64_t launcher_start = 0;
+    /// (none when fadd cannot see it), so that a launcher that died then
+    /// frees its admission at once, not after kStartTimeoutS.
+    std::optional<ProcessStamp> launcher;
     /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
     /// build that launched it): it holds its memory but no core.
     bool stopped_by_user = false;
@@ -238,8 +237,11 @@ class Engine {
   void check_external(double now);
   /// The UnitKey::scope of units whose key or compiler `caller` chose.
   std::string learning_scope(const Caller& caller) const;
-  /// Whether the process that opened a fad run build still runs.
-  bool opener_alive(const ProcessStamp& opener);
+  /// Whether that very process still runs (a fad run's opener, a launcher):
+  /// a pid the kernel gave to a later process is not it.
+  bool process_alive(const ProcessStamp& process);
+  /// The process `pid` as fadd can tell it apart later; none when it cannot see it.
+  std::optional<ProcessStamp> stamp_of(int pid);
   void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);
   void stop_unit(Running& r, StopReason reason, double now);
@@ -367,15 +369,11 @@ class Engine {
   std::function<void()> wake_;
   RequestCharge charge_;
   /// An external unit waiting for admission: when its launcher last asked,
-  /// and which process that launcher is (pid 0: fadd cannot see it, e.g. it
+  /// and which process that launcher is (none: fadd cannot see it, e.g. it
   /// runs in another pid namespace).
   struct WaitingLaunch {
     double last_poll = 0;
-    int launcher_pid = 0;
-    std::uint64_t launcher_start = 0;
-    /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
-    /// build that launched it): it holds its memory but no core.
-    bool stopped_by_user = false;
+    std::optional<ProcessStamp> launcher;
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
   /// Whether a waiting unit's launcher has not asked for kQuietPollS.

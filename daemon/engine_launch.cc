@@ -200,14 +200,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   log_launch_call(*build, u, req, "(output goes to the launcher's terminal)");
   const double now = clock_.now();
   record_event(unit_id, "queued");
-  WaitingLaunch waiting{now};
-  if (caller.pid > 0) {
-    if (const auto launcher = launcher_.process_info(caller.pid)) {
-      waiting.launcher_pid = caller.pid;
-      waiting.launcher_start = launcher->start_ticks;
-    }
-  }
-  waiting_launches_[unit_id] = waiting;
+  waiting_launches_[unit_id] = WaitingLaunch{now, stamp_of(caller.pid)};
   last_activity_[build->id] = now;
   update_build(build->id);
   if (wake_) wake_();
@@ -262,10 +255,7 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   r.estimate_bytes = d.estimate_bytes;
   // The launcher that asked: one that exits before it is told (Ctrl-C in the
   // build while its compiles wait) frees the admission within seconds.
-  if (const auto w = waiting_launches_.find(unit.id); w != waiting_launches_.end()) {
-    r.launcher_pid = w->second.launcher_pid;
-    r.launcher_start = w->second.launcher_start;
-  }
+  if (const auto w = waiting_launches_.find(unit.id); w != waiting_launches_.end()) r.launcher = w->second.launcher;
   running_.emplace(unit.id, std::move(r));
   spdlog::info("admitted {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
                format_size(d.estimate_bytes), d.reason);
@@ -287,12 +277,7 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (auto it = running_.find(req.unit_id); it != running_.end() && it->second.external) {
     if (it->second.stop != StopReason::none)
       return ok_response({{"state", "queued"}, {"wait_reason", "being requeued"}});
-    if (it->second.pgid == 0 && it->second.launcher_pid == 0 && caller.pid > 0) {
-      if (const auto launcher = launcher_.process_info(caller.pid)) {
-        it->second.launcher_pid = caller.pid;
-        it->second.launcher_start = launcher->start_ticks;
-      }
-    }
+    if (it->second.pgid == 0 && !it->second.launcher) it->second.launcher = stamp_of(caller.pid);
     json admitted{
         {"state", "admitted"}, {"threads", it->second.threads}, {"estimate_bytes", it->second.predicted.peak()}};
     if (!it->second.node.empty()) {
@@ -307,14 +292,9 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
   if (unit->state == UnitState::queued) {
     WaitingLaunch& w = waiting_launches_[req.unit_id];
     w.last_poll = now;
-    if (w.launcher_pid == 0 && caller.pid > 0) {
-      // Waiting again after a run fadd stopped (pressure, OOM): the same
-      // launcher, known again from this poll.
-      if (const auto launcher = launcher_.process_info(caller.pid)) {
-        w.launcher_pid = caller.pid;
-        w.launcher_start = launcher->start_ticks;
-      }
-    }
+    // Waiting again after a run fadd stopped (pressure, OOM): the same
+    // launcher, known again from this poll.
+    if (!w.launcher) w.launcher = stamp_of(caller.pid);
     return ok_response({{"state", "queued"}, {"wait_reason", unit->wait_reason}});
   }
   return ok_response({{"state", to_string(unit->state)}});
@@ -402,11 +382,7 @@ void Engine::check_external(double now) {
     if (r.pgid == 0) {
       // Admitted, and the launcher told so has exited (or its pid is another
       // process now): it will never start the compiler.
-      bool launcher_gone = false;
-      if (r.launcher_pid > 0) {
-        const auto launcher = launcher_.process_info(r.launcher_pid);
-        launcher_gone = !launcher || launcher->zombie || launcher->start_ticks != r.launcher_start;
-      }
+      const bool launcher_gone = r.launcher && !process_alive(*r.launcher);
       if (launcher_gone && r.gone_since == 0) r.gone_since = now;
       if (now - r.started_at > kStartTimeoutS || (launcher_gone && now - r.gone_since > kStoppedGoneGraceS))
         lost.push_back(id);
@@ -444,20 +420,14 @@ void Engine::check_external(double now) {
     // its build, or fadd itself was) and its compile waits, holding nothing;
     // gone, its compile is dropped at once. One fadd cannot see gets
     // kPollTimeoutS.
-    bool gone = false;
-    if (now - w.last_poll > kQuietPollS && w.launcher_pid > 0) {
-      const auto launcher = launcher_.process_info(w.launcher_pid);
-      gone = !launcher || launcher->zombie || launcher->start_ticks != w.launcher_start;
-    } else if (w.launcher_pid == 0) {
-      gone = now - w.last_poll > kPollTimeoutS;
-    }
+    const bool gone =
+        w.launcher ? now - w.last_poll > kQuietPollS && !process_alive(*w.launcher) : now - w.last_poll > kPollTimeoutS;
     if (!gone) {
       ++it;
       continue;
     }
     if (auto unit = store_.unit(it->first); unit && unit->state == UnitState::queued) {
-      spdlog::warn("launcher of queued unit {} {}; dropping it", unit->name,
-                   w.launcher_pid > 0 ? "exited" : "stopped asking");
+      spdlog::warn("launcher of queued unit {} {}; dropping it", unit->name, w.launcher ? "exited" : "stopped asking");
       store_.finish_unit(unit->id, UnitState::cancelled, std::nullopt, 0, 0, clock_.wall(), std::nullopt);
     }
     it = waiting_launches_.erase(it);
@@ -482,7 +452,7 @@ void Engine::check_external(double now) {
       why = "nothing compiled for " + format_age(static_cast<std::int64_t>(kUnseenOpenerIdleS)) +
             " and fadd cannot see whether its fad run still lives (another pid namespace)";
     } else if (!b.session) {
-      if (opener_alive(*b.opener)) continue;
+      if (process_alive(*b.opener)) continue;
       why = "fad run (pid " + std::to_string(b.opener->pid) + ") ended without reporting its command's exit";
     }
     // A count, not the unit rows: a session build may hold thousands of them.
@@ -492,10 +462,16 @@ void Engine::check_external(double now) {
   }
 }
 
-bool Engine::opener_alive(const ProcessStamp& opener) {
-  auto p = launcher_.process_info(opener.pid);
-  // A pid the kernel gave to a later process is not the opener.
-  return p && !p->zombie && p->start_ticks == opener.start_ticks;
+bool Engine::process_alive(const ProcessStamp& process) {
+  auto p = launcher_.process_info(process.pid);
+  return p && !p->zombie && p->start_ticks == process.start_ticks;
+}
+
+std::optional<ProcessStamp> Engine::stamp_of(int pid) {
+  if (pid <= 0) return std::nullopt;
+  const auto p = launcher_.process_info(pid);
+  if (!p) return std::nullopt;
+  return ProcessStamp{pid, p->start_ticks};
 }
 
 }  // namespace fad

@@ -47,11 +47,25 @@ LaunchRequest launch_of(const std::string& source) {
   return l;
 }
 
+/// This user's launcher process `pid_offset` after the test's own pid, which
+/// fadd sees (offset 0: the test's own pid), started at `start_ticks`.
+Caller seen_launcher(EngineFixture& f, int pid_offset, std::uint64_t start_ticks) {
+  Caller c = f.me;
+  c.pid = f.me.pid + pid_offset;
+  f.launcher.processes[c.pid] = ProcessInfo{1, c.pid, f.me.uid, start_ticks};
+  return c;
+}
+
+/// Asks fadd to launch one external compile as `who`; returns its unit id.
+std::int64_t queued_launch(EngineFixture& f, const Caller& who, const LaunchRequest& l) {
+  auto r = f.engine->launch(who, l);
+  REQUIRE(r.ok);
+  return r.result.at("unit_id").get<std::int64_t>();
+}
+
 /// Launches one external compile and lets it through admission; returns its unit id.
 std::int64_t admitted_launch(EngineFixture& f, const LaunchRequest& l) {
-  auto r = f.engine->launch(f.me, l);
-  REQUIRE(r.ok);
-  const auto unit = r.result.at("unit_id").get<std::int64_t>();
+  const auto unit = queued_launch(f, f.me, l);
   f.engine->tick();
   auto poll = f.engine->launch_poll(f.me, UnitRequest{unit});
   REQUIRE(poll.ok);
@@ -237,11 +251,7 @@ TEST_CASE("engine faults: a database file deleted while fadd runs is said in sta
   CHECK(log.count("was deleted or replaced") == 1);
   // It goes on with the file it has open: a build still runs to the end.
   const auto id = f.submit();
-  f.engine->tick();
-  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
-  f.engine->tick();
-  test::write_file(f.artifact(id) + ".tmp", "ELF");
-  f.launcher.exit("link", 0);
+  f.finish_build(id);
   CHECK(f.build_state(id) == BuildState::succeeded);
 }
 
@@ -277,7 +287,7 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   EngineFixture f;
   f.make_engine().recover();
   // fadd sees the polling launcher (this client's pid), started at tick 777.
-  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  seen_launcher(f, 0, 777);
   const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
   tick_for(f, 5);
   CHECK(f.engine->running_count() == 1);  // alive: its admission holds
@@ -289,7 +299,7 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);
 
   // A pid taken by another process since counts as gone too.
-  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  seen_launcher(f, 0, 777);
   const auto second = admitted_launch(f, launch_of("/w/b.cu"));
   f.launcher.processes[f.me.pid].start_ticks = 900;
   tick_for(f, 5);
@@ -313,14 +323,10 @@ TEST_CASE(
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;
   f.make_engine().recover();
-  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  seen_launcher(f, 0, 777);
   admitted_launch(f, launch_of("/w/a.cu"));
-  Caller stopped = f.me;
-  stopped.pid = f.me.pid + 1;
-  f.launcher.processes[stopped.pid] = ProcessInfo{1, stopped.pid, f.me.uid, 778};
-  auto r = f.engine->launch(stopped, launch_of("/w/b.cu"));
-  REQUIRE(r.ok);
-  const auto waiting = r.result.at("unit_id").get<std::int64_t>();
+  const Caller stopped = seen_launcher(f, 1, 778);
+  const auto waiting = queued_launch(f, stopped, launch_of("/w/b.cu"));
   // Its build is stopped with Ctrl-Z for ten minutes: no poll at all.
   tick_for(f, 600);
   CHECK(f.store->unit(waiting)->state == UnitState::queued);
@@ -342,14 +348,10 @@ TEST_CASE(
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;
   f.make_engine().recover();
-  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  seen_launcher(f, 0, 777);
   const auto first = started_launch(f, launch_of("/w/a.cu"), 5000);
-  Caller waiter = f.me;
-  waiter.pid = f.me.pid + 1;
-  f.launcher.processes[waiter.pid] = ProcessInfo{1, waiter.pid, f.me.uid, 778};
-  auto r = f.engine->launch(waiter, launch_of("/w/b.cu"));
-  REQUIRE(r.ok);
-  const auto second = r.result.at("unit_id").get<std::int64_t>();
+  const Caller waiter = seen_launcher(f, 1, 778);
+  const auto second = queued_launch(f, waiter, launch_of("/w/b.cu"));
   f.engine->tick();
   REQUIRE(f.store->unit(second)->state == UnitState::queued);
   f.launcher.processes.erase(waiter.pid);
@@ -365,7 +367,7 @@ TEST_CASE("engine faults: a compile rerun after the OOM killer waits as long as 
           "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
-  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  seen_launcher(f, 0, 777);
   const auto unit = started_launch(f, launch_of("/w/a.cu"), 5000);
   f.launcher.released_oom_killed = true;
   auto done = f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 137, true});
@@ -383,7 +385,7 @@ TEST_CASE("engine faults: a compiler its user stopped (Ctrl-Z) frees its core fo
   EngineFixture f;
   f.options.scheduler.cores = 1;
   f.make_engine().recover();
-  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 777};
+  seen_launcher(f, 0, 777);
   const auto launched = started_launch(f, launch_of("/w/a.cu"), 5000);
   const auto id = f.submit();
   f.engine->tick();
@@ -404,9 +406,7 @@ TEST_CASE("engine faults: time fadd itself was stopped counts against no launche
   f.options.scheduler.max_parallel_units = 1;
   f.make_engine().recover();
   admitted_launch(f, launch_of("/w/a.cu"));  // fadd cannot see this client's process
-  auto r = f.engine->launch(f.me, launch_of("/w/b.cu"));
-  REQUIRE(r.ok);
-  const auto waiting = r.result.at("unit_id").get<std::int64_t>();
+  const auto waiting = queued_launch(f, f.me, launch_of("/w/b.cu"));
   tick_for(f, 5);
   // SIGSTOP for 40 s: the next tick comes that much later.
   f.clock.advance(40);

@@ -33,11 +33,7 @@ std::int64_t run_to_success(EngineFixture& f, std::optional<Caller> who = std::n
   } else {
     id = f.submit();
   }
-  f.engine->tick();
-  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
-  f.engine->tick();
-  test::write_file(f.artifact(id) + ".tmp", "ELF");
-  f.launcher.exit("link", 0);
+  f.finish_build(id);
   REQUIRE(f.build_state(id) == BuildState::succeeded);
   return id;
 }

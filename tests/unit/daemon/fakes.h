@@ -344,6 +344,15 @@ struct EngineFixture {
   }
   std::string build_dir(std::int64_t build) const { return state + "/builds/" + std::to_string(build); }
   std::string artifact(std::int64_t build) const { return build_dir(build) + "/lib/libfad_test.so"; }
+  /// Runs a just-submitted build to its end: its compiles start and exit 0,
+  /// then its link, which leaves the library behind.
+  void finish_build(std::int64_t build) {
+    engine->tick();
+    for (const auto& name : kCompileUnits) launcher.exit(name, 0);
+    engine->tick();
+    write_file(artifact(build) + ".tmp", "ELF");
+    launcher.exit("link", 0);
+  }
 };
 
 }  // namespace fad::test
