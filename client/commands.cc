@@ -108,7 +108,7 @@ int run_status(const Command& cmd, Context& ctx) {
       last_at = ctx.wall();
     }
     ctx.out.flush();
-    if (ctx.interrupted()) return kExitOk;
+    if (const int sig = ctx.interrupted()) return exit_code_for_signal(sig);
     ctx.sleep(kWatchInterval);
   }
 }

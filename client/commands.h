@@ -33,8 +33,9 @@ struct Context {
   std::function<std::size_t()> width = [] { return std::size_t{80}; };
   /// Wall-clock epoch seconds (elapsed times, how often a pipe gets a line).
   std::function<double()> wall = [] { return 0.0; };
-  /// True once the user pressed Ctrl-C (while following a build).
-  std::function<bool()> interrupted = [] { return false; };
+  /// The signal that asked a follower to stop (SIGINT for Ctrl-C, SIGTERM,
+  /// SIGHUP), 0 while none; the follower then exits 128 + it, as a shell reports.
+  std::function<int()> interrupted = [] { return 0; };
   bool color = false;  ///< colour states (see style.h)
 };
 

@@ -19,6 +19,10 @@ int exit_code_for_error(const Response& response);
 /// (failed, cancelled, or anything unexpected).
 int exit_code_for_build_state(std::string_view state);
 
+/// Exit code of a follower stopped by signal `sig`: 128 + it, as a shell
+/// reports a command that signal ended (130 for Ctrl-C).
+constexpr int exit_code_for_signal(int sig) { return 128 + sig; }
+
 /// True for the states a build does not leave on its own.
 bool is_final_build_state(std::string_view state);
 

@@ -22,7 +22,6 @@ constexpr auto kPollInterval = std::chrono::milliseconds(500);
 constexpr double kPipeIntervalS = 5;  // a log file wants a heartbeat, not a flood
 constexpr std::size_t kFailureLines = 20;
 constexpr std::uint64_t kTailBytes = 16 * 1024;
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
 // The last lines of a unit's log: one request for its size (an offset past
 // the end answers with it), one for its tail. Empty when fadd cannot say.
@@ -58,12 +57,12 @@ int follow_build(Context& ctx, std::int64_t id, bool json_output) {
     drawn = false;
   };
   while (true) {
-    if (ctx.interrupted()) {
+    if (const int sig = ctx.interrupted()) {
       clear_line();
       ctx.out.flush();
       ctx.err << "fad: stopped following; build " << id << " goes on in fadd ('fad watch " << id
               << "' follows it again, 'fad cancel " << id << "' cancels it)\n";
-      return kExitInterrupted;
+      return exit_code_for_signal(sig);
     }
     // fadd may restart while a build runs (an upgrade, a crash): the build
     // survives it, so following does too.

@@ -20,8 +20,9 @@
 #include "client/style.h"
 
 namespace {
+// The signal that asked a follower to stop (0 while none): its exit code is 128 + it.
 volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+void on_interrupt(int sig) { g_interrupted = sig; }
 
 std::size_t terminal_width() {
   winsize ws{};
@@ -71,14 +72,15 @@ int main(int argc, char** argv) {
     ctx.out_is_tty = ::isatty(STDOUT_FILENO) == 1;
     ctx.width = terminal_width;
     ctx.wall = wall_seconds;
-    ctx.interrupted = [] { return g_interrupted != 0; };
+    ctx.interrupted = [] { return static_cast<int>(g_interrupted); };
     ctx.color = use_color(cmd.color, ctx.out_is_tty, fad::process_env());
-    // Following a build: Ctrl-C stops following, not the build, and says so.
+    // Following a build: Ctrl-C (or a kill, or a closed terminal) stops
+    // following, not the build, says so and leaves no half-drawn line behind.
     if ((cmd.kind == CommandKind::submit && cmd.wait) || cmd.kind == CommandKind::watch ||
         (cmd.kind == CommandKind::status && cmd.watch)) {
       struct sigaction sa {};
       sa.sa_handler = on_interrupt;
-      ::sigaction(SIGINT, &sa, nullptr);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
     }
 
     // 4. Run the subcommand; its return value is the contract's exit code.

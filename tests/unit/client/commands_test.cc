@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <deque>
 #include <sstream>
 
@@ -24,7 +25,8 @@ struct ScriptedDaemon {
   std::chrono::steady_clock::time_point now{};  ///< advanced by the fake sleep
   std::vector<fad::Arch> gpus;
   double clock = 1000;       ///< ctx.wall(); each sleep advances it
-  int interrupt_after = -1;  ///< ctx.interrupted() turns true after this many sleeps
+  int interrupt_after = -1;  ///< ctx.interrupted() reports `interrupt_signal` after this many sleeps
+  int interrupt_signal = SIGINT;
   bool tty = false;
 
   Context context() {
@@ -51,7 +53,7 @@ struct ScriptedDaemon {
     ctx.out_is_tty = tty;
     ctx.width = [] { return std::size_t{60}; };
     ctx.wall = [this] { return clock; };
-    ctx.interrupted = [this] { return interrupt_after >= 0 && sleeps >= interrupt_after; };
+    ctx.interrupted = [this] { return interrupt_after >= 0 && sleeps >= interrupt_after ? interrupt_signal : 0; };
     return ctx;
   }
   void unreachable() { answers.push_back(CallFailure{kExitUnreachable, "cannot reach fadd at /s: refused"}); }
@@ -214,6 +216,24 @@ TEST_CASE("Ctrl-C while following says the build goes on and how to follow or ca
   for (const auto& r : d.seen) CHECK(r.type != "cancel");
 }
 
+TEST_CASE("a kill or a closed terminal while following ends the progress line and exits 128 + the signal") {
+  for (int sig : {SIGTERM, SIGHUP}) {
+    ScriptedDaemon d;
+    d.tty = true;
+    d.interrupt_after = 1;
+    d.interrupt_signal = sig;
+    for (int i = 0; i < 3; ++i) d.ok(status_of(build("running", 1, 1)));
+    Command c = cmd(CommandKind::watch, "fad watch");
+    c.id = 7;
+    Context ctx = d.context();
+    CHECK(run_watch(c, ctx) == 128 + sig);
+    const std::string out = d.out.str();
+    REQUIRE(out.size() >= 4);
+    CHECK(out.substr(out.size() - 4) == "\r\033[K");  // no half-drawn line left for the shell's prompt
+    CHECK(d.err.str().find("stopped following; build 7 goes on in fadd") != std::string::npos);
+  }
+}
+
 TEST_CASE("a failed build prints its first failed unit with the end of its output") {
   ScriptedDaemon d;
   d.ok({{"id", 7}});
@@ -306,7 +326,7 @@ TEST_CASE("status --watch in a pipe: no clear-screen codes, a changed view at mo
   Command c = cmd(CommandKind::status, "fad status");
   c.watch = true;
   Context ctx = d.context();
-  CHECK(run_status(c, ctx) == 0);
+  CHECK(run_status(c, ctx) == 130);
   const std::string out = d.out.str();
   CHECK(out.find('\033') == std::string::npos);
   // A view prints when it changed and 5 s passed since the last one printed.
@@ -319,7 +339,7 @@ TEST_CASE("status --watch in a pipe: no clear-screen codes, a changed view at mo
   t.ok(status_of(build("running", 1, 1)));
   t.interrupt_after = 0;
   Context tctx = t.context();
-  CHECK(run_status(c, tctx) == 0);
+  CHECK(run_status(c, tctx) == 130);                  // stopped by Ctrl-C, as `fad watch` reports it
   CHECK(t.out.str().rfind("\033[H\033[2J", 0) == 0);  // a terminal redraws in place
 }
 
