@@ -137,6 +137,10 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   auto response = parse_response(buffer);
   if (!response)
     return CallFailure{kExitFailed, "fadd sent a response fad does not understand: " + response.error(), false};
+  // Too many connections open: for now fadd cannot be reached, as when it
+  // restarts, so a follower rides it out and a script sees 3, worth a retry.
+  if (!response->ok && response->code == ErrorCode::busy)
+    return CallFailure{kExitUnreachable, std::move(response->message)};
   return std::move(*response);
 }
 

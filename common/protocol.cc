@@ -74,6 +74,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::not_found: return "not_found";
     case ErrorCode::failed: return "failed";
     case ErrorCode::internal: return "internal";
+    case ErrorCode::busy: return "busy";
   }
   return "internal";
 }
@@ -82,10 +83,14 @@ ErrorCode error_code_from_string(std::string_view s) {
   if (s == "usage") return ErrorCode::usage;
   if (s == "not_found") return ErrorCode::not_found;
   if (s == "failed") return ErrorCode::failed;
+  if (s == "busy") return ErrorCode::busy;
   return ErrorCode::internal;
 }
 
-int exit_code_for(ErrorCode code) { return code == ErrorCode::usage ? 2 : 1; }
+int exit_code_for(ErrorCode code) {
+  if (code == ErrorCode::usage) return 2;
+  return code == ErrorCode::busy ? 3 : 1;
+}
 
 Result<Request> parse_request(std::string_view line) {
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);

@@ -40,10 +40,12 @@ enum class ErrorCode {
   not_found,  ///< no such build or unit                           -> exit 1
   failed,     ///< the operation could not be done (state forbids) -> exit 1
   internal,   ///< the daemon hit an error of its own              -> exit 1
+  busy,       ///< fadd refused the connection (too many open): try again later -> exit 3
 };
 std::string_view to_string(ErrorCode code);
 ErrorCode error_code_from_string(std::string_view s);  ///< unknown -> internal
-/// The contract's exit code for an error response: usage -> 2, others -> 1.
+/// The contract's exit code for an error response: usage -> 2, busy -> 3
+/// (as if fadd could not be reached: retrying later helps), others -> 1.
 int exit_code_for(ErrorCode code);
 
 /// A request as framed on the wire: its type and its body object.

@@ -338,10 +338,10 @@ void Server::admit(local::socket socket) {
                                      : "too many connections (" + std::to_string(sessions_.size()) + " open, limit " +
                                            std::to_string(cap) + ")";
     spdlog::warn("refusing a client of uid {}: {}", caller.uid, why);
-    say_and_close(socket,
-                  encode_error(ErrorCode::failed,
-                               "fadd refuses the connection: " + why + "; idle connections close after " +
-                                   std::to_string(options_.idle_timeout.count() / 1000) + " s, try again then"));
+    say_and_close(
+        socket,
+        encode_error(ErrorCode::busy, "fadd refuses the connection: " + why + "; idle connections close after " +
+                                          std::to_string(options_.idle_timeout.count() / 1000) + " s, try again then"));
     if (mine == 0) per_user_.erase(caller.uid);
     return;
   }

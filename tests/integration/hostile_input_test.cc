@@ -225,7 +225,7 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
     // machine this slow their 10 s may have run out before the status.
     WARN("the refusal of a 257th connection was not checked: the flood took " << seconds_since(flood_start) << " s");
   } else {
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == 3);  // fadd cannot be reached for now: a retry later helps
     CHECK(r.err.find("too many connections from your user") != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }

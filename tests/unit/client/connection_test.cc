@@ -109,6 +109,17 @@ TEST_CASE("a daemon that hangs up without answering is unreachable, garbage is a
   }
 }
 
+TEST_CASE("a connection fadd refuses as busy is unreachable for now: exit 3, worth retrying, fadd's reason kept") {
+  const std::string why = "fadd refuses the connection: too many connections from your user (256 open, limit 256)";
+  OneShotServer server(socket_path(), fad::encode_error(fad::ErrorCode::busy, why));
+  auto reply = call_daemon(socket_path(), fad::Request{"status", {}});
+  auto* failure = std::get_if<CallFailure>(&reply);
+  REQUIRE(failure);
+  CHECK(failure->exit_code == kExitUnreachable);
+  CHECK(failure->retryable);
+  CHECK(failure->message == why);
+}
+
 TEST_CASE("call_daemon refuses a socket in a directory others can write, without connecting", "[connection]") {
   const auto dir = std::filesystem::temp_directory_path() / ("fad-conn-open-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -109,7 +109,8 @@ TEST_CASE("parse_response: rejects what is not a response", "[protocol]") {
 
 TEST_CASE("error codes and exit codes", "[protocol]") {
   using fad::ErrorCode;
-  for (ErrorCode c : {ErrorCode::usage, ErrorCode::not_found, ErrorCode::failed, ErrorCode::internal}) {
+  for (ErrorCode c :
+       {ErrorCode::usage, ErrorCode::not_found, ErrorCode::failed, ErrorCode::internal, ErrorCode::busy}) {
     CHECK(fad::error_code_from_string(fad::to_string(c)) == c);
   }
   CHECK(fad::to_string(ErrorCode::not_found) == "not_found");
@@ -117,6 +118,9 @@ TEST_CASE("error codes and exit codes", "[protocol]") {
   CHECK(fad::exit_code_for(ErrorCode::not_found) == 1);
   CHECK(fad::exit_code_for(ErrorCode::failed) == 1);
   CHECK(fad::exit_code_for(ErrorCode::internal) == 1);
+  CHECK(fad::exit_code_for(ErrorCode::busy) == 3);  // as unreachable: a script's retry helps
+  // A code this release does not know (a newer fadd's) is an error of fadd's own.
+  CHECK(fad::error_code_from_string("overloaded") == ErrorCode::internal);
 }
 
 TEST_CASE("SubmitRequest", "[protocol]") {
