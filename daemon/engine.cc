@@ -344,6 +344,10 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
   return queue;
 }
 
+std::string Engine::wait_reason_now(const UnitRecord& unit) const {
+  return storage_problem_.empty() ? unit.wait_reason : "fadd cannot write its database (disk full?); see 'fad status'";
+}
+
 void Engine::write_wait_reasons(const std::map<std::int64_t, std::string>& reasons, QueuedRecords& by_id) {
   std::map<std::int64_t, std::string> changed;
   for (const auto& [id, reason] : reasons)
@@ -439,7 +443,7 @@ void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, co
       if (it == by_id.end()) continue;
       if (!storage_problem_.empty()) {
         // Starting means writing; a unit that then ends could not be recorded.
-        plan.wait_reasons[d.unit] = "fadd cannot write its database (disk full?); see 'fad status'";
+        plan.wait_reasons[d.unit] = wait_reason_now(*it->second);
         continue;
       }
       const UnitRecord& unit = *it->second;

@@ -307,6 +307,9 @@ class Engine {
   /// Writes the wait reasons that differ from what the units' rows already
   /// say (in one transaction), and notes them in the records.
   void write_wait_reasons(const std::map<std::int64_t, std::string>& reasons, QueuedRecords& by_id);
+  /// Why a queued unit waits now: its row's reason, unless the database
+  /// cannot be written, which holds every unit and could not be written there.
+  std::string wait_reason_now(const UnitRecord& unit) const;
   std::vector<QueuedUnit> fair_queue(std::vector<QueuedUnit> queue, const std::vector<BuildRecord>& builds);
   json daemon_json();
   /// Epoch seconds now, with the monotonic clock's resolution.

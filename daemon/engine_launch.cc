@@ -295,7 +295,7 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
     // Waiting again after a run fadd stopped (pressure, OOM): the same
     // launcher, known again from this poll.
     if (!w.launcher) w.launcher = stamp_of(caller.pid);
-    return ok_response({{"state", "queued"}, {"wait_reason", unit->wait_reason}});
+    return ok_response({{"state", "queued"}, {"wait_reason", wait_reason_now(*unit)}});
   }
   return ok_response({{"state", to_string(unit->state)}});
 }

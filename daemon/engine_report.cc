@@ -97,7 +97,10 @@ QueuedLive Engine::queued_live(const BuildRecord& b) {
     } else if (est.profile.duration_s > 0) {
       l.predicted_duration_s = est.profile.duration_s;
     }
-    if (paused) l.wait_reason = "build paused ('fad resume " + std::to_string(id) + "')";
+    if (paused)
+      l.wait_reason = "build paused ('fad resume " + std::to_string(id) + "')";
+    else if (!storage_problem_.empty())
+      l.wait_reason = wait_reason_now(u);
     return std::optional<LiveUnit>(std::move(l));
   };
 }

@@ -185,6 +185,22 @@ TEST_CASE("engine faults: a submit or launch while the database cannot be writte
   CHECK(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
 }
 
+TEST_CASE("engine faults: a waiting launcher is told the database cannot be written", "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto unit = queued_launch(f, f.me, launch_of("/w/a.cu"));
+  database_writable(f, false);
+  f.engine->tick();
+  REQUIRE_FALSE(f.engine->storage_problem().empty());
+  auto poll = f.engine->launch_poll(f.me, UnitRequest{unit});
+  REQUIRE(poll.ok);
+  CHECK(poll.result["state"] == "queued");
+  CHECK_THAT(poll.result["wait_reason"].get<std::string>(), Contains("cannot write its database"));
+  database_writable(f, true);
+  f.engine->tick();
+  CHECK(f.engine->launch_poll(f.me, UnitRequest{unit}).result["state"] == "admitted");
+}
+
 TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
@@ -200,6 +216,13 @@ TEST_CASE("engine faults: a unit whose start is only half written goes back to t
   for (const auto& u : f.store->units(id)) {
     INFO(u.name);
     CHECK(u.state == UnitState::queued);  // no row shown running with nothing behind it
+  }
+  // Their rows cannot take the reason they wait: status says it all the same.
+  const auto shown = f.engine->status(f.me, StatusRequest{id});
+  REQUIRE(shown.ok);
+  for (const auto& u : shown.result["builds"][0]["unit_list"]) {
+    INFO(u["name"]);
+    if (u["state"] == "queued") CHECK_THAT(u["wait_reason"].get<std::string>(), Contains("cannot write its database"));
   }
 
   lift(f);
