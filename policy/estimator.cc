@@ -159,14 +159,20 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
   }
   if (family) {
     // The family member with the highest peak: in a cold build the first
-    // finished unit of a family stands for all its siblings.
+    // finished unit of a family stands for all its siblings. Members measured
+    // at this very parallelism come first: scaling another's memory up is
+    // linear, safe but high (1.7x measured for twice the archs at once, 2x
+    // assumed), and in a build that binds on memory that excess is idle cores.
     const Observation* top = nullptr;
     std::uint64_t top_peak = 0;
+    bool top_direct = false;
     const bool local = any_local(*family);
     for (const auto& obs : *family) {
       if (local && obs.imported) continue;
+      const bool direct = same_parallelism(obs.key, obs.threads, key, threads);
+      if (top_direct && !direct) continue;
       auto peak = normalize(obs, key, threads).peak();
-      if (!top || peak >= top_peak) top = &obs, top_peak = peak;
+      if (!top || (direct && !top_direct) || peak >= top_peak) top = &obs, top_peak = peak, top_direct = direct;
     }
     est.profile = normalize(*top, key, threads).scaled(kFallbackMargin, 1.0);
     est.source = EstimateSource::family;

@@ -50,10 +50,15 @@ void SiblingEvidence::replace(const std::vector<RunningObservation>& running) {
 std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads) const {
   auto it = by_family_.find(key.scoped_family());
   if (key.family.empty() || it == by_family_.end()) return std::nullopt;
+  // Siblings running at this very parallelism speak for it directly; others
+  // only through linear scaling, which over-states memory (see rescale()).
+  const bool any_direct = std::any_of(it->second.begin(), it->second.end(), [&](const Sibling& s) {
+    return s.spikes.spikes > 0 && same_parallelism(s.key, s.threads, key, threads);
+  });
   Profile combined;
   std::size_t n = 0;
   for (const auto& s : it->second) {
-    if (s.spikes.spikes == 0) continue;
+    if (s.spikes.spikes == 0 || (any_direct && !same_parallelism(s.key, s.threads, key, threads))) continue;
     ++n;
     const int arch = std::max(s.key.arch_count, 1);
     const int turns = arch_turns(s.threads, arch);

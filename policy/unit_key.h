@@ -50,4 +50,8 @@ int effective_parallelism(int threads, int arch_count);
 /// share of the measured time.
 Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
 
+/// Whether a profile of `from` at `from_threads` needs no rescaling to stand
+/// for `to` at `to_threads`: as many archs, compiled as many at once.
+bool same_parallelism(const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
+
 }  // namespace fad

@@ -91,6 +91,20 @@ TEST_CASE("sibling evidence: a unit past its spike predicts its siblings' peak a
     REQUIRE(q);
     CHECK(q->peak() == Approx(1.125 * 4131 * kMiB).epsilon(0.001));  // 1 + 0.25 / sqrt(4)
   }
+  SECTION("a sibling at the asked parallelism is the evidence; one at another is used only without it") {
+    // Two archs: one sibling compiles them in turn, another both at once.
+    // For two threads the at-once one says how high; the in-turn one scaled
+    // up linearly would say 2 x 4131 MiB.
+    Profile at_once = trace_until(70).scaled(1.6, 1.0);
+    ev.replace({{sibling("turns", 2), 1, trace_until(70), 5 * kGiB}, {sibling("once", 2), 2, at_once, 8 * kGiB}});
+    auto q = ev.predict(sibling("next", 2), 2);
+    REQUIRE(q);
+    CHECK(q->peak() == Approx(1.25 * 1.6 * 4131 * kMiB).epsilon(0.001));
+    ev.replace({{sibling("turns", 2), 1, trace_until(70), 5 * kGiB}});
+    auto scaled = ev.predict(sibling("next", 2), 2);
+    REQUIRE(scaled);
+    CHECK(scaled->peak() == Approx(1.25 * 2 * 4131 * kMiB).epsilon(0.001));
+  }
   SECTION("a sibling compiling two archs in turns has a second spike to come: flat at the peak") {
     ev.replace({{sibling("two0", 2), 1, trace_until(70), 5 * kGiB}});
     auto q = ev.predict(sibling("two1", 2), 1);
