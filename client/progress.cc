@@ -89,7 +89,12 @@ std::optional<double> estimate_eta(const json& build) {
     ++n;
   }
   auto expected = [&](const json& u) -> std::optional<double> {
-    if (double predicted = number(u, "predicted_duration_s"); predicted > 0) return predicted;
+    // A duration from the flat prior (or a running sibling's age, as long as
+    // nothing finished) is a guess that can be off tenfold: an ETA from it
+    // would mislead, so such a unit counts at this build's own mean, if any.
+    const std::string source = str(u, "estimate_source");
+    const bool guess = source == "prior" || source == "running_sibling";
+    if (double predicted = number(u, "predicted_duration_s"); predicted > 0 && !guess) return predicted;
     auto it = taken.find(str(u, "kind"));
     if (it == taken.end()) return std::nullopt;
     return it->second.first / it->second.second;

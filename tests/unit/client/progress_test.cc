@@ -103,6 +103,20 @@ TEST_CASE("ETA: predicted durations when fadd sends them, else this build's own,
   for (auto& u : b["unit_list"])
     if (u["state"] == "queued" && u["kind"] == "compile") u["predicted_duration_s"] = 0.5;
   CHECK(estimate_eta(b) == Approx(50.0 + 20));  // then the longest running unit dominates
+  // A duration guessed from the prior (or a running sibling's age) is no
+  // basis: the build's own mean stands in, and without one there is no ETA.
+  for (auto& u : b["unit_list"])
+    if (u["state"] == "queued" && u["kind"] == "compile") u["estimate_source"] = "prior";
+  CHECK(estimate_eta(b) == Approx((38 * 60.0 + 10 + 30 + 50) / 3 + 20));
+  json guessed = {
+      {"state", "running"},
+      {"unit_list",
+       {unit("a", "running", {{"elapsed_s", 5}, {"predicted_duration_s", 120}, {"estimate_source", "prior"}}),
+        unit("b", "queued", {{"predicted_duration_s", 120}, {"estimate_source", "running_sibling"}})}}};
+  CHECK_FALSE(estimate_eta(guessed));
+  guessed["unit_list"][1]["estimate_source"] = "family";  // a finished sibling's measured time
+  guessed["unit_list"][0]["estimate_source"] = "exact";
+  CHECK(estimate_eta(guessed) == Approx(115.0 + 120.0));  // one unit at a time: both in turn
   // Nothing finished and nothing predicted: unknown.
   json fresh = {{"state", "running"}, {"unit_list", {unit("a", "running", {{"elapsed_s", 5}}), unit("b", "queued")}}};
   CHECK_FALSE(estimate_eta(fresh));
