@@ -201,6 +201,25 @@ TEST_CASE("engine faults: a waiting launcher is told the database cannot be writ
   CHECK(f.engine->launch_poll(f.me, UnitRequest{unit}).result["state"] == "admitted");
 }
 
+TEST_CASE("engine faults: compiles left to their launchers by a restart are cancelled, and the build log says why",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto waiting = queued_launch(f, f.me, launch_of("/w/a.cu"));
+  const auto running = started_launch(f, launch_of("/w/b.cu"), f.me.pid + 50);
+  const auto build = f.store->unit(waiting)->build_id;
+  f.engine.reset();  // fadd goes away; its launchers compile without it
+  f.make_engine().recover();
+  CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
+  CHECK(f.store->unit(running)->state == UnitState::cancelled);
+  LogsRequest log;
+  log.id = build;
+  const auto r = f.engine->logs(f.me, log);
+  REQUIRE(r.ok);
+  CHECK_THAT(r.result["data"].get<std::string>(),
+             Contains("fadd restarted: 2 compile(s) it had not seen end were left to their launchers"));
+}
+
 TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
