@@ -25,7 +25,7 @@ using nlohmann::json;
 namespace sim = fad::sim;
 
 constexpr std::uint64_t kGiB = 1ull << 30;
-constexpr std::uint64_t kSeed = 20261123;
+constexpr std::uint64_t kDefaultSeed = 20261123;
 /// What users assume per nvcc thread (FlashAttention's setup.py, fad's prior).
 constexpr std::uint64_t kPerThreadRule = 5 * kGiB;
 /// FlashAttention's setup.py default NVCC_THREADS.
@@ -99,13 +99,14 @@ const Row* best_of(const std::vector<Row>& rows, const std::string& prefix) {
 int main(int argc, char** argv) {
   bool as_json = false;
   int fad_threads = 0;
+  std::uint64_t seed = kDefaultSeed;
   std::set<std::string> only;
   std::string dir = FAD_TRACES_DIR;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: fad_sim [--json] [--fad-threads N] [--only CONFIG,...] [TRACES_DIR]\n"
+          "usage: fad_sim [--json] [--fad-threads N] [--only CONFIG,...] [--seed N] [TRACES_DIR]\n"
           "Simulates 96- and 290-unit builds on 16-64 cores and 32-128 GiB with the real\n"
           "scheduler and estimator. Policies: every fixed setting jN-tT (N jobs, T nvcc\n"
           "threads; T 1 and 2), FlashAttention's setup.py heuristic, a ninja pool sized\n"
@@ -114,12 +115,14 @@ int main(int argc, char** argv) {
           "the sources). Prints a table, or with --json one object per configuration.\n"
           "--fad-threads N pins fad's nvcc_threads to N (default: fad chooses per unit).\n"
           "--only runs just the named configurations, e.g. --only 96u-16c-64G,290u-64c-128G.\n"
+          "--seed N draws another workload (families' sizes and speeds); the default is\n"
+          "the one the committed tables use. Repeat over seeds for a median and spread.\n"
           "TRACES_DIR defaults to bench/traces.\n");
       return 0;
     }
     if (a == "--json") {
       as_json = true;
-    } else if (a == "--fad-threads" || a == "--only") {
+    } else if (a == "--fad-threads" || a == "--only" || a == "--seed") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "fad_sim: %s needs a value (see fad_sim --help)\n", a.c_str());
         return 2;
@@ -129,6 +132,15 @@ int main(int argc, char** argv) {
         std::stringstream list(v);
         for (std::string name; std::getline(list, name, ',');)
           if (!name.empty()) only.insert(name);
+        continue;
+      }
+      if (a == "--seed") {
+        char* end = nullptr;
+        seed = std::strtoull(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || v[0] == '-') {
+          std::fprintf(stderr, "fad_sim: --seed must be a whole number, not '%s'\n", v.c_str());
+          return 2;
+        }
         continue;
       }
       char* end = nullptr;
@@ -178,8 +190,8 @@ int main(int argc, char** argv) {
                 "best safe fixed", "fa setup.py", "pool mem/peak", "MemAvailable", "pause85+retry", "fastest fixed",
                 "fad cold", "fad warm");
   for (int count : counts) {
-    const auto units = sim::make_workload(traces, count, kSeed, 1);
-    const auto previous = sim::make_workload(traces, count, kSeed, 0);  // the sources' previous version
+    const auto units = sim::make_workload(traces, count, seed, 1);
+    const auto previous = sim::make_workload(traces, count, seed, 0);  // the sources' previous version
     for (int cores : core_counts) {
       for (std::uint64_t gib : memories) {
         const std::string config = config_name(count, cores, gib);
@@ -232,6 +244,7 @@ int main(int argc, char** argv) {
                       {"cores", cores},
                       {"memory_bytes", machine.memory},
                       {"lower_bound_s", bound},
+                      {"seed", seed},
                       {"best_safe_fixed", oracle ? json(oracle->policy.name) : json(nullptr)},
                       {"fad_nvcc_threads", fad_threads > 0 ? json(fad_threads) : json(nullptr)},
                       {"policies", json::array()}};
