@@ -159,22 +159,23 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
   }
   if (family) {
     // The family member with the highest peak: in a cold build the first
-    // finished unit of a family stands for all its siblings. Members measured
-    // at this very parallelism come first: scaling another's memory up is
-    // linear, safe but high (1.7x measured for twice the archs at once, 2x
-    // assumed), and in a build that binds on memory that excess is idle cores.
-    const Observation* top = nullptr;
-    std::uint64_t top_peak = 0;
-    bool top_direct = false;
+    // finished unit of a family stands for all its siblings. Once one was
+    // measured at this very parallelism, the others scaled up count at a
+    // share (cross_parallelism_share): linear scaling is safe but high, and
+    // in a build that binds on memory that excess is idle cores.
     const bool local = any_local(*family);
+    const bool any_direct = std::any_of(family->begin(), family->end(), [&](const Observation& o) {
+      return !(local && o.imported) && same_parallelism(o.key, o.threads, key, threads);
+    });
+    const Observation* top = nullptr;
+    double top_peak = 0, top_share = 1;
     for (const auto& obs : *family) {
       if (local && obs.imported) continue;
-      const bool direct = same_parallelism(obs.key, obs.threads, key, threads);
-      if (top_direct && !direct) continue;
-      auto peak = normalize(obs, key, threads).peak();
-      if (!top || (direct && !top_direct) || peak >= top_peak) top = &obs, top_peak = peak, top_direct = direct;
+      const double share = any_direct ? cross_parallelism_share(obs.key, obs.threads, key, threads) : 1.0;
+      const double peak = static_cast<double>(normalize(obs, key, threads).peak()) * share;
+      if (!top || peak >= top_peak) top = &obs, top_peak = peak, top_share = share;
     }
-    est.profile = normalize(*top, key, threads).scaled(kFallbackMargin, 1.0);
+    est.profile = normalize(*top, key, threads).scaled(kFallbackMargin * top_share, 1.0);
     est.source = EstimateSource::family;
     est.imported = top->imported;
     // A running sibling that went higher than every finished one raises it.

@@ -50,15 +50,15 @@ void SiblingEvidence::replace(const std::vector<RunningObservation>& running) {
 std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads) const {
   auto it = by_family_.find(key.scoped_family());
   if (key.family.empty() || it == by_family_.end()) return std::nullopt;
-  // Siblings running at this very parallelism speak for it directly; others
-  // only through linear scaling, which over-states memory (see rescale()).
+  // Once a sibling past its spike runs at this very parallelism, those
+  // scaled up from another count at a share (see cross_parallelism_share).
   const bool any_direct = std::any_of(it->second.begin(), it->second.end(), [&](const Sibling& s) {
     return s.spikes.spikes > 0 && same_parallelism(s.key, s.threads, key, threads);
   });
   Profile combined;
   std::size_t n = 0;
   for (const auto& s : it->second) {
-    if (s.spikes.spikes == 0 || (any_direct && !same_parallelism(s.key, s.threads, key, threads))) continue;
+    if (s.spikes.spikes == 0) continue;
     ++n;
     const int arch = std::max(s.key.arch_count, 1);
     const int turns = arch_turns(s.threads, arch);
@@ -76,6 +76,7 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
     Profile own = Profile::max_of(Profile::max_of(s.so_far.scaled(1, 0.8), s.so_far),
                                   Profile::max_of(s.so_far.scaled(1, 1.25), rest));
     Profile scaled = rescale(own, s.key, s.threads, key, threads);
+    if (any_direct) scaled = scaled.scaled(cross_parallelism_share(s.key, s.threads, key, threads), 1.0);
     if (arch_turns(threads, key.arch_count) != turns) scaled = Profile::flat(scaled.peak(), scaled.duration_s);
     combined = Profile::max_of(combined, scaled);
   }

@@ -42,6 +42,13 @@ Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, c
   return profile.scaled(memory, time);
 }
 
+double cross_parallelism_share(const UnitKey& from, int from_threads, const UnitKey& to, int to_threads) {
+  constexpr double kMeasuredOverLinear = 0.85;
+  const bool up =
+      effective_parallelism(to_threads, to.arch_count) > effective_parallelism(from_threads, from.arch_count);
+  return up ? kMeasuredOverLinear : 1.0;
+}
+
 bool same_parallelism(const UnitKey& from, int from_threads, const UnitKey& to, int to_threads) {
   return std::max(from.arch_count, 1) == std::max(to.arch_count, 1) &&
          effective_parallelism(from_threads, from.arch_count) == effective_parallelism(to_threads, to.arch_count);

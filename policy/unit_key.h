@@ -54,4 +54,13 @@ Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, c
 /// for `to` at `to_threads`: as many archs, compiled as many at once.
 bool same_parallelism(const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
 
+/// The share of rescale()'s memory to count for a family member measured at
+/// another parallelism, once the family also has one measured at the asked
+/// one: that measurement says linear scaling is high, so a member scaled up
+/// counts at 0.85 (the traces' 1.7x for twice the archs at once, against
+/// the 2x linear assumes); one scaled down or not at all counts whole. Only
+/// a share: a family groups sources of very different sizes, and a small
+/// member measured directly must not hide a large one measured otherwise.
+double cross_parallelism_share(const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
+
 }  // namespace fad
