@@ -140,7 +140,7 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   // Too many connections open: for now fadd cannot be reached, as when it
   // restarts, so a follower rides it out and a script sees 3, worth a retry.
   if (!response->ok && response->code == ErrorCode::busy)
-    return CallFailure{kExitUnreachable, std::move(response->message)};
+    return CallFailure{kExitUnreachable, std::move(response->message), true, true};
   return std::move(*response);
 }
 

@@ -23,6 +23,9 @@ struct CallFailure {
   /// Worth trying again later: fadd is absent, restarting or busy. False when
   /// waiting cannot help (no permission on the socket, a garbled answer).
   bool retryable = true;
+  /// fadd answered, refusing the connection: too many are open. Its own
+  /// connections close within seconds, so a moment later it is served.
+  bool busy = false;
 };
 
 using CallResult = std::variant<Response, CallFailure>;

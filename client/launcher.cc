@@ -38,6 +38,9 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 constexpr auto kTellWaitAfter = std::chrono::seconds(5);
+// How long a launcher keeps asking a fadd that refuses connections as busy
+// (other clients hold too many): idle ones close within 10 s.
+constexpr auto kBusyPatience = std::chrono::seconds(30);
 pid_t g_child_group = 0;
 volatile sig_atomic_t g_interrupted = 0;
 
@@ -101,11 +104,25 @@ void forget_warning() {
 }
 
 /// Sends one request; nullopt (with `why`) when fadd cannot be reached or refuses.
+/// A fadd too busy to take the connection is asked again for a while: given
+/// up on at once, a waiting compile would run outside its accounting, and a
+/// finished one would go unrecorded and count as failed.
 std::optional<json> ask(const std::string& socket, const std::string& type, const json& body, std::string* why,
                         bool* refused = nullptr, std::optional<uid_t>* answered_by = nullptr) {
+  const auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
   auto result = call_daemon(socket, Request{type, body}, std::chrono::seconds(60), answered_by);
-  if (std::holds_alternative<CallFailure>(result)) {
-    *why = "fadd is not reachable at " + socket;
+  for (auto pause = std::chrono::milliseconds(100);
+       std::holds_alternative<CallFailure>(result) && std::get<CallFailure>(result).busy &&
+       std::chrono::steady_clock::now() < give_up;
+       pause = std::min(pause * 2, std::chrono::milliseconds(2000))) {
+    std::this_thread::sleep_for(pause);
+    result = call_daemon(socket, Request{type, body}, std::chrono::seconds(60), answered_by);
+  }
+  if (const auto* failure = std::get_if<CallFailure>(&result)) {
+    *why = failure->busy ? failure->message : "fadd is not reachable at " + socket;
+    // Busy is an answer: fadd is there and may still hold this compile's
+    // admission, so a compiler started for it waits again, not runs unseen.
+    if (failure->busy && refused) *refused = true;
     return std::nullopt;
   }
   const auto& r = std::get<Response>(result);

@@ -100,6 +100,42 @@ TEST_CASE("Ctrl-Z stops a launched compiler with its launcher, and fg lets both 
   CHECK(fs::exists(d.dir() / "z.o"));
 }
 
+TEST_CASE("a launcher that finds all of its user's connections taken waits for one, and fadd runs its compile",
+          "[integration][launcher][hostile]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  std::ofstream(d.dir() / "b.cu") << "// fake-nvcc: duration_s=1\n";
+  const auto refusals = [&] {
+    const std::string log = d.daemon_log();
+    std::size_t n = 0;
+    for (auto at = log.find("refusing a client of uid"); at != std::string::npos;
+         at = log.find("refusing a client of uid", at + 1))
+      ++n;
+    return n;
+  };
+  // This user's 256 connections, then one more that fadd refuses: fadd takes
+  // them in order, so once it is refused the 256 are all held.
+  std::vector<RawClient> held;
+  for (int i = 0; i < 257; ++i) held.emplace_back(d.socket());
+  REQUIRE(wait_for([&] { return refusals() >= 1; }, std::chrono::seconds(10)));
+  const std::size_t before = refusals();
+  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
+  const pid_t launcher = start_process(
+      {shim.string(), "-c", (d.dir() / "b.cu").string(), "-o", (d.dir() / "b.o").string()},
+      {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
+      d.dir() / "b.out", d.dir() / "b.err");
+  REQUIRE(launcher > 0);
+  // Refused as busy at least once; then the connections go.
+  REQUIRE(wait_for([&] { return refusals() > before; }, std::chrono::seconds(10)));
+  held.clear();
+  INFO(slurp(d.dir() / "b.err"));
+  CHECK(wait_process(launcher, 60) == 0);
+  CHECK(fs::exists(d.dir() / "b.o"));
+  CHECK(slurp(d.dir() / "b.err").find("without fad") == std::string::npos);  // waited, did not go around fadd
+  CHECK(d.daemon_log().find("admitted b.o") != std::string::npos);
+}
+
 TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integration][launcher]") {
   TempDir tmp;
   auto dir = write_ninja_project(tmp.path() / "p", 6, "", std::string(FAD_FAD_BIN) + " launch");
