@@ -43,6 +43,7 @@ CallResult send_following(Context& ctx, const Request& request) {
   const auto deadline = ctx.now() + kReconnectWindow;
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetry);
   while (ctx.now() < deadline) {
+    if (ctx.interrupted()) return reply;  // asked to stop: its caller says so
     ctx.sleep(wait);
     wait = std::min(wait * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kLongestRetry));
     reply = ctx.send(request);
@@ -90,7 +91,10 @@ int run_status(const Command& cmd, Context& ctx) {
     CallResult reply =
         first ? ctx.send(Request{"status", req.to_json()}) : send_following(ctx, {"status", req.to_json()});
     const auto* response = std::get_if<Response>(&reply);
-    if (!response || !response->ok) return report(ctx, reply);
+    if (!response || !response->ok) {
+      if (const int sig = ctx.interrupted(); sig && !first) return exit_code_for_signal(sig);
+      return report(ctx, reply);
+    }
     const json* result = &response->result;
     const std::string view = cmd.json ? with_schema(*result).dump(2) + "\n"
                              : cmd.id ? render_build_status(*result, ctx.color)

@@ -468,6 +468,21 @@ TEST_CASE("submit --wait gives up with exit 3 when fadd stays away past the wind
   CHECK(d.sleeps < 30);  // backoff, not a busy loop
 }
 
+TEST_CASE("a kill while a follower waits for fadd to come back ends it at once with 128 + the signal") {
+  for (bool status_watch : {false, true}) {
+    ScriptedDaemon d;
+    d.ok(status_of(build("running", 1, 2)));  // then fadd is gone
+    d.interrupt_after = 3;                    // a few retries in
+    d.interrupt_signal = SIGTERM;
+    Command c = status_watch ? cmd(CommandKind::status, "fad status") : cmd(CommandKind::watch, "fad watch");
+    c.id = 7;
+    c.watch = status_watch;
+    Context ctx = d.context();
+    CHECK((status_watch ? run_status(c, ctx) : run_watch(c, ctx)) == 128 + SIGTERM);
+    CHECK(d.now - std::chrono::steady_clock::time_point{} < std::chrono::seconds(10));  // not the 60 s window
+  }
+}
+
 TEST_CASE("a permission error is not retried and says so") {
   ScriptedDaemon d;
   d.ok({{"id", 7}});
