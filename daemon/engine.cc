@@ -133,14 +133,13 @@ void Engine::recover() {
       // build stays open for its command to close (or until its fad run is
       // gone, check_external). What became of those compiles is their build
       // tool's to say: recorded cancelled, and the build log says why.
-      const auto& by_state = store_.unit_summary(b.id).by_state;
-      const int left = by_state[static_cast<int>(UnitState::queued)] + by_state[static_cast<int>(UnitState::running)];
+      // (Running ones are queued again by now.)
+      const int left = store_.unit_summary(b.id).by_state[static_cast<int>(UnitState::queued)];
       store_.set_pending_units(b.id, UnitState::cancelled, false);
       if (left > 0)
         append_build_log(b.id, "fadd restarted: " + std::to_string(left) +
-                                   " compile(s) it had not seen end were left to their launchers, which compile "
-                                   "without fadd meanwhile; recorded as cancelled, their outcome is the build "
-                                   "tool's\n");
+                                   " compile(s) it had not seen end were left to their launchers; recorded as "
+                                   "cancelled, their outcome is the build tool's\n");
       if (b.session) finalize_external(b, "fadd restarted");
     }
     update_build(b.id);
