@@ -35,6 +35,16 @@ std::pair<int, std::uint64_t> ninja_with_peak(const fs::path& dir, const std::ma
   if (!code) code = wait_process(pid, 1);
   return {*code, peak};
 }
+
+/// Starts `fad-nvcc -c STEM.cu -o STEM.o` in d's directory against d, the
+/// fake compiler behind it; its output goes to STEM.out and STEM.err.
+pid_t start_fad_nvcc(Daemon& d, const std::string& stem) {
+  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
+  return start_process(
+      {shim.string(), "-c", (d.dir() / (stem + ".cu")).string(), "-o", (d.dir() / (stem + ".o")).string()},
+      {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
+      d.dir() / (stem + ".out"), d.dir() / (stem + ".err"));
+}
 }  // namespace
 
 TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain ninja -j 16 exceeds it",
@@ -82,11 +92,7 @@ TEST_CASE("Ctrl-Z stops a launched compiler with its launcher, and fg lets both 
   d.write_kernels({});
   d.start();
   std::ofstream(d.dir() / "z.cu") << "// fake-nvcc: duration_s=6\n";
-  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
-  const pid_t launcher = start_process(
-      {shim.string(), "-c", (d.dir() / "z.cu").string(), "-o", (d.dir() / "z.o").string()},
-      {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
-      d.dir() / "z.out", d.dir() / "z.err");
+  const pid_t launcher = start_fad_nvcc(d, "z");
   REQUIRE(launcher > 0);
   REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
   const pid_t compiler = d.fake_pids().back();
@@ -120,11 +126,7 @@ TEST_CASE("a launcher that finds all of its user's connections taken waits for o
   for (int i = 0; i < 257; ++i) held.emplace_back(d.socket());
   REQUIRE(wait_for([&] { return refusals() >= 1; }, std::chrono::seconds(10)));
   const std::size_t before = refusals();
-  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
-  const pid_t launcher = start_process(
-      {shim.string(), "-c", (d.dir() / "b.cu").string(), "-o", (d.dir() / "b.o").string()},
-      {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
-      d.dir() / "b.out", d.dir() / "b.err");
+  const pid_t launcher = start_fad_nvcc(d, "b");
   REQUIRE(launcher > 0);
   // Refused as busy at least once; then the connections go.
   REQUIRE(wait_for([&] { return refusals() > before; }, std::chrono::seconds(10)));
