@@ -4,6 +4,7 @@
 // could use instead of fad, and fad cold and warm, and names the best safe
 // fixed setting (the fastest with no OOM kill): the oracle fad must beat.
 // Usage: fad_sim [--json] [--fad-threads N] [--only CONFIG,...] [TRACES_DIR]
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -136,8 +137,9 @@ int main(int argc, char** argv) {
       }
       if (a == "--seed") {
         char* end = nullptr;
+        errno = 0;
         seed = std::strtoull(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || v[0] == '-') {
+        if (v.empty() || *end != '\0' || v[0] == '-' || errno == ERANGE) {
           std::fprintf(stderr, "fad_sim: --seed must be a whole number, not '%s'\n", v.c_str());
           return 2;
         }
