@@ -41,6 +41,8 @@ constexpr auto kTellWaitAfter = std::chrono::seconds(5);
 // How long a launcher keeps asking a fadd that refuses connections as busy
 // (other clients hold too many): idle ones close within 10 s.
 constexpr auto kBusyPatience = std::chrono::seconds(30);
+/// Launches again after fadd restarted while the compile waited (see run_launch).
+constexpr int kMaxRelaunches = 3;
 pid_t g_child_group = 0;
 volatile sig_atomic_t g_interrupted = 0;
 
@@ -259,8 +261,9 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     return compile_without_fadd(argv, extra, prior, settings, cache.get());
   }
   forget_warning();
-  const std::int64_t unit = launched->at("unit_id").get<std::int64_t>();
-  const std::int64_t build = launched->value("build_id", std::int64_t{0});
+  std::int64_t unit = launched->at("unit_id").get<std::int64_t>();
+  std::int64_t build = launched->value("build_id", std::int64_t{0});
+  int relaunches = 0;
   // Under fad run, fad run itself tells the terminal about waits (a build tool
   // like ninja would show this compile's stderr only after it ended).
   const bool tell_waits = !std::getenv("FAD_BUILD_ID");
@@ -297,6 +300,22 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
           return kExitFailed;
         }
         break;
+      }
+      if (state == "cancelled" && poll->value("restarted", false)) {
+        // fadd restarted while this compile waited: nobody cancelled it, and
+        // failing it would fail the build. The new fadd accounts for it once
+        // launched again; a fadd restarting without end is gone around.
+        const std::string name = fs::path(req.source).filename().string();
+        auto again = ++relaunches <= kMaxRelaunches ? ask(socket, "launch", req.to_json(), &why) : std::nullopt;
+        if (!again) {
+          if (relaunches > kMaxRelaunches) why = "fadd restarted " + std::to_string(kMaxRelaunches + 1) + " times";
+          std::cerr << "fad: " << why << "; compiling without fadd\n";
+          return compile_without_fadd(argv, extra, prior, settings, cache.get());
+        }
+        unit = again->at("unit_id").get<std::int64_t>();
+        build = again->value("build_id", std::int64_t{0});
+        std::cerr << "fad: fadd restarted; " << name << " waits in it again\n";
+        continue;
       }
       if (state != "queued") {
         std::cerr << "fad: " << fs::path(req.source).filename().string() << " was " << state << " in fadd\n";

@@ -134,7 +134,9 @@ void Engine::recover() {
       // gone, check_external). What became of those compiles is their build
       // tool's to say: recorded cancelled, and the build log says why.
       // (Running ones are queued again by now.)
-      const int left = store_.unit_summary(b.id).by_state[static_cast<int>(UnitState::queued)];
+      const auto pending = store_.queued_units(b.id);
+      const int left = static_cast<int>(pending.size());
+      for (const auto& u : pending) cancelled_at_restart_.insert(u.id);
       store_.set_pending_units(b.id, UnitState::cancelled, false);
       if (left > 0)
         append_build_log(b.id, "fadd restarted: " + std::to_string(left) +

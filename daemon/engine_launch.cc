@@ -297,6 +297,8 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
     if (!w.launcher) w.launcher = stamp_of(caller.pid);
     return ok_response({{"state", "queued"}, {"wait_reason", wait_reason_now(*unit)}});
   }
+  if (unit->state == UnitState::cancelled && cancelled_at_restart_.count(req.unit_id))
+    return ok_response({{"state", "cancelled"}, {"restarted", true}});
   return ok_response({{"state", to_string(unit->state)}});
 }
 

@@ -138,6 +138,51 @@ TEST_CASE("a launcher that finds all of its user's connections taken waits for o
   CHECK(d.daemon_log().find("admitted b.o") != std::string::npos);
 }
 
+TEST_CASE("a compile waiting when fadd restarts is launched again in the new fadd, not failed",
+          "[integration][launcher][recovery]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start({"--memory-budget", "1G", "--reserve", "0"});
+  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=8\n";
+  std::ofstream(d.dir() / "b.cu") << "// fake-nvcc: duration_s=1\n";
+  // a runs; b, a guess that does not fit beside it, waits in the queue.
+  const pid_t a = start_fad_nvcc(d, "a");
+  REQUIRE(a > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const pid_t b = start_fad_nvcc(d, "b");
+  REQUIRE(b > 0);
+  const auto build = [&] { return d.status_all().at("builds").at(0).at("id").get<std::int64_t>(); };
+  REQUIRE(wait_for([&] { return d.status(build()).at("units").at("queued") == 1; }, std::chrono::seconds(30)));
+  // Hold b between two polls (asleep, no request open), so that it asks the
+  // next fadd, not the gap between the two.
+  const auto asleep = [&] {
+    std::ifstream in("/proc/" + std::to_string(b) + "/syscall");
+    long nr = -1;
+    in >> nr;
+    return nr == 35 || nr == 230;  // nanosleep, clock_nanosleep (x86-64)
+  };
+  bool held = false;
+  for (int i = 0; i < 50 && !held; ++i) {
+    REQUIRE(::kill(b, SIGSTOP) == 0);
+    REQUIRE(wait_for([&] { return process_state(b) == 'T'; }, std::chrono::seconds(10)));
+    held = asleep();
+    if (!held) ::kill(b, SIGCONT);
+  }
+  REQUIRE(held);
+  d.kill9();
+  d.start({"--memory-budget", "1G", "--reserve", "0"});
+  REQUIRE(::kill(b, SIGCONT) == 0);
+  const int code = wait_process(b, 60);
+  INFO(slurp(d.dir() / "b.err") << d.daemon_log());
+  CHECK(code == 0);
+  CHECK(fs::exists(d.dir() / "b.o"));
+  const std::string said = slurp(d.dir() / "b.err");
+  CHECK(said.find("fadd restarted; b.cu waits in it again") != std::string::npos);
+  CHECK(said.find("without fad") == std::string::npos);
+  CHECK(d.daemon_log().find("admitted b.o") != std::string::npos);  // the new fadd ran it
+  CHECK(wait_process(a, 60) == 0);                                  // a, running all along, finished as well
+}
+
 TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integration][launcher]") {
   TempDir tmp;
   auto dir = write_ninja_project(tmp.path() / "p", 6, "", std::string(FAD_FAD_BIN) + " launch");

@@ -218,6 +218,17 @@ TEST_CASE("engine faults: compiles left to their launchers by a restart are canc
   REQUIRE(r.ok);
   CHECK_THAT(r.result["data"].get<std::string>(),
              Contains("fadd restarted: 2 compile(s) it had not seen end were left to their launchers"));
+  // A launcher still waiting that asks the new fadd learns why, and launches
+  // it again; a compile cancelled by anyone else is only cancelled.
+  const auto poll = f.engine->launch_poll(f.me, UnitRequest{waiting});
+  REQUIRE(poll.ok);
+  CHECK(poll.result["state"] == "cancelled");
+  CHECK(poll.result.value("restarted", false));
+  const auto other = queued_launch(f, f.me, launch_of("/w/c.cu"));
+  REQUIRE(f.engine->cancel(f.me, f.store->unit(other)->build_id).ok);
+  const auto cancelled = f.engine->launch_poll(f.me, UnitRequest{other});
+  CHECK(cancelled.result["state"] == "cancelled");
+  CHECK_FALSE(cancelled.result.contains("restarted"));
 }
 
 TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
