@@ -92,6 +92,7 @@ std::optional<double> estimate_eta(const json& build) {
     // A duration from the flat prior (or a running sibling's age, as long as
     // nothing finished) is a guess that can be off tenfold: an ETA from it
     // would mislead, so such a unit counts at this build's own mean, if any.
+    // fadd sends no duration for such a unit; earlier releases sent the guess.
     const std::string source = str(u, "estimate_source");
     const bool guess = source == "prior" || source == "running_sibling";
     if (double predicted = number(u, "predicted_duration_s"); predicted > 0 && !guess) return predicted;

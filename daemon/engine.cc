@@ -545,6 +545,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.threads = d.threads;
   r.predicted = d.predicted;
   r.guess = d.guess;
+  r.duration_guessed = d.duration_guessed;
   r.paused = build && build->state == BuildState::paused;
   r.started_epoch = epoch_now();
   r.attempt = unit.attempts + 1;

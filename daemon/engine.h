@@ -180,6 +180,7 @@ class Engine {
     double stop_sent_at = 0;
     bool external = false;             ///< run by a launcher; pgid is 0 until it reports
     bool guess = false;                ///< admitted on the flat prior (the scheduler's margin)
+    bool duration_guessed = false;     ///< its predicted duration is a guess: no ETA rests on it
     double gone_since = 0;             ///< external: when its process group was first seen gone
     std::uint64_t leader_start = 0;    ///< external: its group leader's start time (see group_is_ours)
     bool killed = false;               ///< SIGKILL sent after the stop grace (once: the group may be reused)

@@ -249,6 +249,7 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   r.threads = d.threads;
   r.predicted = d.predicted;
   r.guess = d.guess;
+  r.duration_guessed = d.duration_guessed;
   r.external = true;
   r.started_epoch = epoch_now();
   r.attempt = unit.attempts + 1;

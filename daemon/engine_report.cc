@@ -69,7 +69,7 @@ LiveUnits Engine::running_live(const std::vector<UnitRecord>& units) {
     l.current_bytes = r.current;
     l.peak_bytes = r.peak;
     l.elapsed_s = r.external && r.pgid == 0 ? 0 : std::max(0.0, now - r.started_at);
-    if (r.predicted.duration_s > 0) l.predicted_duration_s = r.predicted.duration_s;
+    if (r.predicted.duration_s > 0 && !r.duration_guessed) l.predicted_duration_s = r.predicted.duration_s;
     if (r.paused)
       l.state = "paused";
     else if (r.suspended)
@@ -93,8 +93,8 @@ QueuedLive Engine::queued_live(const BuildRecord& b) {
     // The scheduler's own forecast from its last decision, when it made one.
     if (auto f = forecasts_.find(u.id); f != forecasts_.end()) {
       l.estimate_source = estimate_source_id(f->second.source, f->second.imported);
-      if (f->second.duration_s > 0) l.predicted_duration_s = f->second.duration_s;
-    } else if (est.profile.duration_s > 0) {
+      if (f->second.duration_s > 0 && !f->second.duration_guessed) l.predicted_duration_s = f->second.duration_s;
+    } else if (est.profile.duration_s > 0 && !est.duration_guessed) {
       l.predicted_duration_s = est.profile.duration_s;
     }
     if (paused)

@@ -135,7 +135,8 @@ void forecast(const SchedulerConfig& config, const Estimator& estimator, const s
   const int guesses = count_guesses(running);
   for (const auto& unit : queue) {
     Estimate est = forecast_unit(estimator, unit, lowest_threads_of(config, unit), guesses);
-    plan.forecasts[unit.id] = Forecast{est.peak(), est.profile.duration_s, est.source, est.imported};
+    plan.forecasts[unit.id] =
+        Forecast{est.peak(), est.profile.duration_s, est.source, est.imported, est.duration_guessed};
   }
 }
 
@@ -162,7 +163,8 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
   for (const auto& unit : queue) {
     base.push_back(estimate(unit, lowest_of(unit)));
     const Estimate& est = base.back();
-    plan.forecasts[unit.id] = Forecast{est.peak(), est.profile.duration_s, est.source, est.imported};
+    plan.forecasts[unit.id] =
+        Forecast{est.peak(), est.profile.duration_s, est.source, est.imported, est.duration_guessed};
     const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() &&
                        !estimator.knows_family(unit.key) && probed.emplace(unit.build_id, unit.key.family).second;
     ranks.push_back({unit.build_id, probe, est.profile.duration_s,
@@ -186,6 +188,7 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     d.guess = guess;
     d.source = est.source;
     d.imported = est.imported;
+    d.duration_guessed = est.duration_guessed;
     d.predicted = std::move(est.profile);
     plan.decisions.push_back(std::move(d));
   };

@@ -179,20 +179,26 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
     est.source = EstimateSource::family;
     est.imported = top->imported;
     // A running sibling that went higher than every finished one raises it.
-    if (running && running->peak() > est.peak()) est.profile = Profile::max_of(est.profile, *running);
+    if (running && running->peak() > est.peak()) {
+      est.duration_guessed = running->duration_s > est.profile.duration_s;  // the longer one is taken
+      est.profile = Profile::max_of(est.profile, *running);
+    }
   } else if (running) {
     est.profile = *running;
     est.source = EstimateSource::running_sibling;
+    est.duration_guessed = true;  // nothing of the family finished: its age, or the prior's
   } else if (manifest && manifest->peak_bytes > 0) {
     // The manifest was measured with one nvcc thread: linear scaling up is safe.
     double duration = manifest->duration_s > 0 ? manifest->duration_s / e : config_.prior_duration_s;
     est.profile = Profile::flat(manifest->peak_bytes * static_cast<std::uint64_t>(e), duration);
     est.source = EstimateSource::manifest;
+    est.duration_guessed = manifest->duration_s <= 0;
   } else {
     // Each arch takes the prior's time; e of them compile at once.
     est.profile =
         Profile::flat(config_.prior_per_thread * static_cast<std::uint64_t>(e), config_.prior_duration_s * arch / e);
     est.source = EstimateSource::prior;
+    est.duration_guessed = true;
   }
   if (est.source == EstimateSource::manifest || est.source == EstimateSource::prior) {
     // A sibling already above the guess says the guess is too low.

@@ -42,6 +42,9 @@ struct Estimate {
   Profile profile;
   EstimateSource source = EstimateSource::prior;
   bool imported = false;  ///< rests on imported observations only
+  /// Its duration is only a guess (the configured prior, a running sibling's
+  /// age): the scheduler plans with it, but no ETA should rest on it.
+  bool duration_guessed = false;
   std::uint64_t peak() const { return profile.peak(); }
 };
 

@@ -108,7 +108,8 @@ struct Decision {
   bool guess = false;                ///< start: estimated from the flat prior (carry into RunningUnit)
   /// start: where the estimate came from.
   EstimateSource source = EstimateSource::prior;
-  bool imported = false;  ///< start: the estimate rests on imported history only
+  bool imported = false;          ///< start: the estimate rests on imported history only
+  bool duration_guessed = false;  ///< start: its predicted duration is a guess (Estimate::duration_guessed)
   /// requeue: the unit was the last one running; it must rerun alone (QueuedUnit::alone).
   bool alone = false;
 };
@@ -120,6 +121,7 @@ struct Forecast {
   double duration_s = 0;
   EstimateSource source = EstimateSource::prior;
   bool imported = false;
+  bool duration_guessed = false;  ///< Estimate::duration_guessed
 };
 
 struct SchedulePlan {

@@ -124,6 +124,8 @@ TEST_CASE("engine: status reports each unit's estimate source and predicted dura
   f.clock.advance(1);
   f.engine->tick();
   CHECK(unit_json(f, id, "a_two")["estimate_source"] == "running_sibling");
+  // Its duration is the sibling's age or the prior's, a guess: no ETA may rest on it.
+  CHECK(unit_json(f, id, "a_two")["predicted_duration_s"].is_null());
   CHECK(unit_json(f, id, "b_one")["estimate_source"] == "manifest");  // another family
 
   // A finished unit keeps the source its estimate had; it predicts nothing more.

@@ -38,6 +38,7 @@ TEST_CASE("Estimator: never-seen unit gets the flat configured prior per thread"
   CHECK(e.peak() == 10 * kGiB);
   CHECK(e.profile.at(0) == 10 * kGiB);  // flat: no optimistic early dip
   CHECK(e.profile.duration_s == 120);
+  CHECK(e.duration_guessed);  // the prior's time: no ETA rests on it
   // Threads beyond the arch count compile nothing more in parallel.
   CHECK(est.estimate(key("a.cu", "fam"), 4, std::nullopt).peak() == 5 * kGiB);
   CHECK(to_string(EstimateSource::prior) == "prior");
@@ -80,6 +81,12 @@ TEST_CASE("Estimator: manifest prior beats the configured prior") {
   CHECK(e.source == EstimateSource::manifest);
   CHECK(e.peak() == 6 * kGiB);
   CHECK(e.profile.duration_s == 100);
+  CHECK_FALSE(e.duration_guessed);  // measured on a reference machine
+  // A manifest with a peak and no duration: the time is the prior's guess.
+  auto peak_only = est.estimate(key("a.cu", "fam", "-O3", 2), 2, ManifestPrior{3 * kGiB, 0});
+  CHECK(peak_only.source == EstimateSource::manifest);
+  CHECK(peak_only.profile.duration_s == 120);
+  CHECK(peak_only.duration_guessed);
 }
 
 TEST_CASE("Estimator: exact key returns the learnt profile") {
@@ -90,6 +97,7 @@ TEST_CASE("Estimator: exact key returns the learnt profile") {
   CHECK(e.peak() == 4 * kGiB);
   CHECK(e.profile.at(100) == 4 * kGiB * 3 / 10);
   CHECK(e.profile.duration_s == 300);
+  CHECK_FALSE(e.duration_guessed);
   CHECK(est.observation_count() == 1);
 }
 

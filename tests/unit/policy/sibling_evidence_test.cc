@@ -143,6 +143,27 @@ TEST_CASE("Estimator: a cold build admits a family's siblings on a running unit'
   CHECK_FALSE(est.knows_family(sibling("split1")));
 }
 
+TEST_CASE("Estimator: a duration from a running sibling is a guess, also where it raises a family's estimate") {
+  Estimator est({5 * kGiB, 120});
+  est.observe_running({{sibling("split0"), 1, trace_until(70), 5 * kGiB}});
+  auto running = est.estimate(sibling("split1"), 1, std::nullopt);
+  CHECK(running.source == EstimateSource::running_sibling);
+  CHECK(running.duration_guessed);
+  // A small sibling finished in 30 s; the running one, higher, says at least
+  // the prior's 120 s: the longer is taken, and it is a guess.
+  est.learn({sibling("small"), 1, trace_until(400).scaled(0.5, 0.1)});
+  auto raised = est.estimate(sibling("split1"), 1, std::nullopt);
+  CHECK(raised.source == EstimateSource::family);
+  CHECK(raised.peak() == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
+  CHECK(raised.profile.duration_s == Approx(120));
+  CHECK(raised.duration_guessed);
+  // One that finished in 302 s is longer than the guess: measured, not guessed.
+  est.learn({sibling("long"), 1, trace_until(400).scaled(0.5, 1.0)});
+  auto measured = est.estimate(sibling("split1"), 1, std::nullopt);
+  CHECK(measured.profile.duration_s == Approx(302));
+  CHECK_FALSE(measured.duration_guessed);
+}
+
 TEST_CASE("Estimator: a user's running unit is evidence for that user's siblings only") {
   Estimator est({5 * kGiB, 120});
   auto of = [](const std::string& name, const std::string& scope) {
