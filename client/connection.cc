@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include <boost/asio/connect.hpp>
@@ -81,7 +83,7 @@ Result<std::chrono::milliseconds> request_timeout(const std::optional<std::strin
 }
 
 CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout,
-                       std::optional<uid_t>* answered_by) {
+                       std::optional<uid_t>* answered_by, const std::function<bool()>& stop) {
   // Whoever could put the socket there could answer in fadd's place.
   if (Status trusted = check_socket_for_client(socket_path); !trusted)
     return CallFailure{kExitUnreachable, trusted.error()};
@@ -118,7 +120,16 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
                          false};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd pfd{socket.native_handle(), POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) == 0)
+    const int ready = left.count() <= 0 ? 0 : ::poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) {
+      // A signal: the caller's to act on (a follower's Ctrl-C), else wait on.
+      // Never a read without poll: a stopped fadd would hold it past the timeout.
+      if (stop && stop()) return CallFailure{kExitUnreachable, "interrupted while waiting for fadd's answer", false};
+      continue;
+    }
+    if (ready < 0)
+      return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + std::strerror(errno)};
+    if (ready == 0)
       return CallFailure{kExitUnreachable, "fadd at " + socket_path + " did not answer within " +
                                                std::to_string(timeout.count() / 1000) +
                                                " s (is it stopped, e.g. by SIGSTOP, or overloaded?)"};
@@ -144,9 +155,10 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   return std::move(*response);
 }
 
-Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout) {
-  return
-      [path = std::move(socket_path), timeout](const Request& request) { return call_daemon(path, request, timeout); };
+Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout, std::function<bool()> stop) {
+  return [path = std::move(socket_path), timeout, stop = std::move(stop)](const Request& request) {
+    return call_daemon(path, request, timeout, nullptr, stop);
+  };
 }
 
 }  // namespace fad::client

@@ -50,12 +50,14 @@ Result<std::chrono::milliseconds> request_timeout(const std::optional<std::strin
 /// Refuses (exit code 3) a socket whose directory another user could have
 /// planted (common/socket_dir.h) without connecting at all. `answered_by`,
 /// when given, receives the uid the kernel gives for the other end of this
-/// very connection (SO_PEERCRED): who sent the answer.
+/// very connection (SO_PEERCRED): who sent the answer. A signal arriving
+/// while it waits ends the wait early only when `stop` says so.
 CallResult call_daemon(const std::string& socket_path, const Request& request,
                        std::chrono::milliseconds timeout = std::chrono::seconds(60),
-                       std::optional<uid_t>* answered_by = nullptr);
+                       std::optional<uid_t>* answered_by = nullptr, const std::function<bool()>& stop = {});
 
-/// A Sender bound to one socket path.
-Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+/// A Sender bound to one socket path (`stop` as for call_daemon).
+Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                     std::function<bool()> stop = {});
 
 }  // namespace fad::client

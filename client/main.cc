@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
     }
 
     // 3. Wire the real world in: the socket, the terminal, the clock, nvidia-smi.
-    Context ctx{socket_sender(locations->socket, *timeout),
+    // A follower's Ctrl-C ends even a wait for a stopped fadd's answer.
+    Context ctx{socket_sender(locations->socket, *timeout, [] { return g_interrupted != 0; }),
                 locations->socket,
                 std::cout,
                 std::cerr,

@@ -9,8 +9,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "client/connection.h"
@@ -107,6 +113,68 @@ TEST_CASE("a daemon that hangs up without answering is unreachable, garbage is a
     auto reply = call_daemon(socket_path(), fad::Request{"status", {}});
     CHECK(std::get<CallFailure>(reply).exit_code == kExitFailed);
   }
+}
+
+volatile std::sig_atomic_t g_signalled = 0;
+void on_usr1(int) { g_signalled = 1; }
+
+/// Whether thread `tid` of this process is blocked in poll() now.
+bool in_poll(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long nr = -1;
+  in >> nr;
+  return nr == SYS_poll || nr == SYS_ppoll;
+}
+
+TEST_CASE("a signal while fadd keeps silent ends the wait only when the caller says stop, never past the timeout") {
+  // A socket whose server takes the connection and keeps silent (a stopped
+  // fadd) for 4 s, then hangs up.
+  const std::string path = socket_path();
+  std::filesystem::remove(path);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  std::thread server([fd] {
+    const int c = ::accept(fd, nullptr, nullptr);
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    ::close(c);
+  });
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1;  // no SA_RESTART: poll() sees EINTR
+  REQUIRE(::sigaction(SIGUSR1, &sa, nullptr) == 0);
+  g_signalled = 0;
+  // One signal, once the call waits in poll() for the answer.
+  const pthread_t caller = ::pthread_self();
+  const pid_t tid = ::gettid();
+  std::thread signaller([&] {
+    while (!in_poll(tid)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::pthread_kill(caller, SIGUSR1);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  CallResult reply;
+  SECTION("a follower told to stop returns at once") {
+    reply = call_daemon(path, fad::Request{"status", {}}, std::chrono::seconds(30), nullptr,
+                        [] { return g_signalled != 0; });
+    REQUIRE(std::holds_alternative<CallFailure>(reply));
+    CHECK_THAT(std::get<CallFailure>(reply).message, Catch::Contains("interrupted"));
+    CHECK_FALSE(std::get<CallFailure>(reply).retryable);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+  }
+  SECTION("otherwise it waits on, for the timeout and no longer") {
+    reply = call_daemon(path, fad::Request{"status", {}}, std::chrono::seconds(1));
+    REQUIRE(std::holds_alternative<CallFailure>(reply));
+    CHECK_THAT(std::get<CallFailure>(reply).message, Catch::Contains("did not answer within 1 s"));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+  }
+  signaller.join();
+  server.join();
+  CHECK(g_signalled == 1);
+  ::signal(SIGUSR1, SIG_DFL);
+  ::close(fd);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("a connection fadd refuses as busy is unreachable for now: exit 3, worth retrying, fadd's reason kept") {
