@@ -19,6 +19,7 @@ constexpr auto kFollowInterval = std::chrono::milliseconds(500);
 constexpr auto kWatchInterval = std::chrono::seconds(1);
 constexpr auto kFirstRetry = std::chrono::milliseconds(250);
 constexpr auto kLongestRetry = std::chrono::seconds(5);
+constexpr std::chrono::milliseconds kRetrySlice{250};
 
 // Prints a failed reply as request() does; returns its exit code.
 int report(Context& ctx, const CallResult& reply) {
@@ -33,18 +34,21 @@ int report(Context& ctx, const CallResult& reply) {
 constexpr double kPipedWatchIntervalS = 5;
 }  // namespace
 
-CallResult send_following(Context& ctx, const Request& request) {
+CallResult send_following(Context& ctx, const Request& request, const std::function<void()>& before_saying) {
   CallResult reply = ctx.send(request);
   const auto* failure = std::get_if<CallFailure>(&reply);
   if (!failure || !failure->retryable) return reply;
+  if (before_saying) before_saying();
   ctx.err << "fad: lost contact with fadd (" << failure->message << "); retrying for up to " << kReconnectWindow.count()
           << " s\n";
   ctx.err.flush();
   const auto deadline = ctx.now() + kReconnectWindow;
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetry);
   while (ctx.now() < deadline) {
+    // In slices: a kill or Ctrl-C ends the wait within one, not a backoff's 5 s.
+    for (auto left = wait; left.count() > 0 && !ctx.interrupted(); left -= kRetrySlice)
+      ctx.sleep(std::min(left, kRetrySlice));
     if (ctx.interrupted()) return reply;  // asked to stop: its caller says so
-    ctx.sleep(wait);
     wait = std::min(wait * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kLongestRetry));
     reply = ctx.send(request);
     failure = std::get_if<CallFailure>(&reply);

@@ -58,7 +58,9 @@ std::optional<json> request(Context& ctx, const std::string& type, const json& b
 /// restarting), says so once on ctx.err, retries with backoff for up to
 /// kReconnectWindow and says when it answers again. Returns the last failure
 /// after that, or at once for a failure waiting cannot fix (permission).
-CallResult send_following(Context& ctx, const Request& request);
+/// `before_saying` runs before its first line (a follower erases its
+/// progress line there, or the message would land on it).
+CallResult send_following(Context& ctx, const Request& request, const std::function<void()>& before_saying = {});
 
 int run_submit(const Command& cmd, Context& ctx);   ///< submit, and follow it with --wait
 int run_status(const Command& cmd, Context& ctx);   ///< status [ID] [--json] [--watch]

@@ -66,7 +66,10 @@ int follow_build(Context& ctx, std::int64_t id, bool json_output) {
     }
     // fadd may restart while a build runs (an upgrade, a crash): the build
     // survives it, so following does too.
-    CallResult reply = send_following(ctx, Request{"status", req.to_json()});
+    CallResult reply = send_following(ctx, Request{"status", req.to_json()}, [&] {
+      clear_line();
+      ctx.out.flush();
+    });
     if (auto* failure = std::get_if<CallFailure>(&reply)) {
       if (ctx.interrupted()) continue;  // Ctrl-C cut the request short: say so above
       clear_line();

@@ -27,7 +27,10 @@ struct ScriptedDaemon {
   double clock = 1000;       ///< ctx.wall(); each sleep advances it
   int interrupt_after = -1;  ///< ctx.interrupted() reports `interrupt_signal` after this many sleeps
   int interrupt_signal = SIGINT;
+  /// ctx.interrupted() reports `interrupt_signal` from this fake time on (a signal mid-sleep).
+  std::optional<std::chrono::steady_clock::time_point> interrupt_at;
   bool tty = false;
+  bool one_stream = false;  ///< err writes to `out` as well (a terminal shows both in order)
 
   Context context() {
     Context ctx{[this](const fad::Request& r) -> CallResult {
@@ -39,7 +42,7 @@ struct ScriptedDaemon {
                 },
                 "/s",
                 out,
-                err,
+                one_stream ? out : err,
                 [this](std::chrono::milliseconds d) {
                   ++sleeps;
                   now += d;
@@ -53,7 +56,10 @@ struct ScriptedDaemon {
     ctx.out_is_tty = tty;
     ctx.width = [] { return std::size_t{60}; };
     ctx.wall = [this] { return clock; };
-    ctx.interrupted = [this] { return interrupt_after >= 0 && sleeps >= interrupt_after ? interrupt_signal : 0; };
+    ctx.interrupted = [this] {
+      const bool now_on = (interrupt_after >= 0 && sleeps >= interrupt_after) || (interrupt_at && now >= *interrupt_at);
+      return now_on ? interrupt_signal : 0;
+    };
     return ctx;
   }
   void unreachable() { answers.push_back(CallFailure{kExitUnreachable, "cannot reach fadd at /s: refused"}); }
@@ -465,7 +471,7 @@ TEST_CASE("submit --wait gives up with exit 3 when fadd stays away past the wind
   CHECK(err.find("fad: stopped waiting for build 7: fadd did not come back within 60 s") != std::string::npos);
   CHECK(d.now - std::chrono::steady_clock::time_point{} >= kReconnectWindow);
   CHECK(d.now - std::chrono::steady_clock::time_point{} < kReconnectWindow + std::chrono::seconds(6));
-  CHECK(d.sleeps < 30);  // backoff, not a busy loop
+  CHECK(d.seen.size() < 30);  // backoff: a request every few seconds, not a busy loop
 }
 
 TEST_CASE("a kill while a follower waits for fadd to come back ends it at once with 128 + the signal") {
@@ -480,6 +486,25 @@ TEST_CASE("a kill while a follower waits for fadd to come back ends it at once w
     Context ctx = d.context();
     CHECK((status_watch ? run_status(c, ctx) : run_watch(c, ctx)) == 128 + SIGTERM);
     CHECK(d.now - std::chrono::steady_clock::time_point{} < std::chrono::seconds(10));  // not the 60 s window
+  }
+  SECTION("within a quarter second, even deep in the backoff, and with the progress line erased first") {
+    ScriptedDaemon d;
+    d.tty = true;
+    d.one_stream = true;                      // the terminal: out and err interleave
+    d.ok(status_of(build("running", 1, 2)));  // drawn; then fadd is gone
+    d.interrupt_at = std::chrono::steady_clock::time_point{} + std::chrono::milliseconds(5100);  // mid-backoff
+    d.interrupt_signal = SIGTERM;
+    Command c = cmd(CommandKind::watch, "fad watch");
+    c.id = 7;
+    Context ctx = d.context();
+    CHECK(run_watch(c, ctx) == 128 + SIGTERM);
+    CHECK(d.now >= *d.interrupt_at);
+    CHECK(d.now - *d.interrupt_at <= std::chrono::milliseconds(250));
+    const std::string all = d.out.str();
+    const auto lost = all.find("fad: lost contact");
+    REQUIRE(lost != std::string::npos);
+    REQUIRE(lost >= 4);
+    CHECK(all.substr(lost - 4, 4) == "\r\033[K");  // said on a line of its own
   }
 }
 
