@@ -57,9 +57,10 @@ std::optional<json> build_status(const std::string& socket, std::int64_t id) {
   return builds->front();
 }
 
-// Waits for the command; meanwhile, once per stretch in which the build has
-// compiles queued and none running for a few seconds, says why on stderr.
-int wait_and_watch(pid_t child, const std::string& socket, std::int64_t id) {
+// Waits for the command; meanwhile, once per stretch in which the build (when
+// fadd opened one) has compiles queued and none running for a few seconds,
+// says why on stderr.
+int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id) {
   using Clock = std::chrono::steady_clock;
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
@@ -69,9 +70,9 @@ int wait_and_watch(pid_t child, const std::string& socket, std::int64_t id) {
     const pid_t done = ::waitpid(child, &status, WNOHANG);
     if (done == child) return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     if (done < 0 && errno != EINTR) return 1;
-    if (Clock::now() >= next_look) {
+    if (id && Clock::now() >= next_look) {
       next_look = Clock::now() + kWatchEvery;
-      auto build = build_status(socket, id);
+      auto build = build_status(socket, *id);
       auto note = build ? stall_note(*build) : std::nullopt;
       if (!note) {
         stalled_since.reset();
@@ -85,6 +86,18 @@ int wait_and_watch(pid_t child, const std::string& socket, std::int64_t id) {
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// A busy fadd (its connections all taken for now) is asked again: a build
+// left open would end failed once fadd found this fad run gone.
+void close_build(const std::string& socket, std::int64_t id, int code) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (auto pause = std::chrono::milliseconds(100);; pause = std::min(pause * 2, std::chrono::milliseconds(2000))) {
+    const auto r = call_daemon(socket, Request{"close_build", CloseBuildRequest{id, code}.to_json()});
+    const auto* failure = std::get_if<CallFailure>(&r);
+    if (!failure || !failure->busy || std::chrono::steady_clock::now() >= give_up) return;
+    std::this_thread::sleep_for(pause);
   }
 }
 
@@ -211,12 +224,12 @@ int run_build_command(const RunOptions& o) {
     struct sigaction sa {};
     sa.sa_handler = forward;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-    code = wait_and_watch(g_child, o.socket, *id);
+    code = wait_and_watch(g_child, o.socket, id);
   }
 
   // 4. Close the build with the command's result.
   if (id) {
-    call_daemon(o.socket, Request{"close_build", CloseBuildRequest{*id, std::min(code, 255)}.to_json()});
+    close_build(o.socket, *id, std::min(code, 255));
     if (auto build = build_status(o.socket, *id)) std::cerr << render_run_summary(*build);
   }
   if (shim) {
