@@ -37,6 +37,8 @@ constexpr std::size_t kAdminSessions = 8;
 constexpr std::size_t kKeptBufferBytes = 64 * 1024;
 // One log line per slowed user at most this often.
 constexpr auto kSlowedLogEvery = std::chrono::seconds(60);
+/// Refused connections of one user are logged at most this often.
+constexpr auto kRefusedLogEvery = std::chrono::seconds(1);
 
 void set_cloexec(int fd) {
   if (const int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
@@ -337,7 +339,7 @@ void Server::admit(local::socket socket) {
                                            " open, limit " + std::to_string(options_.max_sessions_per_user) + ")"
                                      : "too many connections (" + std::to_string(sessions_.size()) + " open, limit " +
                                            std::to_string(cap) + ")";
-    spdlog::warn("refusing a client of uid {}: {}", caller.uid, why);
+    note_refused(caller.uid, why);
     say_and_close(
         socket,
         encode_error(ErrorCode::busy, "fadd refuses the connection: " + why + "; idle connections close after " +
@@ -372,10 +374,37 @@ void Server::note_slowed(uid_t uid, std::chrono::milliseconds wait) {
       uid, wait.count());
 }
 
+void Server::note_refused(uid_t uid, const std::string& why) {
+  // A client connecting in a loop is refused thousands of times a second:
+  // one line for each would flood the log (and journald's rate limit would
+  // then drop everyone's lines).
+  const auto now = std::chrono::steady_clock::now();
+  auto [it, first] = refused_.try_emplace(uid);
+  Refusals& r = it->second;
+  if (!first && now - r.last_logged < kRefusedLogEvery) {
+    ++r.unlogged;
+    return;
+  }
+  if (r.unlogged > 0)
+    spdlog::warn("refusing a client of uid {}: {} ({} more were refused since the last such line)", uid, why,
+                 r.unlogged);
+  else
+    spdlog::warn("refusing a client of uid {}: {}", uid, why);
+  r.last_logged = now;
+  r.unlogged = 0;
+}
+
 void Server::remove(const std::shared_ptr<Session>& s) {
   s->close();
   if (sessions_.erase(s) == 0) return;
-  if (auto it = per_user_.find(s->caller().uid); it != per_user_.end() && --it->second == 0) per_user_.erase(it);
+  const uid_t uid = s->caller().uid;
+  if (auto it = per_user_.find(uid); it != per_user_.end() && --it->second == 0) per_user_.erase(it);
+  // A connection of theirs closed: a spell of refusals may be over, count it.
+  if (auto r = refused_.find(uid); r != refused_.end()) {
+    if (r->second.unlogged > 0)
+      spdlog::warn("uid {}: {} more connections were refused since the last such line", uid, r->second.unlogged);
+    refused_.erase(r);
+  }
 }
 
 void Server::close() {

@@ -70,6 +70,7 @@ class Server {
   void remove(const std::shared_ptr<Session>& s);
   static bool is_admin(const Caller& c);
   void note_slowed(uid_t uid, std::chrono::milliseconds wait);
+  void note_refused(uid_t uid, const std::string& why);
 
   boost::asio::io_context& io_;
   RequestHandler& handler_;
@@ -82,6 +83,12 @@ class Server {
   RequestBudget budget_;
   /// When each slowed user was last logged (at most once a minute).
   std::map<uid_t, std::chrono::steady_clock::time_point> slowed_;
+  /// Refused connections per user, logged at most once a second with a count.
+  struct Refusals {
+    std::chrono::steady_clock::time_point last_logged;
+    std::size_t unlogged = 0;
+  };
+  std::map<uid_t, Refusals> refused_;
 };
 
 }  // namespace fad

@@ -218,6 +218,22 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
         return refused_at_once >= 1744;
       },
       std::chrono::seconds(10));
+  // Every refusal is answered, but logged at most once a second: a client
+  // connecting in a loop must not flood fadd's log.
+  const auto refusal_lines = [&] {
+    const std::string log = d.daemon_log();
+    std::size_t lines = 0;
+    for (auto at = log.find("refusing a client of uid"); at != std::string::npos;
+         at = log.find("refusing a client of uid", at + 1))
+      ++lines;
+    return lines;
+  };
+  {
+    const double took = seconds_since(flood_start);
+    INFO(refusal_lines() << " refusal lines in " << took << " s");
+    CHECK(refusal_lines() >= 1);
+    CHECK(static_cast<double>(refusal_lines()) <= took + 2);
+  }
   auto r = d.fad({"status"}, 30);
   INFO(r.err);
   if (r.exit_code == 0 && seconds_since(flood_start) >= 10) {
@@ -235,6 +251,9 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
   WARN("FIGURE of 2,000 idle connections " << refused_at_once << " were refused at once with a message; the same "
                                            << "user was served again after " << seconds_since(start) << " s");
   CHECK(refused_at_once == 2000 - 256);
+  // Once the user's connections close, the refusals not logged are counted.
+  CHECK(refusal_lines() < 100);
+  CHECK(d.daemon_log().find("more connections were refused since the last such line") != std::string::npos);
 }
 
 TEST_CASE("a client that never reads its answer is closed after the idle timeout, not held for ever",
