@@ -41,6 +41,10 @@ constexpr auto kTellWaitAfter = std::chrono::seconds(5);
 // How long a launcher keeps asking a fadd that refuses connections as busy
 // (other clients hold too many): idle ones close within 10 s.
 constexpr auto kBusyPatience = std::chrono::seconds(30);
+// A compile waiting for admission waits out a busy fadd far longer: fadd is
+// there, and compiling around it would run outside its accounting, beside
+// the admission fadd may hold for it.
+constexpr auto kBusyPollPatience = std::chrono::minutes(10);
 /// Launches again after fadd restarted while the compile waited (see run_launch).
 constexpr int kMaxRelaunches = 3;
 pid_t g_child_group = 0;
@@ -110,8 +114,9 @@ void forget_warning() {
 /// up on at once, a waiting compile would run outside its accounting, and a
 /// finished one would go unrecorded and count as failed.
 std::optional<json> ask(const std::string& socket, const std::string& type, const json& body, std::string* why,
-                        bool* refused = nullptr, std::optional<uid_t>* answered_by = nullptr) {
-  const auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
+                        bool* refused = nullptr, std::optional<uid_t>* answered_by = nullptr,
+                        std::chrono::seconds patience = kBusyPatience) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
   auto result = call_daemon(socket, Request{type, body}, std::chrono::seconds(60), answered_by);
   for (auto pause = std::chrono::milliseconds(100);
        std::holds_alternative<CallFailure>(result) && std::get<CallFailure>(result).busy &&
@@ -277,7 +282,8 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     std::vector<std::string> step;  // fadd runs units on a cluster: the step to run the compiler in
     for (;;) {
       std::optional<uid_t> answered_by;
-      auto poll = ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why, nullptr, &answered_by);
+      auto poll =
+          ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why, nullptr, &answered_by, kBusyPollPatience);
       if (!poll) {
         std::cerr << "fad: " << why << "; compiling without fadd\n";
         return compile_without_fadd(argv, extra, prior, settings, cache.get());

@@ -36,6 +36,9 @@ constexpr double kStalledS = 5;
 constexpr double kStartTimeoutS = 60;
 // A compiler's group may vanish just before its launcher reports the exit.
 constexpr double kGoneGraceS = 10;
+// ... or well before, when fadd is busy: a launcher still alive gets longer
+// than it keeps asking a busy fadd (30 s) plus one request's timeout (60 s).
+constexpr double kLiveLauncherReportS = 150;
 // Launches outside `fad run` are grouped per session into one build, closed after this quiet spell.
 constexpr double kSessionIdleS = 30;
 // A fad run whose process fadd cannot see (another pid namespace: SO_PEERCRED
@@ -391,7 +394,8 @@ void Engine::check_external(double now) {
         lost.push_back(id);
     } else if (!(launcher_.group_alive(r.pgid) && group_is_ours(r))) {
       if (r.gone_since == 0) r.gone_since = now;
-      if (now - r.gone_since > kGoneGraceS) lost.push_back(id);
+      const bool launcher_alive = r.launcher && process_alive(*r.launcher);
+      if (now - r.gone_since > (launcher_alive ? kLiveLauncherReportS : kGoneGraceS)) lost.push_back(id);
     }
   }
   for (auto id : lost) {

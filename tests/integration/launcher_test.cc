@@ -183,6 +183,47 @@ TEST_CASE("a compile waiting when fadd restarts is launched again in the new fad
   CHECK(wait_process(a, 60) == 0);                                  // a, running all along, finished as well
 }
 
+TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
+          "[integration][launcher][hostile]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start({"--memory-budget", "1G", "--reserve", "0"});
+  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=45\n";
+  std::ofstream(d.dir() / "w.cu") << "// fake-nvcc: duration_s=1\n";
+  // a runs; w, a guess that does not fit beside it, waits in the queue.
+  const pid_t a = start_fad_nvcc(d, "a");
+  REQUIRE(a > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const pid_t w = start_fad_nvcc(d, "w");
+  REQUIRE(w > 0);
+  REQUIRE(wait_for(
+      [&] {
+        const auto builds = d.status_all().at("builds");
+        return !builds.empty() && d.status(builds.at(0).at("id")).at("units").at("queued") == 1;
+      },
+      std::chrono::seconds(30)));
+  // This user's 256 connections, kept in use (fadd closes idle ones after
+  // 10 s) for 40 s, past the 30 s a launcher waits out a busy fadd elsewhere.
+  std::vector<RawClient> held;
+  for (int i = 0; i < 257; ++i) held.emplace_back(d.socket());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  while (std::chrono::steady_clock::now() < until) {
+    for (auto& c : held)
+      if (c.send("{\"v\":1,\"type\":\"status\",\"body\":{\"id\":999999}}\n"))
+        c.read_line(std::chrono::milliseconds(2000));
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+  }
+  CHECK(d.daemon_log().find("refusing a client of uid") != std::string::npos);  // the cap held
+  held.clear();
+  const int code = wait_process(w, 90);
+  INFO(slurp(d.dir() / "w.err") << d.daemon_log());
+  CHECK(code == 0);
+  CHECK(fs::exists(d.dir() / "w.o"));
+  CHECK(slurp(d.dir() / "w.err").find("without fad") == std::string::npos);  // waited, did not go around fadd
+  CHECK(d.daemon_log().find("admitted w.o") != std::string::npos);
+  CHECK(wait_process(a, 60) == 0);
+}
+
 TEST_CASE("with fadd down, a launcher build succeeds and says so once", "[integration][launcher]") {
   TempDir tmp;
   auto dir = write_ninja_project(tmp.path() / "p", 6, "", std::string(FAD_FAD_BIN) + " launch");

@@ -472,6 +472,27 @@ TEST_CASE("engine faults: time fadd itself was stopped counts against no launche
   CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
 }
 
+TEST_CASE("engine faults: a compile that ended waits for its live launcher's report, not for a dead one's",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 77};  // the launcher
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), 31338);
+  // Its compiler ended; the launcher, alive, cannot get through (fadd busy).
+  f.launcher.gone.insert(31338);
+  tick_for(f, 60);
+  CHECK(f.store->unit(unit)->state == UnitState::running);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  CHECK(f.store->unit(unit)->state == UnitState::succeeded);  // what it was, not "vanished"
+
+  // A launcher that died with its compiler reports nothing: failed within seconds.
+  const auto other = started_launch(f, launch_of("/w/b.cu"), 31339);
+  f.launcher.gone.insert(31339);
+  f.launcher.processes.erase(f.me.pid);
+  tick_for(f, 12);
+  CHECK(f.store->unit(other)->state == UnitState::failed);
+}
+
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
           "[engine][faults]") {
   EngineFixture f;
