@@ -45,6 +45,27 @@ pid_t start_fad_nvcc(Daemon& d, const std::string& stem) {
       {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
       d.dir() / (stem + ".out"), d.dir() / (stem + ".err"));
 }
+/// Starts d under a 1 GiB budget and launches a.cu (running `a_seconds`),
+/// then WAITING.cu, a guess that does not fit beside it; returns their
+/// launchers once WAITING.cu waits in fadd's queue.
+std::pair<pid_t, pid_t> one_running_one_waiting(Daemon& d, int a_seconds, const std::string& waiting) {
+  d.write_kernels({});
+  d.start({"--memory-budget", "1G", "--reserve", "0"});
+  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=" << a_seconds << "\n";
+  std::ofstream(d.dir() / (waiting + ".cu")) << "// fake-nvcc: duration_s=1\n";
+  const pid_t a = start_fad_nvcc(d, "a");
+  REQUIRE(a > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const pid_t w = start_fad_nvcc(d, waiting);
+  REQUIRE(w > 0);
+  REQUIRE(wait_for(
+      [&] {
+        const auto builds = d.status_all().at("builds");
+        return !builds.empty() && d.status(builds.at(0).at("id")).at("units").at("queued") == 1;
+      },
+      std::chrono::seconds(30)));
+  return {a, w};
+}
 }  // namespace
 
 TEST_CASE("under a 1 GiB budget the launcher keeps ninja -j 16 within it, plain ninja -j 16 exceeds it",
@@ -141,18 +162,7 @@ TEST_CASE("a launcher that finds all of its user's connections taken waits for o
 TEST_CASE("a compile waiting when fadd restarts is launched again in the new fadd, not failed",
           "[integration][launcher][recovery]") {
   Daemon d;
-  d.write_kernels({});
-  d.start({"--memory-budget", "1G", "--reserve", "0"});
-  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=8\n";
-  std::ofstream(d.dir() / "b.cu") << "// fake-nvcc: duration_s=1\n";
-  // a runs; b, a guess that does not fit beside it, waits in the queue.
-  const pid_t a = start_fad_nvcc(d, "a");
-  REQUIRE(a > 0);
-  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
-  const pid_t b = start_fad_nvcc(d, "b");
-  REQUIRE(b > 0);
-  const auto build = [&] { return d.status_all().at("builds").at(0).at("id").get<std::int64_t>(); };
-  REQUIRE(wait_for([&] { return d.status(build()).at("units").at("queued") == 1; }, std::chrono::seconds(30)));
+  const auto [a, b] = one_running_one_waiting(d, 8, "b");
   // Hold b between two polls (asleep, no request open), so that it asks the
   // next fadd, not the gap between the two.
   const auto asleep = [&] {
@@ -186,22 +196,7 @@ TEST_CASE("a compile waiting when fadd restarts is launched again in the new fad
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
           "[integration][launcher][hostile]") {
   Daemon d;
-  d.write_kernels({});
-  d.start({"--memory-budget", "1G", "--reserve", "0"});
-  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=45\n";
-  std::ofstream(d.dir() / "w.cu") << "// fake-nvcc: duration_s=1\n";
-  // a runs; w, a guess that does not fit beside it, waits in the queue.
-  const pid_t a = start_fad_nvcc(d, "a");
-  REQUIRE(a > 0);
-  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
-  const pid_t w = start_fad_nvcc(d, "w");
-  REQUIRE(w > 0);
-  REQUIRE(wait_for(
-      [&] {
-        const auto builds = d.status_all().at("builds");
-        return !builds.empty() && d.status(builds.at(0).at("id")).at("units").at("queued") == 1;
-      },
-      std::chrono::seconds(30)));
+  const auto [a, w] = one_running_one_waiting(d, 45, "w");
   // This user's 256 connections, kept in use (fadd closes idle ones after
   // 10 s) for 40 s, past the 30 s a launcher waits out a busy fadd elsewhere.
   std::vector<RawClient> held;
