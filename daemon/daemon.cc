@@ -23,6 +23,7 @@
 #include "daemon/boost_launcher.h"
 #include "daemon/child_setup.h"
 #include "daemon/clock.h"
+#include "daemon/disk_space.h"
 #include "daemon/engine.h"
 #include "daemon/exec_helper.h"
 #include "daemon/instance_lock.h"
@@ -41,6 +42,14 @@ namespace fad {
 namespace asio = boost::asio;
 
 namespace {
+
+/// What to add to a database error at start when the state dir's filesystem
+/// is full: SQLite says only "disk I/O error".
+std::string full_disk_hint(const std::string& state_dir) {
+  if (!disk_nearly_full(state_dir)) return "";
+  return " (the filesystem holding " + state_dir +
+         " is full: free some space there, then start fadd again; nothing was lost)";
+}
 
 EngineOptions engine_options(const DaemonOptions& o) {
   const Config& c = o.config;
@@ -165,7 +174,7 @@ int run_daemon(const DaemonOptions& o) {
   try {
     store = std::make_unique<Store>(o.state_dir + "/fad.db");
   } catch (const StoreError& e) {
-    spdlog::critical("{}", e.what());
+    spdlog::critical("{}{}", e.what(), full_disk_hint(o.state_dir));
     return 1;
   }
 
@@ -218,7 +227,7 @@ int run_daemon(const DaemonOptions& o) {
   try {
     engine.recover();
   } catch (const StoreError& e) {
-    spdlog::critical("recovering state from {}/fad.db: {}", o.state_dir, e.what());
+    spdlog::critical("recovering state from {}/fad.db: {}{}", o.state_dir, e.what(), full_disk_hint(o.state_dir));
     return 1;
   }
 

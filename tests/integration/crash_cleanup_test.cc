@@ -38,6 +38,29 @@ struct Mount {
     if (!path.empty()) ::umount2(path.c_str(), MNT_DETACH);
   }
 };
+
+/// Mounts a tmpfs of `size` as d's state dir, unmounted when `mount` goes;
+/// false, with a SKIP warning naming `what`, where that cannot be done.
+bool mount_state_tmpfs(Daemon& d, Mount& mount, const std::string& size, const std::string& what) {
+  if (::geteuid() != 0) {
+    WARN("SKIP: mounting a small tmpfs as the state dir needs root; " << what << " did not run");
+    return false;
+  }
+  fs::create_directories(d.state_dir());
+  if (::mount("tmpfs", d.state_dir().c_str(), "tmpfs", 0, ("size=" + size + ",mode=0700").c_str()) != 0) {
+    WARN("SKIP: cannot mount a tmpfs here (" << std::strerror(errno) << "); " << what << " did not run");
+    return false;
+  }
+  mount.path = d.state_dir();
+  return true;
+}
+
+/// Fills the filesystem holding `path` (a new file) to the last byte.
+void fill_disk(const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  const std::string chunk(64 * 1024, 'x');
+  while (out.write(chunk.data(), chunk.size())) {}
+}
 }  // namespace
 
 TEST_CASE("kill -9 during a build whose compilers have children: 20 restarts at once, no orphan survives",
@@ -134,10 +157,6 @@ TEST_CASE("a fad run killed with kill -9 does not leave its build open forever",
 
 TEST_CASE("a full disk under the state dir loses no finished compile, and fadd says so and recovers by itself",
           "[integration][crash][diskfull]") {
-  if (::geteuid() != 0) {
-    WARN("SKIP: mounting a small tmpfs as the state dir needs root; the full-disk test did not run");
-    return;
-  }
   const auto ninja = find_tool({"/usr/bin/ninja", "/usr/local/bin/ninja"});
   if (ninja.empty()) {
     WARN("SKIP: needs ninja; the full-disk test did not run");
@@ -145,13 +164,8 @@ TEST_CASE("a full disk under the state dir loses no finished compile, and fadd s
   }
   Daemon d;
   d.write_kernels({});
-  fs::create_directories(d.state_dir());
   Mount mount;
-  if (::mount("tmpfs", d.state_dir().c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0) {
-    WARN("SKIP: cannot mount a tmpfs here (" << std::strerror(errno) << "); the full-disk test did not run");
-    return;
-  }
-  mount.path = d.state_dir();
+  if (!mount_state_tmpfs(d, mount, "16m", "the full-disk test")) return;
   d.start({"--cores", "4", "--memory-budget", "8G"});
   const auto project =
       write_ninja_project(d.dir() / "proj", 16, "peak_mb=4 duration_s=1.5", std::string(FAD_FAD_BIN) + " launch");
@@ -164,11 +178,7 @@ TEST_CASE("a full disk under the state dir loses no finished compile, and fadd s
 
   // Fill the disk to the last byte.
   const auto filler = d.state_dir() + "/filler";
-  {
-    std::ofstream out(filler, std::ios::binary);
-    const std::string chunk(64 * 1024, 'x');
-    while (out.write(chunk.data(), chunk.size())) {}
-  }
+  fill_disk(filler);
   auto objects = [&] {
     int n = 0;
     for (const auto& e : fs::directory_iterator(project)) n += e.path().extension() == ".o";
@@ -207,25 +217,35 @@ TEST_CASE("a full disk under the state dir loses no finished compile, and fadd s
   d.terminate();
 }
 
+TEST_CASE("fadd refuses to start on a full state disk, says the disk is full, and starts once there is room",
+          "[integration][crash][diskfull]") {
+  Daemon d;
+  d.write_kernels({});
+  Mount mount;
+  if (!mount_state_tmpfs(d, mount, "4m", "the full-disk start test")) return;
+  d.start();
+  REQUIRE(d.terminate() == 0);
+  const auto filler = d.state_dir() + "/filler";
+  fill_disk(filler);
+  std::string log;
+  CHECK(d.start_expect_exit({}, &log) == 1);
+  INFO(log);
+  CHECK(log.find("is full: free some space there, then start fadd again") != std::string::npos);
+  fs::remove(filler);
+  d.start();
+  CHECK(d.fad({"status"}).exit_code == 0);
+}
+
 TEST_CASE(
     "a full state disk under a submitted build: no unit shown running without a process, none failed, and "
     "the build succeeds once space returns",
     "[integration][crash][diskfull]") {
-  if (::geteuid() != 0) {
-    WARN("SKIP: mounting a small tmpfs as the state dir needs root; the submitted full-disk test did not run");
-    return;
-  }
   Daemon d;
   std::vector<FakeUnit> units;
   for (int i = 0; i < 40; ++i) units.push_back({"fwd_u" + std::to_string(i), "peak_mb=5 duration_s=1"});
   d.write_kernels(units);
-  fs::create_directories(d.state_dir());
   Mount mount;
-  if (::mount("tmpfs", d.state_dir().c_str(), "tmpfs", 0, "size=16m,mode=0700") != 0) {
-    WARN("SKIP: cannot mount a tmpfs here (" << std::strerror(errno) << "); the full-disk test did not run");
-    return;
-  }
-  mount.path = d.state_dir();
+  if (!mount_state_tmpfs(d, mount, "16m", "the submitted full-disk test")) return;
   // Outputs and logs live in the state dir here, so the compilers meet the full disk too.
   d.write_config(R"({"unit_memory_prior": "64M"})");
   d.start({"--cores", "4", "--memory-budget", "8G"});
@@ -238,11 +258,7 @@ TEST_CASE(
       std::chrono::seconds(60)));
 
   const auto filler = d.state_dir() + "/filler";
-  {
-    std::ofstream out(filler, std::ios::binary);
-    const std::string chunk(64 * 1024, 'x');
-    while (out.write(chunk.data(), chunk.size())) {}
-  }
+  fill_disk(filler);
   // Nothing new starts while the database cannot be written; what ran ends.
   REQUIRE(wait_for([&] { return !d.status_all().at("daemon").at("warnings").empty(); }, std::chrono::seconds(30)));
   REQUIRE(wait_for([&] { return d.status_all().at("daemon").at("running_units") == 0 && compilers_of(d).empty(); },
