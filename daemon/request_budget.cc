@@ -4,13 +4,26 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/protocol.h"
+
 namespace fad {
 
 namespace {
 // Past this many tracked users, the full buckets are dropped (a full bucket is
 // the same as none), so a parade of uids cannot grow the map.
 constexpr std::size_t kForgetAbove = 256;
+/// A launch carries its compiler's command line; anything longer waits its turn.
+constexpr std::size_t kLauncherLineBytes = 64 * 1024;
 }  // namespace
+
+bool runs_at_once(std::string_view line) {
+  if (line.size() > kLauncherLineBytes) return false;
+  // Parsed for real: a "type" inside a string of another request is no type.
+  const auto request = parse_request(line);
+  if (!request) return false;
+  const std::string& t = request->type;
+  return t == "launch" || t == "launch_poll" || t == "launch_started" || t == "launch_finished";
+}
 
 RequestBudget::RequestBudget(Limits limits) : limits_(limits) {
   limits_.share = std::clamp(limits_.share, 1e-3, 1.0);

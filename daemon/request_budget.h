@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <string_view>
 
 namespace fad {
 
@@ -49,5 +50,14 @@ class RequestBudget {
   Limits limits_;
   std::map<uid_t, Bucket> buckets_;
 };
+
+/// Whether a request line is a compile launcher's (launch, launch_poll,
+/// launch_started, launch_finished): those run at once, charged but never
+/// held for the share. A launcher has deadlines (fadd requeues an admission
+/// whose compiler has not started within 60 s, and a launcher takes a fadd
+/// silent for 60 s as gone and compiles around it), so holding them would
+/// turn a user's own report loop into compiles fadd does not see; each is
+/// cheap, and one connection has one request at a time.
+bool runs_at_once(std::string_view line);
 
 }  // namespace fad

@@ -154,6 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string line(asio::buffers_begin(buffer_->data()), asio::buffers_begin(buffer_->data()) + n - 1);
     buffer_->consume(n);
+    if (runs_at_once(line)) return handle(std::move(line));
     after_turn([this, line = std::move(line)]() mutable { handle(std::move(line)); });
   }
 

@@ -74,3 +74,20 @@ TEST_CASE("full buckets are forgotten, so many users cannot grow the budget, and
   CHECK(budget.tracked() < 60);  // swept when it passed 256: the debtor and the last few dozen
   CHECK(budget.wait(7, t0 + 3s) == 13000ms);
 }
+
+TEST_CASE("a launcher's requests run at once; every other request, and a disguised one, waits its turn",
+          "[request_budget]") {
+  for (const char* type : {"launch", "launch_poll", "launch_started", "launch_finished"}) {
+    INFO(type);
+    CHECK(runs_at_once(std::string(R"({"v":1,"type":")") + type + R"(","body":{"unit_id":7}})"));
+  }
+  CHECK(runs_at_once(R"({"body":{"unit_id":7},"type":"launch_poll","v":1})"));  // any key order
+  CHECK_FALSE(runs_at_once(R"({"v":1,"type":"report","body":{"id":1}})"));
+  CHECK_FALSE(runs_at_once(R"({"v":1,"type":"status","body":{}})"));
+  // "launch_poll" as a value inside another request's body is no type.
+  CHECK_FALSE(runs_at_once(R"({"v":1,"type":"report","body":{"id":1,"x":{"type":"launch_poll"}}})"));
+  CHECK_FALSE(runs_at_once(R"({"v":1,"type":"report","body":{"note":"\"type\":\"launch_poll\""}})"));
+  CHECK_FALSE(runs_at_once("not json"));
+  CHECK_FALSE(runs_at_once(std::string(R"({"v":1,"type":"launch","body":{"cwd":")") + std::string(70000, 'a') +
+                           R"("}})"));  // too long to be a launcher's
+}
