@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -42,6 +44,21 @@ namespace fad {
 namespace asio = boost::asio;
 
 namespace {
+
+/// The first directory above `dir` (from the root down) that users other
+/// than its owner may not pass through (no o+x), if any.
+std::optional<std::string> first_closed_ancestor(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path full = std::filesystem::absolute(dir, ec);
+  std::filesystem::path at = full.root_path();
+  for (const auto& part : full.relative_path()) {
+    at /= part;
+    if (at == full) break;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) return at.string();
+  }
+  return std::nullopt;
+}
 
 /// What to add to a database error at start when the state dir's filesystem
 /// is full: SQLite says only "disk I/O error".
@@ -160,6 +177,13 @@ int run_daemon(const DaemonOptions& o) {
       struct stat st {};
       if (::stat(dir.c_str(), &st) == 0 && st.st_uid == 0) ::chmod(dir.c_str(), 0711);
     }
+    // Other users' builds run as them and write there: a directory above
+    // that they cannot pass through fails each of their builds.
+    if (const auto closed = first_closed_ancestor(o.state_dir))
+      spdlog::warn(
+          "state dir {} is under {}, which other users cannot pass through: their builds will fail "
+          "with 'Permission denied' (allow o+x on it, or move the state dir)",
+          o.state_dir, *closed);
   }
 
   // 2. One daemon per state dir.

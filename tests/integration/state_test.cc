@@ -190,3 +190,22 @@ TEST_CASE("fad prune deletes old builds' outputs and logs but keeps their record
   CHECK(wait_for([&] { return !fs::exists(second_dir); }, std::chrono::seconds(10)));
   CHECK(d.status(second).at("pruned_at").is_string());
 }
+
+TEST_CASE("a root fadd whose state dir other users cannot reach says so at start", "[integration]") {
+  if (::geteuid() != 0) {
+    WARN("SKIP: only a root fadd serves other users; the state dir reach check did not run");
+    return;
+  }
+  Daemon d;
+  d.write_kernels({});
+  const std::string warning = "which other users cannot pass through: their builds will fail";
+  fs::permissions(d.dir(), fs::perms::owner_all, fs::perm_options::replace);  // 0700, as a private home
+  d.start();
+  CHECK(d.daemon_log().find(warning) != std::string::npos);
+  CHECK(d.daemon_log().find(d.dir().string() + ",") != std::string::npos);  // names the directory
+  REQUIRE(d.terminate() == 0);
+  fs::remove(d.dir() / "fadd.log");
+  fs::permissions(d.dir(), fs::perms::owner_all | fs::perms::others_exec, fs::perm_options::replace);  // 0701
+  d.start();
+  CHECK(d.daemon_log().find(warning) == std::string::npos);
+}

@@ -75,7 +75,7 @@ TEST_CASE("full buckets are forgotten, so many users cannot grow the budget, and
   CHECK(budget.wait(7, t0 + 3s) == 13000ms);
 }
 
-TEST_CASE("a launcher's requests run at once; every other request, and a disguised one, waits its turn",
+TEST_CASE("a launcher's requests run at once and every other request, a disguised one too, waits its turn",
           "[request_budget]") {
   for (const char* type : {"launch", "launch_poll", "launch_started", "launch_finished"}) {
     INFO(type);
