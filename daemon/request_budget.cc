@@ -12,8 +12,6 @@ namespace {
 // Past this many tracked users, the full buckets are dropped (a full bucket is
 // the same as none), so a parade of uids cannot grow the map.
 constexpr std::size_t kForgetAbove = 256;
-/// A launch carries its compiler's command line; anything longer waits its turn.
-constexpr std::size_t kLauncherLineBytes = 64 * 1024;
 }  // namespace
 
 bool runs_at_once(std::string_view line) {

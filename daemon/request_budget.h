@@ -59,5 +59,7 @@ class RequestBudget {
 /// turn a user's own report loop into compiles fadd does not see; each is
 /// cheap, and one connection has one request at a time.
 bool runs_at_once(std::string_view line);
+/// The longest request line runs_at_once() accepts.
+inline constexpr std::size_t kLauncherLineBytes = 64 * 1024;
 
 }  // namespace fad

@@ -39,6 +39,7 @@ constexpr std::size_t kKeptBufferBytes = 64 * 1024;
 constexpr auto kSlowedLogEvery = std::chrono::seconds(60);
 /// Refused connections of one user are logged at most this often.
 constexpr auto kRefusedLogEvery = std::chrono::seconds(1);
+constexpr std::size_t kRefusedUsersKept = 64;
 
 void set_cloexec(int fd) {
   if (const int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
@@ -93,10 +94,16 @@ class Session : public std::enable_shared_from_this<Session> {
         wait_(server.io_) {}
 
   const Caller& caller() const { return caller_; }
-  // A user in debt has even a new connection's first request left unread:
-  // otherwise each of their connections could hold a megabyte meanwhile.
+  // A user in debt has a new connection's first request read only as far as
+  // a launcher's may go (kLauncherLineBytes), not a megabyte: a launcher's
+  // runs at once (each of its requests comes on a connection of its own),
+  // any other waits its turn, and one longer than that is read on only then.
   void start() {
-    after_turn([this] { read(); });
+    if (in_debt()) {
+      buffer_ = std::make_unique<asio::streambuf>(kLauncherLineBytes + 1);
+      small_ = true;
+    }
+    read();
   }
   void close() {
     closed_ = true;
@@ -138,6 +145,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_read(boost::system::error_code ec, std::size_t n) {
     if (ec == asio::error::operation_aborted || closed_) return;  // shutting down, or timed out
     idle_.cancel();
+    if (ec == asio::error::not_found && small_) {
+      // Longer than a launcher's: no request that runs at once. Read on in its turn.
+      grow_buffer();
+      after_turn([this] { read(); });
+      return;
+    }
     if (ec == asio::error::not_found) {
       // The buffer filled without a newline: the message is over the limit.
       reply_and_close(encode_error(ErrorCode::usage, "message too long (over " + std::to_string(kMaxMessageBytes) +
@@ -154,8 +167,22 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string line(asio::buffers_begin(buffer_->data()), asio::buffers_begin(buffer_->data()) + n - 1);
     buffer_->consume(n);
-    if (runs_at_once(line)) return handle(std::move(line));
+    if (in_debt() && runs_at_once(line)) return handle(std::move(line));
     after_turn([this, line = std::move(line)]() mutable { handle(std::move(line)); });
+  }
+
+  bool in_debt() const {
+    return !Server::is_admin(caller_) && server_.budget_.wait(caller_.uid, RequestBudget::Clock::now()).count() > 0;
+  }
+
+  // The small first-request buffer, its content kept, becomes a full-size one.
+  void grow_buffer() {
+    auto full = std::make_unique<asio::streambuf>(kMaxMessageBytes + 1);
+    const std::size_t n = buffer_->size();
+    asio::buffer_copy(full->prepare(n), buffer_->data());
+    full->commit(n);
+    buffer_ = std::move(full);
+    small_ = false;
   }
 
   // A user over their share of fadd's time (request_budget.h) waits on a
@@ -216,6 +243,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // kernel's socket buffer, not in fadd's memory) until their turn; a large
   // request's buffer is given back first.
   void read_in_turn() {
+    if (small_) grow_buffer();
     if (buffer_->capacity() > kKeptBufferBytes && buffer_->size() == 0)  // no pipelined request in it
       buffer_ = std::make_unique<asio::streambuf>(kMaxMessageBytes + 1);
     after_turn([this] { read(); });
@@ -237,6 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer wait_;  ///< a request waiting for its user's turn
   std::string out_;
   bool closed_ = false;
+  bool small_ = false;  ///< buffer_ holds at most a launcher's request (start)
 };
 
 Server::Server(asio::io_context& io, RequestHandler& handler, ServerOptions options)
@@ -380,6 +409,11 @@ void Server::note_refused(uid_t uid, const std::string& why) {
   // one line for each would flood the log (and journald's rate limit would
   // then drop everyone's lines).
   const auto now = std::chrono::steady_clock::now();
+  // Users whose refusals are all logged and long past are forgotten.
+  if (refused_.size() > kRefusedUsersKept)
+    for (auto old = refused_.begin(); old != refused_.end();)
+      old = old->second.unlogged == 0 && now - old->second.last_logged >= kRefusedLogEvery ? refused_.erase(old)
+                                                                                           : std::next(old);
   auto [it, first] = refused_.try_emplace(uid);
   Refusals& r = it->second;
   if (!first && now - r.last_logged < kRefusedLogEvery) {
@@ -400,11 +434,14 @@ void Server::remove(const std::shared_ptr<Session>& s) {
   if (sessions_.erase(s) == 0) return;
   const uid_t uid = s->caller().uid;
   if (auto it = per_user_.find(uid); it != per_user_.end() && --it->second == 0) per_user_.erase(it);
-  // A connection of theirs closed: a spell of refusals may be over, count it.
-  if (auto r = refused_.find(uid); r != refused_.end()) {
-    if (r->second.unlogged > 0)
-      spdlog::warn("uid {}: {} more connections were refused since the last such line", uid, r->second.unlogged);
-    refused_.erase(r);
+  // A connection of theirs closed: a spell of refusals may be over, count it
+  // (no more often than the refusals themselves are logged).
+  const auto now = std::chrono::steady_clock::now();
+  if (auto r = refused_.find(uid);
+      r != refused_.end() && r->second.unlogged > 0 && now - r->second.last_logged >= kRefusedLogEvery) {
+    spdlog::warn("uid {}: {} more connections were refused since the last such line", uid, r->second.unlogged);
+    r->second.unlogged = 0;
+    r->second.last_logged = now;
   }
 }
 
