@@ -96,7 +96,10 @@ int run_status(const Command& cmd, Context& ctx) {
         first ? ctx.send(Request{"status", req.to_json()}) : send_following(ctx, {"status", req.to_json()});
     const auto* response = std::get_if<Response>(&reply);
     if (!response || !response->ok) {
-      if (const int sig = ctx.interrupted(); sig && !first) return exit_code_for_signal(sig);
+      if (const int sig = ctx.interrupted()) {
+        if (first) report(ctx, reply);
+        return exit_code_for_signal(sig);
+      }
       return report(ctx, reply);
     }
     const json* result = &response->result;

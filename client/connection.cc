@@ -119,12 +119,13 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
       return CallFailure{kExitFailed, "fadd sent a response longer than " + std::to_string(kMaxMessageBytes) + " bytes",
                          false};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    // Also before each wait: a signal just before poll() interrupts nothing.
+    if (stop && stop()) return CallFailure{kExitUnreachable, "interrupted while waiting for fadd's answer", false};
     pollfd pfd{socket.native_handle(), POLLIN, 0};
     const int ready = left.count() <= 0 ? 0 : ::poll(&pfd, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) {
       // A signal: the caller's to act on (a follower's Ctrl-C), else wait on.
       // Never a read without poll: a stopped fadd would hold it past the timeout.
-      if (stop && stop()) return CallFailure{kExitUnreachable, "interrupted while waiting for fadd's answer", false};
       continue;
     }
     if (ready < 0)

@@ -63,8 +63,14 @@ int main(int argc, char** argv) {
     }
 
     // 3. Wire the real world in: the socket, the terminal, the clock, nvidia-smi.
-    // A follower's Ctrl-C ends even a wait for a stopped fadd's answer.
-    Context ctx{socket_sender(locations->socket, *timeout, [] { return g_interrupted != 0; }),
+    // A follower's Ctrl-C ends even a wait for a stopped fadd's answer, of a
+    // request that only reads: a submit fadd may be carrying out is waited
+    // for, so that the build's id is printed.
+    Sender cut_short = socket_sender(locations->socket, *timeout, [] { return g_interrupted != 0; });
+    Sender whole = socket_sender(locations->socket, *timeout);
+    Context ctx{[cut_short, whole](const fad::Request& r) {
+                  return r.type == "status" || r.type == "logs" ? cut_short(r) : whole(r);
+                },
                 locations->socket,
                 std::cout,
                 std::cerr,

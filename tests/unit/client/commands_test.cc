@@ -508,6 +508,18 @@ TEST_CASE("a kill while a follower waits for fadd to come back ends it at once w
   }
 }
 
+TEST_CASE("status --watch cut short on its first request by a signal exits 128 + the signal, saying why") {
+  ScriptedDaemon d;
+  d.answers.push_back(CallFailure{kExitUnreachable, "interrupted while waiting for fadd's answer", false});
+  d.interrupt_after = 0;  // the signal came while the first request waited
+  d.interrupt_signal = SIGINT;
+  Command c = cmd(CommandKind::status, "fad status");
+  c.watch = true;
+  Context ctx = d.context();
+  CHECK(run_status(c, ctx) == 128 + SIGINT);
+  CHECK(d.err.str() == "fad: interrupted while waiting for fadd's answer\n");
+}
+
 TEST_CASE("a permission error is not retried and says so") {
   ScriptedDaemon d;
   d.ok({{"id", 7}});

@@ -150,7 +150,9 @@ TEST_CASE("a signal while fadd keeps silent ends the wait only when the caller s
   const pthread_t caller = ::pthread_self();
   const pid_t tid = ::gettid();
   std::thread signaller([&] {
-    while (!in_poll(tid)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!in_poll(tid) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ::pthread_kill(caller, SIGUSR1);
   });
   const auto started = std::chrono::steady_clock::now();
