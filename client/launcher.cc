@@ -45,7 +45,7 @@ constexpr auto kBusyPatience = std::chrono::seconds(30);
 // there, and compiling around it would run outside its accounting, beside
 // the admission fadd may hold for it.
 constexpr auto kBusyPollPatience = std::chrono::minutes(10);
-/// Launches again after fadd restarted while the compile waited (see run_launch).
+/// Launches again after fadd dropped the waiting compile unasked (see run_launch).
 constexpr int kMaxRelaunches = 3;
 pid_t g_child_group = 0;
 volatile sig_atomic_t g_interrupted = 0;
@@ -307,20 +307,23 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
         }
         break;
       }
-      if (state == "cancelled" && poll->value("restarted", false)) {
-        // fadd restarted while this compile waited: nobody cancelled it, and
-        // failing it would fail the build. The new fadd accounts for it once
-        // launched again; a fadd restarting without end is gone around.
+      if (state == "cancelled" && poll->value("relaunch", false)) {
+        // fadd dropped this waiting compile unasked (it restarted, or could
+        // not hear this launcher): nobody cancelled it, and failing it would
+        // fail the build. fadd accounts for it once launched again; a fadd
+        // dropping it without end is gone around.
         const std::string name = fs::path(req.source).filename().string();
+        const std::string dropped = poll->value("why", std::string("fadd dropped it"));
         auto again = ++relaunches <= kMaxRelaunches ? ask(socket, "launch", req.to_json(), &why) : std::nullopt;
         if (!again) {
-          if (relaunches > kMaxRelaunches) why = "fadd restarted " + std::to_string(kMaxRelaunches + 1) + " times";
+          if (relaunches > kMaxRelaunches)
+            why = "fadd dropped " + name + " " + std::to_string(kMaxRelaunches + 1) + " times (" + dropped + ")";
           std::cerr << "fad: " << why << "; compiling without fadd\n";
           return compile_without_fadd(argv, extra, prior, settings, cache.get());
         }
         unit = again->at("unit_id").get<std::int64_t>();
         build = again->value("build_id", std::int64_t{0});
-        std::cerr << "fad: fadd restarted; " << name << " waits in it again\n";
+        std::cerr << "fad: " << name << ": " << dropped << "; it waits in fadd again\n";
         continue;
       }
       if (state != "queued") {

@@ -64,8 +64,7 @@ std::optional<std::string> first_closed_ancestor(const std::string& dir) {
 /// is full: SQLite says only "disk I/O error".
 std::string full_disk_hint(const std::string& state_dir) {
   if (!disk_nearly_full(state_dir)) return "";
-  return " (the filesystem holding " + state_dir +
-         " is full: free some space there, then start fadd again; nothing was lost)";
+  return " (the filesystem holding " + state_dir + " is full: free some space there, then start fadd again)";
 }
 
 EngineOptions engine_options(const DaemonOptions& o) {

@@ -136,12 +136,13 @@ void Engine::recover() {
       // (Running ones are queued again by now.)
       const auto pending = store_.queued_units(b.id);
       const int left = static_cast<int>(pending.size());
-      for (const auto& u : pending) cancelled_at_restart_.insert(u.id);
+      for (const auto& u : pending) note_dropped_unasked(u.id, "fadd restarted");
       store_.set_pending_units(b.id, UnitState::cancelled, false);
       if (left > 0)
         append_build_log(b.id, "fadd restarted: " + std::to_string(left) +
                                    " compile(s) it had not seen end were left to their launchers; recorded as "
-                                   "cancelled, their outcome is the build tool's\n");
+                                   "cancelled (a launcher still waiting launches its compile again; the others' "
+                                   "outcome is the build tool's)\n");
       if (b.session) finalize_external(b, "fadd restarted");
     }
     update_build(b.id);

@@ -380,10 +380,13 @@ class Engine {
     std::optional<ProcessStamp> launcher;
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
-  /// Launched compiles this fadd recorded cancelled at its start, waiting or
-  /// admitted by the previous one: a launcher still asking about one is told
-  /// so, and launches it again (a restart must not fail a build).
-  std::set<std::int64_t> cancelled_at_restart_;
+  /// Launched compiles fadd dropped though nobody cancelled them, and why:
+  /// waiting or admitted when fadd restarted, or waiting while their launcher
+  /// (one fadd cannot see) did not ask for kPollTimeoutS. A launcher still
+  /// asking about one is told so, and launches it again: neither must fail
+  /// a build. The newest kMaxDroppedUnasked are kept.
+  std::map<std::int64_t, std::string> dropped_unasked_;
+  void note_dropped_unasked(std::int64_t unit_id, std::string why);
   /// Whether a waiting unit's launcher has not asked for kQuietPollS.
   bool launcher_quiet(std::int64_t unit_id, double now) const;
   /// When check_external last ran (each tick): a long gap means fadd itself

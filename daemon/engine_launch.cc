@@ -301,8 +301,10 @@ Response Engine::launch_poll(const Caller& caller, const UnitRequest& req) {
     if (!w.launcher) w.launcher = stamp_of(caller.pid);
     return ok_response({{"state", "queued"}, {"wait_reason", wait_reason_now(*unit)}});
   }
-  if (unit->state == UnitState::cancelled && cancelled_at_restart_.count(req.unit_id))
-    return ok_response({{"state", "cancelled"}, {"restarted", true}});
+  if (auto dropped = dropped_unasked_.find(req.unit_id);
+      unit->state == UnitState::cancelled && dropped != dropped_unasked_.end()) {
+    return ok_response({{"state", "cancelled"}, {"relaunch", true}, {"why", dropped->second}});
+  }
   return ok_response({{"state", to_string(unit->state)}});
 }
 
@@ -436,6 +438,9 @@ void Engine::check_external(double now) {
     if (auto unit = store_.unit(it->first); unit && unit->state == UnitState::queued) {
       spdlog::warn("launcher of queued unit {} {}; dropping it", unit->name, w.launcher ? "exited" : "stopped asking");
       store_.finish_unit(unit->id, UnitState::cancelled, std::nullopt, 0, 0, clock_.wall(), std::nullopt);
+      // One fadd cannot see may only be slow to get through (fadd busy).
+      if (!w.launcher)
+        note_dropped_unasked(unit->id, "its launcher did not ask for " + std::to_string(int(kPollTimeoutS)) + " s");
     }
     it = waiting_launches_.erase(it);
   }
@@ -467,6 +472,12 @@ void Engine::check_external(double now) {
     if (!why.empty()) spdlog::warn("build {}: {}; closing it", b.id, why);
     finalize_external(b, why);
   }
+}
+
+void Engine::note_dropped_unasked(std::int64_t unit_id, std::string why) {
+  constexpr std::size_t kMaxDroppedUnasked = 4096;
+  dropped_unasked_[unit_id] = std::move(why);
+  while (dropped_unasked_.size() > kMaxDroppedUnasked) dropped_unasked_.erase(dropped_unasked_.begin());
 }
 
 bool Engine::process_alive(const ProcessStamp& process) {

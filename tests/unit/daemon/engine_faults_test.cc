@@ -218,17 +218,19 @@ TEST_CASE("engine faults: compiles left to their launchers by a restart are canc
   REQUIRE(r.ok);
   CHECK_THAT(r.result["data"].get<std::string>(),
              Contains("fadd restarted: 2 compile(s) it had not seen end were left to their launchers"));
+  CHECK_THAT(r.result["data"].get<std::string>(), Contains("a launcher still waiting launches its compile again"));
   // A launcher still waiting that asks the new fadd learns why, and launches
   // it again; a compile cancelled by anyone else is only cancelled.
   const auto poll = f.engine->launch_poll(f.me, UnitRequest{waiting});
   REQUIRE(poll.ok);
   CHECK(poll.result["state"] == "cancelled");
-  CHECK(poll.result.value("restarted", false));
+  CHECK(poll.result.value("relaunch", false));
+  CHECK(poll.result.value("why", "") == "fadd restarted");
   const auto other = queued_launch(f, f.me, launch_of("/w/c.cu"));
   REQUIRE(f.engine->cancel(f.me, f.store->unit(other)->build_id).ok);
   const auto cancelled = f.engine->launch_poll(f.me, UnitRequest{other});
   CHECK(cancelled.result["state"] == "cancelled");
-  CHECK_FALSE(cancelled.result.contains("restarted"));
+  CHECK_FALSE(cancelled.result.contains("relaunch"));
 }
 
 TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
@@ -470,6 +472,12 @@ TEST_CASE("engine faults: time fadd itself was stopped counts against no launche
   CHECK(f.store->unit(waiting)->state == UnitState::queued);
   tick_for(f, 15);
   CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
+  // It may only have been slow to get through (fadd busy): asking at last,
+  // it is told to launch its compile again, not that it was cancelled.
+  const auto poll = f.engine->launch_poll(f.me, UnitRequest{waiting});
+  REQUIRE(poll.ok);
+  CHECK(poll.result.value("relaunch", false));
+  CHECK(poll.result.value("why", "") == "its launcher did not ask for 30 s");
 }
 
 TEST_CASE("engine faults: a compile that ended waits for its live launcher's report, not for a dead one's",
