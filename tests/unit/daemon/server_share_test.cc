@@ -94,11 +94,13 @@ TEST_CASE("a user deep in debt has a launcher's request answered at once, and an
   // 100 s of fadd's time: at a quarter share, 400 s before their turn.
   s.server->charge(who->pw_uid, std::chrono::seconds(100));
   s.serve();
-  CHECK(answered_as(*who, s.socket, R"({"v":1,"type":"launch_poll","body":{"unit_id":999999}})"
-                                    "\n",
+  CHECK(answered_as(*who, s.socket,
+                    R"({"v":1,"type":"launch_poll","body":{"unit_id":999999}})"
+                    "\n",
                     5000) == 0);  // answered at once
-  CHECK(answered_as(*who, s.socket, R"({"v":1,"type":"status","body":{}})"
-                                    "\n",
+  CHECK(answered_as(*who, s.socket,
+                    R"({"v":1,"type":"status","body":{}})"
+                    "\n",
                     1500) == 1);  // held for the user's turn
 }
 
@@ -108,7 +110,6 @@ TEST_CASE("a request longer than a launcher's from a user in debt is read whole 
   ServedEngine s;
   s.server->charge(who->pw_uid, std::chrono::milliseconds(1500));  // their turn in 2 s
   s.serve();
-  const std::string padded =
-      R"({"v":1,"type":"status","body":{},"pad":")" + std::string(100 * 1024, 'x') + "\"}\n";
+  const std::string padded = R"({"v":1,"type":"status","body":{},"pad":")" + std::string(100 * 1024, 'x') + "\"}\n";
   CHECK(answered_as(*who, s.socket, padded, 20000) == 0);  // answered, and not as "too long"
 }
