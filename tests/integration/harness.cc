@@ -445,4 +445,11 @@ std::vector<pid_t> Daemon::fake_pids() {
 
 std::string Daemon::daemon_log() { return slurp(dir() / "fadd.log"); }
 
+std::size_t Daemon::daemon_log_count(const std::string& text) {
+  const std::string log = daemon_log();
+  std::size_t n = 0;
+  for (auto at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace fad::test

@@ -150,6 +150,8 @@ class Daemon {
   /// The pids of the fake compilers run so far, from their log lines.
   std::vector<pid_t> fake_pids();
   std::string daemon_log();
+  /// How many times `text` occurs in the daemon's log.
+  std::size_t daemon_log_count(const std::string& text);
 
   const fs::path& dir() const { return tmp_.path(); }
   std::string socket() const { return (tmp_.path() / "run" / "fad.sock").string(); }

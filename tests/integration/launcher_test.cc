@@ -134,14 +134,7 @@ TEST_CASE("a launcher that finds all of its user's connections taken waits for o
   d.write_kernels({});
   d.start();
   std::ofstream(d.dir() / "b.cu") << "// fake-nvcc: duration_s=1\n";
-  const auto refusals = [&] {
-    const std::string log = d.daemon_log();
-    std::size_t n = 0;
-    for (auto at = log.find("refusing a client of uid"); at != std::string::npos;
-         at = log.find("refusing a client of uid", at + 1))
-      ++n;
-    return n;
-  };
+  const auto refusals = [&] { return d.daemon_log_count("refusing a client of uid"); };
   // This user's 256 connections, then one more that fadd refuses: fadd takes
   // them in order, so once it is refused the 256 are all held.
   std::vector<RawClient> held;
