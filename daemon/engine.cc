@@ -391,6 +391,9 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
   std::vector<RunningUnit> running;
   for (const auto& [id, r] : running_) {
     if (r.stop != StopReason::none || (node && r.node != *node)) continue;
+    // A launched compiler whose group is gone, its launcher's report not in
+    // yet (fadd was busy): it holds no memory and no core any more.
+    if (r.external && r.pgid > 0 && r.gone_since > 0) continue;
     RunningUnit ru;
     ru.id = id;
     ru.build_id = r.unit.build_id;

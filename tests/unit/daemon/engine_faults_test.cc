@@ -501,6 +501,24 @@ TEST_CASE("engine faults: a compile that ended waits for its live launcher's rep
   CHECK(f.store->unit(other)->state == UnitState::failed);
 }
 
+TEST_CASE("engine faults: a compile that ended frees its core and memory while its report is late",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 77};  // the launcher
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), 31338);
+  const auto id = f.submit();
+  tick_for(f, 3);
+  CHECK(f.launcher.launches.empty());  // the one slot is the launched compile's
+  f.launcher.gone.insert(31338);       // it ended; its launcher cannot get through yet
+  tick_for(f, 3);
+  CHECK(f.launcher.launches.size() == 1);  // not 150 s later
+  CHECK(f.build_state(id) == BuildState::running);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  CHECK(f.store->unit(unit)->state == UnitState::succeeded);
+}
+
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
           "[engine][faults]") {
   EngineFixture f;
