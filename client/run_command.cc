@@ -16,6 +16,7 @@
 #include "client/exit_codes.h"
 #include "client/launcher.h"
 #include "client/progress.h"
+#include "client/shim_dir.h"
 #include "common/json_fields.h"
 #include "common/launch_protocol.h"
 #include "common/size.h"
@@ -176,13 +177,9 @@ int run_build_command(const RunOptions& o) {
 
   // 2. The environment that routes nvcc through fad.
   const std::string fad = self_exe();
-  char shim_template[] = "/tmp/fad-run-XXXXXX";
-  const char* shim = ::mkdtemp(shim_template);
-  const std::string nvcc = real_nvcc(shim ? shim : "");
-  if (shim) {
-    std::error_code ec;
-    fs::create_symlink(fad, fs::path(shim) / "nvcc", ec);
-  }
+  const std::string shim_dir = make_shim_dir("/tmp", fad);
+  const char* shim = shim_dir.empty() ? nullptr : shim_dir.c_str();
+  const std::string nvcc = real_nvcc(shim_dir);
   if (id) ::setenv("FAD_BUILD_ID", std::to_string(*id).c_str(), 1);
   ::setenv("FAD_SOCKET", o.socket.c_str(), 1);
   if (!nvcc.empty()) {

@@ -153,6 +153,19 @@ TEST_CASE("a fad run killed with kill -9 does not leave its build open forever",
         std::string::npos);
   for (pid_t orphan : processes_with_env("FAD_SOCKET=" + d.socket()))
     if (orphan != d.pid()) ::kill(orphan, SIGKILL);
+
+  // Its nvcc shim directory could not be removed by it; the next run removes it.
+  const auto shims_of = [](pid_t pid) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator("/tmp"))
+      n += e.path().filename().string().rfind("fad-run-" + std::to_string(pid) + "-", 0) == 0;
+    return n;
+  };
+  CHECK(shims_of(run) == 1);
+  const auto next =
+      fad::test::run({FAD_FAD_BIN, "run", "--name", "next run", "--", "true"}, {{"FAD_SOCKET", d.socket()}});
+  CHECK(next.exit_code == 0);
+  CHECK(shims_of(run) == 0);
 }
 
 TEST_CASE("a full disk under the state dir loses no finished compile, and fadd says so and recovers by itself",

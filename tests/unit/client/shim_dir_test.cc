@@ -1,0 +1,95 @@
+// fad run's shim directories: made with the creator's pid, and the ones a
+// killed run left removed by the user's next run, nothing else.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "client/shim_dir.h"
+
+using namespace fad::client;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A pid that ran a moment ago and runs no more.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+struct Root {
+  fs::path path = fs::temp_directory_path() / ("fad-shim-test-" + std::to_string(::getpid()));
+  Root() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Root() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("shim dir: one per run, named after its creator, with nvcc pointing at fad") {
+  Root root;
+  const std::string dir = make_shim_dir(root.path.string(), "/opt/fad/bin/fad");
+  REQUIRE_FALSE(dir.empty());
+  const std::string name = fs::path(dir).filename().string();
+  CHECK(name.rfind("fad-run-" + std::to_string(::getpid()) + "-", 0) == 0);
+  CHECK(fs::read_symlink(fs::path(dir) / "nvcc") == "/opt/fad/bin/fad");
+  struct stat st {};
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  // A second run beside it (the same process here: alive) keeps it.
+  const std::string other = make_shim_dir(root.path.string(), "/opt/fad/bin/fad");
+  CHECK(other != dir);
+  CHECK(fs::exists(dir));
+}
+
+TEST_CASE("shim dir: a killed run's directory goes, live runs' and foreign entries stay") {
+  Root root;
+  const pid_t gone = dead_pid();
+  const fs::path stale = root.path / ("fad-run-" + std::to_string(gone) + "-abcdef");
+  fs::create_directories(stale);
+  fs::create_symlink("/opt/fad/bin/fad", stale / "nvcc");
+  const fs::path live = root.path / ("fad-run-" + std::to_string(::getpid()) + "-abcdef");
+  fs::create_directories(live);
+  // Not ours to judge: an older version's name without a pid, a file, and a
+  // link named like a stale directory that points at one of ours.
+  const fs::path old = root.path / "fad-run-Xy12Zq";
+  fs::create_directories(old);
+  const fs::path file = root.path / ("fad-run-" + std::to_string(gone) + "-file");
+  std::ofstream(file) << "x";
+  const fs::path target = root.path / "kept";
+  fs::create_directories(target);
+  std::ofstream(target / "data") << "x";
+  const fs::path link = root.path / ("fad-run-" + std::to_string(gone) + "-link");
+  fs::create_directory_symlink(target, link);
+
+  CHECK(sweep_stale_shim_dirs(root.path.string()) == 1);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(old));
+  CHECK(fs::exists(file));
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::exists(target / "data"));
+}
+
+TEST_CASE("shim dir: another user's stale directory is left to them") {
+  if (::getuid() != 0) {
+    WARN("SKIP: needs root to make a directory owned by another user");
+    return;
+  }
+  Root root;
+  const fs::path theirs = root.path / ("fad-run-" + std::to_string(dead_pid()) + "-abcdef");
+  fs::create_directories(theirs);
+  REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+  CHECK(sweep_stale_shim_dirs(root.path.string()) == 0);
+  CHECK(fs::exists(theirs));
+}
