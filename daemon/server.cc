@@ -32,6 +32,12 @@ constexpr std::size_t kReservedFds = 256;
 // are root's (and fadd's own user's), so that when other users hold all the
 // rest the administrator can still see who they are and stop them.
 constexpr std::size_t kAdminSessions = 8;
+// Likewise, of the rest, the last kLightSessions are for users holding fewer
+// than kLightUser connections: a few users each at their own cap (256) would
+// otherwise fill fadd, and every other user's compile launchers would wait on
+// a busy fadd (up to 10 minutes) though they ask for one connection at a time.
+constexpr std::size_t kLightSessions = 64;
+constexpr std::size_t kLightUser = 8;
 // A session keeps a read buffer this large between requests; one grown past
 // it by a large request is given back.
 constexpr std::size_t kKeptBufferBytes = 64 * 1024;
@@ -361,14 +367,17 @@ void Server::admit(local::socket socket) {
   const Caller caller = peer_of(socket.native_handle());
   std::size_t& mine = per_user_[caller.uid];
   const bool admin = is_admin(caller);
-  const std::size_t cap =
-      admin ? options_.max_sessions : options_.max_sessions - std::min(kAdminSessions, options_.max_sessions / 2);
+  std::size_t cap = options_.max_sessions;
+  if (!admin) cap -= std::min(kAdminSessions, cap / 2);
+  const bool heavy = !admin && mine >= kLightUser;
+  if (heavy) cap -= std::min(kLightSessions, cap / 2);
   if (sessions_.size() >= cap || mine >= options_.max_sessions_per_user) {
     const bool user_cap = sessions_.size() < cap;
-    const std::string why = user_cap ? "too many connections from your user (" + std::to_string(mine) +
-                                           " open, limit " + std::to_string(options_.max_sessions_per_user) + ")"
-                                     : "too many connections (" + std::to_string(sessions_.size()) + " open, limit " +
-                                           std::to_string(cap) + ")";
+    const std::string why =
+        user_cap ? "too many connections from your user (" + std::to_string(mine) + " open, limit " +
+                       std::to_string(options_.max_sessions_per_user) + ")"
+                 : "too many connections (" + std::to_string(sessions_.size()) + " open, limit " + std::to_string(cap) +
+                       (heavy ? " while your user holds " + std::to_string(mine) : std::string()) + ")";
     note_refused(caller.uid, why);
     say_and_close(
         socket,

@@ -457,28 +457,48 @@ TEST_CASE("another user's 2,000 idle connections do not lock root out", "[integr
   ::setrlimit(RLIMIT_NOFILE, &old);
 }
 
-TEST_CASE("when other users hold every connection, root still gets in", "[integration][users][hostile]") {
+TEST_CASE("users at their own cap leave room for other users, and when the table is full root still gets in",
+          "[integration][users][hostile]") {
   NEED_NOBODY(who);
   SharedBins bins;
   Daemon d;
-  // 400 descriptors leave fadd 200 connections, all of which one user may
-  // hold (the per-user limit is capped by the total): the case of several
-  // users sharing the whole table, with one user.
+  // 400 descriptors leave fadd 200 connections: 192 for other users than
+  // root, of which users holding 8 or more may take 128 together.
   d.set_wrapper({"prlimit", "--nofile=400:400", "--"});
   start_shared(d, bins, *who, {});
   // fadd admits connections in order: once the last one is refused, every
   // earlier one has been admitted or refused.
-  const auto [flood, verdict] = hold_connections(*who, d.socket(), 300, [](RawClient& last) {
+  const auto refused = [](RawClient& last) {
     const auto line = last.read_line(std::chrono::seconds(20));
     return line && line->find("too many connections (") != std::string::npos ? 'r' : 'x';
-  });
+  };
+  const auto [flood, verdict] = hold_connections(*who, d.socket(), 300, refused);
   CHECK(verdict == 'r');
   auto theirs = as_nobody(*who, bins, d, {"status"});
   CHECK(theirs.exit_code == 3);
-  CHECK(theirs.err.find("too many connections (192 open, limit 192)") != std::string::npos);
+  CHECK(theirs.err.find("too many connections (128 open, limit 128 while your user holds 128)") != std::string::npos);
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}, {"FAD_FAKE_LOG", d.fake_log_path()}};
+  auto other = run_as_user(61001, who->gid, {bins.fad, "status"}, env);
+  INFO(other.err);
+  CHECK(other.exit_code == 0);  // another user gets in beside them
+  // Eight other users (any uid will do) each get their few connections.
+  std::vector<pid_t> light;
+  for (uid_t uid = 61001; uid <= 61008; ++uid) {
+    const auto [pid, last] = hold_connections(Nobody{uid, who->gid, who->group}, d.socket(), 8,
+                                              [](RawClient& c) { return c.ok() ? 'o' : 'x'; });
+    light.push_back(pid);
+    CHECK(last == 'o');
+  }
+  // Now other users hold all 192: a ninth is refused, with the count that
+  // says every light user's connection was admitted.
+  auto shut_out = run_as_user(61009, who->gid, {bins.fad, "status"}, env);
+  CHECK(shut_out.exit_code == 3);
+  CHECK(shut_out.err.find("too many connections (192 open, limit 192)") != std::string::npos);
   auto r = d.fad({"status"}, 30);
   INFO(r.err);
   CHECK(r.exit_code == 0);
+  for (pid_t pid : light) ::kill(pid, SIGKILL);
+  for (pid_t pid : light) wait_process(pid, 10);
   ::kill(flood, SIGKILL);
   wait_process(flood, 10);
 }
