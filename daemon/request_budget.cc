@@ -15,7 +15,8 @@ constexpr std::size_t kForgetAbove = 256;
 }  // namespace
 
 bool runs_at_once(std::string_view line) {
-  if (line.size() > kLauncherLineBytes) return false;
+  // Every request is asked: no parse for the ones that cannot be.
+  if (line.size() > kLauncherLineBytes || line.find("launch") == std::string_view::npos) return false;
   // Parsed for real: a "type" inside a string of another request is no type.
   const auto request = parse_request(line);
   if (!request) return false;

@@ -52,12 +52,15 @@ class RequestBudget {
 };
 
 /// Whether a request line is a compile launcher's (launch, launch_poll,
-/// launch_started, launch_finished): those run at once, charged but never
-/// held for the share. A launcher has deadlines (fadd requeues an admission
-/// whose compiler has not started within 60 s, and a launcher takes a fadd
-/// silent for 60 s as gone and compiles around it), so holding them would
-/// turn a user's own report loop into compiles fadd does not see; each is
-/// cheap, and one connection has one request at a time.
+/// launch_started, launch_finished): those draw on a share of their own, so
+/// a user's report loop never holds them. A launcher has deadlines (fadd
+/// requeues an admission whose compiler has not started within 60 s, and a
+/// launcher takes a fadd silent for 60 s as gone and compiles around it), so
+/// holding them for the other requests' debt would turn a user's own report
+/// loop into compiles fadd does not see. Each is cheap (a build's launchers
+/// take a few percent of fadd's time), so their own share holds back only a
+/// flood of them. A type spelled with escapes ("\u006caunch") is not told
+/// apart: such a request waits with the others.
 bool runs_at_once(std::string_view line);
 /// The longest request line runs_at_once() accepts.
 inline constexpr std::size_t kLauncherLineBytes = 64 * 1024;

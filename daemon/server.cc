@@ -154,7 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == asio::error::not_found && small_) {
       // Longer than a launcher's: no request that runs at once. Read on in its turn.
       grow_buffer();
-      after_turn([this] { read(); });
+      after_turn(Share::requests, [this] { read(); });
       return;
     }
     if (ec == asio::error::not_found) {
@@ -173,12 +173,23 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string line(asio::buffers_begin(buffer_->data()), asio::buffers_begin(buffer_->data()) + n - 1);
     buffer_->consume(n);
-    if (in_debt() && runs_at_once(line)) return handle(std::move(line));
-    after_turn([this, line = std::move(line)]() mutable { handle(std::move(line)); });
+    const auto start = RequestBudget::Clock::now();
+    const Share share = runs_at_once(line) ? Share::launcher : Share::requests;
+    charge(share, start);  // telling a launcher's request apart is work too
+    after_turn(share, [this, share, line = std::move(line)]() mutable { handle(std::move(line), share); });
   }
+
+  using Share = Server::Share;
 
   bool in_debt() const {
     return !Server::is_admin(caller_) && server_.budget_.wait(caller_.uid, RequestBudget::Clock::now()).count() > 0;
+  }
+
+  /// Charges the loop time since `start` to the caller's `share`.
+  void charge(Share share, RequestBudget::Clock::time_point start) {
+    if (Server::is_admin(caller_)) return;
+    const auto end = RequestBudget::Clock::now();
+    server_.budget(share).charge(caller_.uid, end - start, end);
   }
 
   // The small first-request buffer, its content kept, becomes a full-size one.
@@ -195,19 +206,18 @@ class Session : public std::enable_shared_from_this<Session> {
   // timer, holding no thread, and is checked again when it fires: several
   // connections of one user take turns at that user's share.
   template <typename Next>
-  void after_turn(Next next) {
+  void after_turn(Share share, Next next) {
     const auto wait = Server::is_admin(caller_) ? std::chrono::milliseconds(0)
-                                                : server_.budget_.wait(caller_.uid, RequestBudget::Clock::now());
+                                                : server_.budget(share).wait(caller_.uid, RequestBudget::Clock::now());
     if (wait.count() == 0) return next();
     server_.note_slowed(caller_.uid, wait);
     wait_.expires_after(wait);
-    wait_.async_wait([self = shared_from_this(), next = std::move(next)](boost::system::error_code ec) mutable {
-      if (!ec && !self->closed_) self->after_turn(std::move(next));
+    wait_.async_wait([self = shared_from_this(), share, next = std::move(next)](boost::system::error_code ec) mutable {
+      if (!ec && !self->closed_) self->after_turn(share, std::move(next));
     });
   }
 
-  void handle(std::string line) {
-    const bool limited = !Server::is_admin(caller_);
+  void handle(std::string line, Share share) {
     const auto start = RequestBudget::Clock::now();
     // One request at a time: the next line is read once this one is answered,
     // now or later (a submit waits for its compiler probe).
@@ -217,10 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
           if (auto self = weak.lock(); self && !self->closed_) self->write(std::move(out));
         },
         peer_hung_up());
-    if (limited) {
-      const auto end = RequestBudget::Clock::now();
-      server_.budget_.charge(caller_.uid, end - start, end);
-    }
+    charge(share, start);
   }
 
   // The peer closed its end (POLLHUP: both directions; a client that only
@@ -252,7 +259,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (small_) grow_buffer();
     if (buffer_->capacity() > kKeptBufferBytes && buffer_->size() == 0)  // no pipelined request in it
       buffer_ = std::make_unique<asio::streambuf>(kMaxMessageBytes + 1);
-    after_turn([this] { read(); });
+    after_turn(Share::requests, [this] { read(); });
   }
 
   void reply_and_close(std::string response) {
@@ -275,7 +282,13 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 Server::Server(asio::io_context& io, RequestHandler& handler, ServerOptions options)
-    : io_(io), handler_(handler), options_(options), acceptor_(io), accept_retry_(io), budget_(options.requests) {
+    : io_(io),
+      handler_(handler),
+      options_(options),
+      acceptor_(io),
+      accept_retry_(io),
+      budget_(options.requests),
+      launcher_budget_(options.requests) {
   // Never more sessions than descriptors: past the limit accept() fails and
   // every client, not only the newest, would be turned away.
   rlimit lim{};
@@ -394,12 +407,12 @@ void Server::admit(local::socket socket) {
 
 bool Server::is_admin(const Caller& c) { return c.uid == 0 || c.uid == ::geteuid(); }
 
-void Server::charge(uid_t uid, std::chrono::steady_clock::duration cost) {
+void Server::charge(uid_t uid, std::chrono::steady_clock::duration cost, Share share) {
   Caller who;
   who.uid = uid;
   if (is_admin(who)) return;
   const auto now = RequestBudget::Clock::now();
-  budget_.charge(uid, cost, now);
+  budget(share).charge(uid, cost, now);
 }
 
 void Server::note_slowed(uid_t uid, std::chrono::milliseconds wait) {

@@ -56,9 +56,12 @@ class Server {
   /// Stops accepting, closes every session and removes the socket file.
   void close();
 
+  /// Which share a request draws on: a compile launcher's requests have one
+  /// of their own (see runs_at_once in request_budget.h).
+  enum class Share { requests, launcher };
   /// Takes `cost` of loop time out of `uid`'s share (root and fadd's own user
   /// are not limited): work done for a request after it was answered later.
-  void charge(uid_t uid, std::chrono::steady_clock::duration cost);
+  void charge(uid_t uid, std::chrono::steady_clock::duration cost, Share share = Share::requests);
 
   /// Sessions currently open (for tests and limits).
   std::size_t session_count() const { return sessions_.size(); }
@@ -81,6 +84,10 @@ class Server {
   std::set<std::shared_ptr<Session>> sessions_;
   std::map<uid_t, std::size_t> per_user_;
   RequestBudget budget_;
+  /// Launchers' requests: a user's report loop never holds their own
+  /// compiles, and a flood of launcher requests is held to a share too.
+  RequestBudget launcher_budget_;
+  RequestBudget& budget(Share share) { return share == Share::launcher ? launcher_budget_ : budget_; }
   /// When each slowed user was last logged (at most once a minute).
   std::map<uid_t, std::chrono::steady_clock::time_point> slowed_;
   /// Refused connections per user, logged at most once a second with a count.

@@ -75,7 +75,7 @@ TEST_CASE("full buckets are forgotten, so many users cannot grow the budget, and
   CHECK(budget.wait(7, t0 + 3s) == 13000ms);
 }
 
-TEST_CASE("a launcher's requests run at once and every other request, a disguised one too, waits its turn",
+TEST_CASE("a launcher's requests draw on their own share and every other request, a disguised one too, on the other",
           "[request_budget]") {
   for (const char* type : {"launch", "launch_poll", "launch_started", "launch_finished"}) {
     INFO(type);
@@ -88,6 +88,8 @@ TEST_CASE("a launcher's requests run at once and every other request, a disguise
   CHECK_FALSE(runs_at_once(R"({"v":1,"type":"report","body":{"id":1,"x":{"type":"launch_poll"}}})"));
   CHECK_FALSE(runs_at_once(R"({"v":1,"type":"report","body":{"note":"\"type\":\"launch_poll\""}})"));
   CHECK_FALSE(runs_at_once("not json"));
+  // Told apart without parsing every request: a type spelled with escapes is another request.
+  CHECK_FALSE(runs_at_once(R"({"v":1,"type":"\u006caunch_poll","body":{"unit_id":7}})"));
   CHECK_FALSE(runs_at_once(std::string(R"({"v":1,"type":"launch","body":{"cwd":")") + std::string(70000, 'a') +
                            R"("}})"));  // too long to be a launcher's
 }

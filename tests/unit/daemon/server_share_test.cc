@@ -1,6 +1,7 @@
-// The server's per-user share of fadd's time, over a real socket with a real
+// The server's per-user shares of fadd's time, over a real socket with a real
 // engine behind it: a user deep in debt still has a compile launcher's request
-// read and answered at once (a launcher has deadlines), and any other held.
+// read and answered at once (a launcher has deadlines), and any other held;
+// launcher requests have a share of their own, so a flood of them is held.
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -112,4 +113,21 @@ TEST_CASE("a request longer than a launcher's from a user in debt is read whole 
   s.serve();
   const std::string padded = R"({"v":1,"type":"status","body":{},"pad":")" + std::string(100 * 1024, 'x') + "\"}\n";
   CHECK(answered_as(*who, s.socket, padded, 20000) == 0);  // answered, and not as "too long"
+}
+
+TEST_CASE("a user's flood of launcher requests is held to a share of its own, and their other requests are not",
+          "[server]") {
+  const passwd* who = nobody_or_skip();
+  if (!who) return;
+  ServedEngine s;
+  s.server->charge(who->pw_uid, std::chrono::seconds(100), Server::Share::launcher);
+  s.serve();
+  CHECK(answered_as(*who, s.socket,
+                    R"({"v":1,"type":"launch_poll","body":{"unit_id":999999}})"
+                    "\n",
+                    1500) == 1);  // held for the launchers' turn
+  CHECK(answered_as(*who, s.socket,
+                    R"({"v":1,"type":"status","body":{}})"
+                    "\n",
+                    5000) == 0);  // answered at once
 }
