@@ -832,7 +832,11 @@ void Engine::update_build(std::int64_t build_id) {
   int succeeded = 0, failed = 0, started = 0;
   std::string first_failed;
   bool live = false;
+  // The build ended with its last unit, not when that end was written: after
+  // a full-disk spell the ends are written late (ISO times compare as text).
+  std::string ended;
   for (const auto& u : units) {
+    if (u.finished_at && *u.finished_at > ended) ended = *u.finished_at;
     if (u.state == UnitState::succeeded) ++succeeded;
     if (u.state == UnitState::failed && first_failed.empty()) first_failed = u.name;
     if (u.state == UnitState::failed) ++failed;
@@ -840,14 +844,14 @@ void Engine::update_build(std::int64_t build_id) {
     if (running_.count(u.id)) live = true;
   }
   if (succeeded == static_cast<int>(units.size())) {
-    store_.set_build_state(build_id, BuildState::succeeded, clock_.wall());
+    store_.set_build_state(build_id, BuildState::succeeded, ended.empty() ? clock_.wall() : ended);
     cache_identity_.erase(build_id);
     append_build_log(build_id, "build succeeded\n");
     spdlog::info("build {} succeeded", build_id);
   } else if (failed > 0 && !live) {
     const std::string why = std::to_string(failed) + " unit(s) failed, first " + first_failed + "; see 'fad logs " +
                             std::to_string(build_id) + " " + first_failed + "'";
-    store_.set_build_state(build_id, BuildState::failed, clock_.wall(), why);
+    store_.set_build_state(build_id, BuildState::failed, ended.empty() ? clock_.wall() : ended, why);
     cache_identity_.erase(build_id);
     append_build_log(build_id, "build failed: " + why + "\n");
     spdlog::warn("build {} failed: {}", build_id, why);

@@ -169,6 +169,29 @@ TEST_CASE("engine faults: a unit that ends while the database cannot be written 
   CHECK(f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"].empty());
 }
 
+TEST_CASE("engine faults: a build whose last unit ended on a full disk ended then, not when space came back",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit({"9.0"});
+  f.engine->tick();
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 0);
+  f.engine->tick();
+  REQUIRE(f.launcher.find("link"));
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.clock.wall_ = "2026-01-02T03:10:00Z";
+  database_writable(f, false);
+  f.launcher.exit("link", 0);
+  tick_for(f, 3);
+  f.clock.wall_ = "2026-01-02T04:10:00Z";  // an hour later
+  database_writable(f, true);
+  f.engine->tick();
+  const auto build = f.store->build(id);
+  REQUIRE(build);
+  CHECK(build->state == BuildState::succeeded);
+  CHECK(build->finished_at == std::optional<std::string>("2026-01-02T03:10:00Z"));
+}
+
 TEST_CASE("engine faults: a submit or launch while the database cannot be written is refused", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
