@@ -25,6 +25,13 @@ pid_t dead_pid() {
   return child;
 }
 
+/// `fad-run-<pid>-<this pid namespace>-<tail>`.
+std::string shim_name(pid_t pid, const std::string& tail) {
+  struct stat st {};
+  REQUIRE(::stat("/proc/self/ns/pid", &st) == 0);
+  return "fad-run-" + std::to_string(pid) + "-" + std::to_string(st.st_ino) + "-" + tail;
+}
+
 struct Root {
   fs::path path = fs::temp_directory_path() / ("fad-shim-test-" + std::to_string(::getpid()));
   Root() {
@@ -41,7 +48,7 @@ TEST_CASE("shim dir: one per run, named after its creator, with nvcc pointing at
   const std::string dir = make_shim_dir(root.path.string(), "/opt/fad/bin/fad");
   REQUIRE_FALSE(dir.empty());
   const std::string name = fs::path(dir).filename().string();
-  CHECK(name.rfind("fad-run-" + std::to_string(::getpid()) + "-", 0) == 0);
+  CHECK(name.rfind(shim_name(::getpid(), ""), 0) == 0);
   CHECK(fs::read_symlink(fs::path(dir) / "nvcc") == "/opt/fad/bin/fad");
   struct stat st {};
   REQUIRE(::stat(dir.c_str(), &st) == 0);
@@ -55,27 +62,31 @@ TEST_CASE("shim dir: one per run, named after its creator, with nvcc pointing at
 TEST_CASE("shim dir: a killed run's directory goes, live runs' and foreign entries stay") {
   Root root;
   const pid_t gone = dead_pid();
-  const fs::path stale = root.path / ("fad-run-" + std::to_string(gone) + "-abcdef");
+  const fs::path stale = root.path / shim_name(gone, "abcdef");
   fs::create_directories(stale);
   fs::create_symlink("/opt/fad/bin/fad", stale / "nvcc");
-  const fs::path live = root.path / ("fad-run-" + std::to_string(::getpid()) + "-abcdef");
+  const fs::path live = root.path / shim_name(::getpid(), "abcdef");
   fs::create_directories(live);
-  // Not ours to judge: an older version's name without a pid, a file, and a
-  // link named like a stale directory that points at one of ours.
+  // Not ours to judge: an older version's name without a pid, one made in
+  // another pid namespace (a container sharing /tmp), a file, and a link
+  // named like a stale directory that points at one of ours.
   const fs::path old = root.path / "fad-run-Xy12Zq";
   fs::create_directories(old);
-  const fs::path file = root.path / ("fad-run-" + std::to_string(gone) + "-file");
+  const fs::path elsewhere = root.path / ("fad-run-" + std::to_string(gone) + "-4026599999-abcdef");
+  fs::create_directories(elsewhere);
+  const fs::path file = root.path / shim_name(gone, "file");
   std::ofstream(file) << "x";
   const fs::path target = root.path / "kept";
   fs::create_directories(target);
   std::ofstream(target / "data") << "x";
-  const fs::path link = root.path / ("fad-run-" + std::to_string(gone) + "-link");
+  const fs::path link = root.path / shim_name(gone, "link");
   fs::create_directory_symlink(target, link);
 
   CHECK(sweep_stale_shim_dirs(root.path.string()) == 1);
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(old));
+  CHECK(fs::exists(elsewhere));
   CHECK(fs::exists(file));
   CHECK(fs::is_symlink(link));
   CHECK(fs::exists(target / "data"));
@@ -87,7 +98,7 @@ TEST_CASE("shim dir: another user's stale directory is left to them") {
     return;
   }
   Root root;
-  const fs::path theirs = root.path / ("fad-run-" + std::to_string(dead_pid()) + "-abcdef");
+  const fs::path theirs = root.path / shim_name(dead_pid(), "abcdef");
   fs::create_directories(theirs);
   REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
   CHECK(sweep_stale_shim_dirs(root.path.string()) == 0);
