@@ -250,6 +250,7 @@ void Engine::measure_running(double now) {
     } else {
       r.stopped_by_user = false;
     }
+    r.note_frozen(now);
   }
   const auto memory = launcher_.groups_memory(groups);
   for (auto& [id, r] : running_) {
@@ -261,6 +262,10 @@ void Engine::measure_running(double now) {
     r.measured.duration_s = now - r.started_at;
     if (r.measured.points.size() > kMaxProfilePoints) r.measured = r.measured.thinned(kMaxProfilePoints / 2);
     build_bytes[r.unit.build_id] += r.current;
+    if (r.frozen_since > 0) continue;  // frozen: its compile time stands still
+    r.compiled.points.emplace_back(r.run_time(now), r.current);
+    r.compiled.duration_s = r.run_time(now);
+    if (r.compiled.points.size() > kMaxProfilePoints) r.compiled = r.compiled.thinned(kMaxProfilePoints / 2);
   }
   for (const auto& [build, bytes] : build_bytes) store_.raise_build_peak(build, bytes);
 }
@@ -375,12 +380,12 @@ void Engine::observe_running(double now) {
   // queued siblings before any of them finishes (policy/sibling_evidence.h).
   std::vector<RunningObservation> evidence;
   for (const auto& [id, r] : running_) {
-    if (r.pgid <= 0 || r.unit.kind == UnitKind::link || r.measured.points.empty()) continue;
+    if (r.pgid <= 0 || r.unit.kind == UnitKind::link || r.compiled.points.empty()) continue;
     RunningObservation o;
     o.key = unit_key(r.unit);
     o.threads = r.threads;
-    o.so_far = r.measured;
-    o.so_far.duration_s = std::max(now - r.started_at, r.measured.duration_s);
+    o.so_far = r.compiled;
+    o.so_far.duration_s = std::max(r.run_time(now), r.compiled.duration_s);
     o.predicted_peak = r.predicted.peak();
     evidence.push_back(std::move(o));
   }
@@ -400,6 +405,7 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
     // Admitted but not started yet (a launcher's compiler): all of its
     // profile still lies ahead.
     ru.started_at = r.external && r.pgid == 0 ? now : r.started_at;
+    ru.frozen_s = r.frozen_s;  // an ongoing freeze is its suspension or pause
     ru.threads = r.threads;
     ru.predicted = r.predicted;
     ru.current_bytes = r.current;
@@ -411,7 +417,7 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
     ru.paused = r.paused || r.stopped_by_user;
     ru.guess = r.guess;
     ru.arch_count = unit_key(r.unit).arch_count;
-    const SpikeSummary spikes = summarize_spikes(r.measured, r.predicted.peak() / 4);
+    const SpikeSummary spikes = summarize_spikes(r.compiled, r.predicted.peak() / 4);
     ru.spikes_seen = spikes.spikes;
     ru.since_spike_bytes = spikes.since_drop;
     running.push_back(std::move(ru));
@@ -480,6 +486,7 @@ void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, co
         }
         r.suspended = true;
         r.suspended_at = now;
+        r.note_frozen(now);
         break;
       case Decision::Kind::resume:
         if (r.suspended && !r.paused) {
@@ -488,6 +495,7 @@ void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, co
           record_event(r.unit.id, "resume", d.reason);
         }
         r.suspended = false;
+        r.note_frozen(now);
         break;
       case Decision::Kind::requeue:
         spdlog::warn("memory pressure: stopping {} to run it later ({})", r.unit.name, d.reason);
@@ -551,6 +559,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.guess = d.guess;
   r.duration_guessed = d.duration_guessed;
   r.paused = build && build->state == BuildState::paused;
+  r.note_frozen(now);
   r.started_epoch = epoch_now();
   r.attempt = unit.attempts + 1;
   r.estimate_bytes = d.estimate_bytes;
@@ -572,6 +581,20 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
     append_build_log(unit.build_id, "started " + unit.name + " (threads " + std::to_string(d.threads) + ", estimate " +
                                         format_size(d.estimate_bytes) + ")\n");
   });
+}
+
+void Engine::Running::note_frozen(double now) {
+  const bool frozen = suspended || paused || stopped_by_user;
+  if (frozen && frozen_since == 0) {
+    frozen_since = now;
+  } else if (!frozen && frozen_since > 0) {
+    frozen_s += now - frozen_since;
+    frozen_since = 0;
+  }
+}
+
+double Engine::Running::run_time(double now) const {
+  return std::max(0.0, now - started_at - frozen_s - (frozen_since > 0 ? now - frozen_since : 0));
 }
 
 Engine::Ended Engine::never_started(const UnitRecord& unit, double now, ExitOutcome::Action action) {
@@ -630,7 +653,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
   running_.erase(it);
   e.run.peak = std::max(e.run.peak, info.peak_bytes);
   e.info = info;
-  e.duration = clock_.now() - e.run.started_at;
+  e.duration = e.run.run_time(clock_.now());
   e.finished_at = clock_.wall();
   if (wake_) wake_();
   prepare_end(e);
@@ -697,7 +720,7 @@ void Engine::prepare_end(Ended& e) {
   Observation obs;
   obs.key = unit_key(u);
   obs.threads = e.run.threads;
-  obs.profile = e.run.measured.thinned(200);
+  obs.profile = e.run.compiled.thinned(200);
   obs.profile.duration_s = e.duration;
   // Polling can miss a short spike that the unit's cgroup caught: lift the
   // highest sample to the true peak so estimates are never below it.

@@ -170,7 +170,8 @@ class Engine {
     double started_at = 0;
     int threads = 1;
     Profile predicted;
-    Profile measured;  ///< sampled each tick
+    Profile measured;  ///< sampled each tick (wall time since started_at: what the report draws)
+    Profile compiled;  ///< the same in compile time, frozen spells left out: what is learnt
     std::uint64_t current = 0;
     std::uint64_t peak = 0;
     bool suspended = false;  ///< by the scheduler, under memory pressure
@@ -196,6 +197,15 @@ class Engine {
     /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
     /// build that launched it): it holds its memory but no core.
     bool stopped_by_user = false;
+    /// Time it spent frozen (suspended, paused, or stopped by its user) is
+    /// no compile time: not in its duration, its samples' times or its place
+    /// in its predicted profile, so a pause teaches no longer unit.
+    double frozen_s = 0;      ///< freezes that ended
+    double frozen_since = 0;  ///< when the current one began; 0: not frozen
+    /// Call after suspended, paused or stopped_by_user may have changed.
+    void note_frozen(double now);
+    /// Seconds it has compiled since it started.
+    double run_time(double now) const;
   };
   /// A unit that ended, with what its end means, until the database has it.
   struct Ended {

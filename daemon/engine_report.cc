@@ -68,7 +68,7 @@ LiveUnits Engine::running_live(const std::vector<UnitRecord>& units) {
     l.running = true;
     l.current_bytes = r.current;
     l.peak_bytes = r.peak;
-    l.elapsed_s = r.external && r.pgid == 0 ? 0 : std::max(0.0, now - r.started_at);
+    l.elapsed_s = r.external && r.pgid == 0 ? 0 : r.run_time(now);  // what its predicted duration counts
     if (r.predicted.duration_s > 0 && !r.duration_guessed) l.predicted_duration_s = r.predicted.duration_s;
     if (r.paused)
       l.state = "paused";

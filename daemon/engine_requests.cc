@@ -320,6 +320,7 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || r.paused) continue;
     r.paused = true;
+    r.note_frozen(clock_.now());
     if (!r.suspended) signal_unit(r, SIGSTOP);
     record_event(uid, "pause");
   }
@@ -338,6 +339,7 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;
     r.paused = false;
+    r.note_frozen(clock_.now());
     if (!r.suspended) signal_unit(r, SIGCONT);
     record_event(uid, "unpause");
   }

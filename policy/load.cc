@@ -48,7 +48,7 @@ Profile flat_threads(int threads, double duration) {
 
 Profile remaining(const RunningUnit& unit, double now) {
   const Profile& p = unit.predicted;
-  double age = std::max(0.0, (unit.suspended ? unit.suspended_at : now) - unit.started_at);
+  double age = std::max(0.0, (unit.suspended ? unit.suspended_at : now) - unit.started_at - unit.frozen_s);
   if (p.points.empty() || age >= p.duration_s) {
     // Past its prediction, measurement is all we know (a flat prior's value
     // would keep blocking admission long after the unit settled).

@@ -95,6 +95,9 @@ struct RunningUnit {
   /// Frozen by the user (fad pause): holds its memory until resumed, but no
   /// core, never blocks admission and is never stopped for pressure.
   bool paused = false;
+  /// Seconds it was frozen (suspended or paused) between started_at and its
+  /// current suspension or pause, if any: not part of its age.
+  double frozen_s = 0;
 };
 
 struct Decision {

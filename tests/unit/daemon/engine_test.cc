@@ -340,6 +340,35 @@ TEST_CASE("engine: pause stops running groups and admits nothing until resume", 
   CHECK(f.engine->resume(f.me, id).code == ErrorCode::failed);  // not paused
 }
 
+TEST_CASE("engine: time a unit spent paused is not compile time: not in its duration, nor in what is learnt",
+          "[engine]") {
+  EngineFixture f;
+  const auto id = submit_with_two_running(f);
+  f.launcher.memory[f.launcher.pgid_of("a_one")] = 100ull << 20;
+  const auto run = [&](int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      f.clock.advance(1);
+      f.engine->tick();
+    }
+  };
+  run(10);
+  REQUIRE(f.engine->pause(f.me, id).ok);
+  run(100);
+  REQUIRE(f.engine->resume(f.me, id).ok);
+  run(5);
+  f.launcher.exit("a_one", 0);
+  f.engine->tick();
+  const auto unit = f.unit(id, "a_one");
+  REQUIRE(unit->state == UnitState::succeeded);
+  CHECK(unit->duration_s == Approx(15).margin(1.5));  // not 115
+  const auto history = f.store->history();
+  REQUIRE(history.size() == 1);
+  const auto learnt = Profile::parse(history[0].profile);
+  REQUIRE(learnt);
+  CHECK(learnt->duration_s == Approx(15).margin(1.5));
+  for (const auto& [t, bytes] : learnt->points) CHECK(t <= 16);  // samples in compile time
+}
+
 TEST_CASE("engine: cancelling a paused build continues its stopped groups so they can exit", "[engine]") {
   EngineFixture f;
   f.make_engine().recover();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "policy/schedule_steps.h"
 #include "scheduler_harness.h"
 
 namespace fad {
@@ -366,6 +367,24 @@ TEST_CASE("Scheduler: a requeued unit's estimate is at least its observed peak")
   auto plan = h.step(0);
   REQUIRE(plan.decisions.size() == 1);
   CHECK(plan.decisions[0].estimate_bytes == 7 * kGiB);
+}
+
+TEST_CASE("Scheduler: a unit that was suspended or paused is only as far into its profile as it compiled") {
+  RunningUnit unit;
+  unit.predicted = spike_then_plateau();  // 4 GiB for 60 s, then 0.5 GiB
+  unit.started_at = 0;
+  unit.current_bytes = 4 * kGiB;
+  unit.peak_bytes = 4 * kGiB;
+  // 100 s since it started, 70 of them frozen: 30 s compiled, its spike is still on.
+  unit.frozen_s = 70;
+  CHECK(steps::remaining(unit, 100).at(0) == 4 * kGiB);
+  CHECK(steps::remaining(unit, 100).duration_s == Approx(270));
+  // Taken for 100 s compiled, it is past its spike: what it holds now is all it will.
+  unit.frozen_s = 0;
+  unit.current_bytes = kGiB / 2;
+  CHECK(steps::remaining(unit, 100).peak() < kGiB);
+  unit.frozen_s = 70;
+  CHECK(steps::remaining(unit, 100).peak() == 4 * kGiB);
 }
 
 }  // namespace
