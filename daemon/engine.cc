@@ -31,12 +31,22 @@ namespace {
 // unit compiling for hours costs bounded memory.
 constexpr std::size_t kMaxProfilePoints = 2000;
 // The link step is small next to compiles; this is its prior.
-constexpr ManifestPrior kLinkPrior{512ull << 20, 30};
+// (Its duration is a guess: no ETA rests on it, and the link's measured time
+// replaces it from the next build on.)
+constexpr ManifestPrior kLinkPrior{512ull << 20, 30, true};
 // How much of a unit's compiler output is copied into the build log; the
 // unit's own log keeps all of it.
 constexpr std::size_t kLogExcerptBytes = 256 * 1024;
 
 std::string boot_id() { return read_small_file("/proc/sys/kernel/random/boot_id"); }
+
+/// The key a unit is estimated and learnt under: a link is one process
+/// whatever the arch count.
+UnitKey estimate_key(const UnitRecord& u) {
+  UnitKey k = unit_key(u);
+  if (u.kind == UnitKind::link) k.arch_count = 1;
+  return k;
+}
 
 std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
   if (!creds) return std::nullopt;
@@ -315,9 +325,8 @@ QueuedUnit Engine::queued_unit(const UnitRecord& u) const {
   QueuedUnit q;
   q.id = u.id;
   q.build_id = u.build_id;
-  q.key = unit_key(u);
+  q.key = estimate_key(u);
   if (u.kind == UnitKind::link) {
-    q.key.arch_count = 1;  // linking is one process whatever the arch count
     q.manifest_prior = kLinkPrior;
   } else if (u.prior_peak > 0) {
     q.manifest_prior = ManifestPrior{u.prior_peak, u.prior_duration_s};
@@ -416,7 +425,7 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
     ru.suspended_at = r.suspended_at;
     ru.paused = r.paused || r.stopped_by_user;
     ru.guess = r.guess;
-    ru.arch_count = unit_key(r.unit).arch_count;
+    ru.arch_count = estimate_key(r.unit).arch_count;
     const SpikeSummary spikes = summarize_spikes(r.compiled, r.predicted.peak() / 4);
     ru.spikes_seen = spikes.spikes;
     ru.since_spike_bytes = spikes.since_drop;
@@ -716,9 +725,9 @@ void Engine::prepare_end(Ended& e) {
   }
   // For reports: the attempt's span and samples, kept whatever the database does next (never throws).
   record_attempt(e.run, e.ok ? "succeeded" : attempt_outcome, e.run.peak);
-  if (!e.ok || u.kind == UnitKind::link) return;
+  if (!e.ok) return;
   Observation obs;
-  obs.key = unit_key(u);
+  obs.key = estimate_key(u);  // a link too: its next estimate rests on its measured time
   obs.threads = e.run.threads;
   obs.profile = e.run.compiled.thinned(200);
   obs.profile.duration_s = e.duration;

@@ -111,7 +111,8 @@ Estimate Estimator::estimate(const UnitKey& key, int threads, const std::optiona
                         key.arch_count,
                         threads,
                         manifest ? manifest->peak_bytes : 0,
-                        manifest ? manifest->duration_s : 0.0};
+                        manifest ? manifest->duration_s : 0.0,
+                        manifest && manifest->builtin};
   auto known = fallback_cache_.find(fb);
   if (known == fallback_cache_.end())
     known = fallback_cache_.emplace(FallbackKey(fb), fallback(key, threads, manifest)).first;
@@ -191,8 +192,8 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
     // The manifest was measured with one nvcc thread: linear scaling up is safe.
     double duration = manifest->duration_s > 0 ? manifest->duration_s / e : config_.prior_duration_s;
     est.profile = Profile::flat(manifest->peak_bytes * static_cast<std::uint64_t>(e), duration);
-    est.source = EstimateSource::manifest;
-    est.duration_guessed = manifest->duration_s <= 0;
+    est.source = manifest->builtin ? EstimateSource::prior : EstimateSource::manifest;
+    est.duration_guessed = manifest->duration_s <= 0 || manifest->builtin;
   } else {
     // Each arch takes the prior's time; e of them compile at once.
     est.profile =

@@ -57,6 +57,9 @@ struct EstimatorConfig {
 struct ManifestPrior {
   std::uint64_t peak_bytes = 0;
   double duration_s = 0;
+  /// fad's own guess for a kind of unit no manifest describes (the link):
+  /// shown as a prior, its duration only a guess.
+  bool builtin = false;
 };
 
 class Estimator {
@@ -114,8 +117,8 @@ class Estimator {
   /// unit only through these: thousands of queued units of one family share
   /// one entry. Cleared by learn() and observe_running().
   /// Looked up by views (no copies of scope and family per queued unit).
-  using FallbackKey = std::tuple<std::string, std::string, int, int, std::uint64_t, double>;
-  using FallbackView = std::tuple<std::string_view, std::string_view, int, int, std::uint64_t, double>;
+  using FallbackKey = std::tuple<std::string, std::string, int, int, std::uint64_t, double, bool>;
+  using FallbackView = std::tuple<std::string_view, std::string_view, int, int, std::uint64_t, double, bool>;
   mutable std::map<FallbackKey, Estimate, std::less<>> fallback_cache_;
   std::optional<Estimate> measured(const UnitKey& key, int threads) const;  ///< exact or same source
   Estimate fallback(const UnitKey& key, int threads, const std::optional<ManifestPrior>& manifest) const;

@@ -136,6 +136,30 @@ TEST_CASE("engine: status reports each unit's estimate source and predicted dura
   CHECK(f.unit(id, "a_one")->estimate_source == "manifest");
 }
 
+TEST_CASE("engine: the link's first estimate is a prior with no duration to trust, its next one its own measurement",
+          "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto first = f.submit();
+  auto link = unit_json(f, first, "link");
+  CHECK(link["estimate_source"] == "prior");  // no manifest describes it
+  CHECK(link["predicted_duration_s"].is_null());
+  f.engine->tick();
+  for (const auto& name : test::kCompileUnits) f.launcher.exit(name, 0);
+  f.engine->tick();
+  REQUIRE(f.launcher.find("link"));
+  f.clock.advance(2);
+  f.engine->tick();
+  test::write_file(f.artifact(first) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  REQUIRE(f.build_state(first) == BuildState::succeeded);
+
+  const auto second = f.submit();
+  link = unit_json(f, second, "link");
+  CHECK(link["estimate_source"] == "exact");
+  CHECK(link["predicted_duration_s"].get<double>() == Approx(2).margin(0.5));  // measured, not 30 s
+}
+
 TEST_CASE("engine: the last unit, stopped while others in the cgroup hold the memory, reruns alone", "[engine]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;
