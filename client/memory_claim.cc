@@ -25,6 +25,13 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kRecheck = std::chrono::milliseconds(250);
+// The directory lock only keeps two waiting launchers from admitting into the
+// same free memory at once. Anyone who can read the lock file can hold it, so
+// a launcher waits this long for it at most, then decides without it.
+constexpr auto kLockPatience = std::chrono::seconds(2);
+// A claim file that is being made: locked and written first, then renamed to
+// claim-*, so no scan ever sees a claim before it is locked.
+constexpr std::string_view kMakingPrefix = ".making-";
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -48,8 +55,10 @@ class DirLock {
   explicit DirLock(const std::string& dir) {
     const std::string path = dir + "/lock";
     fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd_ >= 0)
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {}
+    if (fd_ < 0) return;
+    const auto give_up = std::chrono::steady_clock::now() + kLockPatience;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ~DirLock() {
     if (fd_ >= 0) ::close(fd_);
@@ -109,21 +118,30 @@ std::string claims_dir() {
   return shared + "-" + std::to_string(::getuid());
 }
 
-std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir) {
+std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir, std::size_t* own) {
   std::vector<std::uint64_t> out;
+  if (own) *own = 0;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("claim-", 0) != 0) continue;
+    const std::string name = it->path().filename().string();
+    const bool making = name.rfind(kMakingPrefix, 0) == 0;
+    if (name.rfind("claim-", 0) != 0 && !making) continue;
     const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      // Its owner is gone: not a claim any more.
+      // Its owner is gone (or died while making it): not a claim any more.
       ::unlink(it->path().c_str());
+      ::close(fd);
+      continue;
+    }
+    if (making) {  // its maker holds it and renames it in a moment
       ::close(fd);
       continue;
     }
     char buf[32] = {};
     const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    struct stat st {};
+    if (own && ::fstat(fd, &st) == 0 && st.st_uid == ::getuid()) ++*own;
     ::close(fd);
     out.push_back(n > 0 ? std::strtoull(buf, nullptr, 10) : 0);
   }
@@ -132,37 +150,52 @@ std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir) {
 
 std::optional<MemoryClaim> MemoryClaim::create_locked(const std::string& dir, std::uint64_t bytes) {
   MemoryClaim claim;
-  claim.path_ = dir + "/" + claim_name();
-  claim.fd_ = ::open(claim.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const std::string name = claim_name();
+  const std::string making = dir + "/" + std::string(kMakingPrefix) + name;
+  claim.fd_ = ::open(making.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (claim.fd_ < 0) return std::nullopt;
+  claim.path_ = making;  // removed by the destructor if anything below fails
   ::flock(claim.fd_, LOCK_EX);
   const std::string text = std::to_string(bytes) + "\n";
   if (::write(claim.fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return std::nullopt;
+  const std::string path = dir + "/" + name;
+  if (::rename(making.c_str(), path.c_str()) != 0) return std::nullopt;
+  claim.path_ = path;
   return claim;
 }
 
 std::optional<MemoryClaim> MemoryClaim::hold(const std::string& dir, std::uint64_t bytes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  // Made under the directory lock, so no scan sees it before it is locked.
-  DirLock lock(dir);
-  if (!lock.ok()) return std::nullopt;
+  // No directory lock: the claim appears already locked (create_locked), and
+  // fadd, not the fallback, admitted this compile.
   return create_locked(dir, bytes);
 }
 
 std::optional<MemoryClaim> MemoryClaim::admit(const std::string& dir, std::uint64_t bytes,
                                               const std::function<FallbackView()>& view,
-                                              const std::function<void(const std::string&)>& on_wait) {
+                                              const std::function<void(const std::string&)>& on_wait,
+                                              std::chrono::milliseconds patience) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   bool told = false;
+  auto others_since = std::chrono::steady_clock::time_point::max();  // waiting on other users' claims alone
   for (;;) {
     {
       DirLock lock(dir);
       if (!lock.ok()) return std::nullopt;
       FallbackView v = view();
-      v.claims = live_claims(dir);
+      std::size_t own = 0;
+      v.claims = live_claims(dir, &own);
       if (fallback_admits(v, bytes)) return create_locked(dir, bytes);
+      const auto now = std::chrono::steady_clock::now();
+      others_since = own > 0 ? std::chrono::steady_clock::time_point::max() : std::min(others_since, now);
+      if (others_since != std::chrono::steady_clock::time_point::max() && now - others_since >= patience) {
+        on_wait("waited " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - others_since).count()) +
+                " s for other users' compiles alone; starting this one");
+        return create_locked(dir, bytes);
+      }
       if (!told) {
         std::uint64_t claimed = 0;
         for (auto c : v.claims) claimed += c;

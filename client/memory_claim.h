@@ -7,9 +7,12 @@
 //
 // Every launched compile claims memory: one fadd admitted claims fadd's
 // estimate; without fadd a launcher waits, under a directory-wide lock, until
-// the fallback admits it (fallback_admits), then claims its prior.
+// the fallback admits it (fallback_admits), then claims its prior. Every user
+// can write the directory and hold its lock, so neither is trusted to stop a
+// compile: the lock is waited for briefly, other users' claims for minutes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -47,13 +50,20 @@ class MemoryClaim {
 
   /// Waits until fallback_admits lets a compile of `bytes` start, then claims
   /// it. `view` reads memory (read_fallback_memory in production); `on_wait`
-  /// is told, once, why it waits. nullopt when the directory cannot be used.
+  /// is told, once, why it waits (and again if it starts past `patience`).
+  /// Other users' claims are files anyone can make, so one whose own user
+  /// holds no claim waits at most `patience` for theirs, then starts: they
+  /// can slow its compiles down, not stop them. nullopt when the directory
+  /// cannot be used.
   static std::optional<MemoryClaim> admit(const std::string& dir, std::uint64_t bytes,
                                           const std::function<FallbackView()>& view,
-                                          const std::function<void(const std::string&)>& on_wait);
+                                          const std::function<void(const std::string&)>& on_wait,
+                                          std::chrono::milliseconds patience = kOtherUsersPatience);
+  static constexpr std::chrono::milliseconds kOtherUsersPatience = std::chrono::minutes(5);
 
-  /// The claims live in `dir` now (stale ones skipped), for tests and messages.
-  static std::vector<std::uint64_t> live_claims(const std::string& dir);
+  /// The claims live in `dir` now (stale ones skipped), for tests and
+  /// messages; `own`, when given, counts those of the calling user.
+  static std::vector<std::uint64_t> live_claims(const std::string& dir, std::size_t* own = nullptr);
 
   MemoryClaim(MemoryClaim&& other) noexcept;
   MemoryClaim& operator=(MemoryClaim&&) = delete;

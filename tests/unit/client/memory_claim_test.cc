@@ -1,11 +1,16 @@
 // Tests for client/memory_claim: the fallback's rule, and claims in a real
 // directory: live ones count, those of dead processes do not, and a launcher
 // waits until memory is released.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -52,7 +57,7 @@ TEST_CASE("live claims count, a dead process's claim does not", "[memory_claim]"
   int status = 0;
   ::waitpid(pid, &status, 0);
   REQUIRE(WEXITSTATUS(status) == 0);
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 3);  // lock + two claims
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 2);  // two claims
   CHECK(MemoryClaim::live_claims(dir.path.string()) == std::vector<std::uint64_t>{3 * kGiB});
   {
     auto b = MemoryClaim::hold(dir.path.string(), 1 * kGiB);
@@ -84,4 +89,87 @@ TEST_CASE("admit waits while memory is claimed and goes once it is released", "[
   first.reset();  // the first compile ends
   second.join();
   CHECK(admitted);
+}
+
+namespace {
+/// A process that holds an exclusive flock on `path` until killed (as any
+/// user who can read the file can); returns once it holds it.
+pid_t hold_flock(const std::string& path, uid_t owner = ::getuid()) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT, 0644);
+    if (fd >= 0 && owner != ::getuid()) [[maybe_unused]]
+      auto r = ::fchown(fd, owner, owner);
+    const char said = fd >= 0 && ::flock(fd, LOCK_EX) == 0 ? 'y' : 'n';
+    [[maybe_unused]] auto w = ::write(ready[1], &said, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char said = 0;
+  REQUIRE(::read(ready[0], &said, 1) == 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  REQUIRE(said == 'y');
+  return pid;
+}
+
+void stop(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+}  // namespace
+
+TEST_CASE("a directory lock held for ever delays a launcher by seconds, and an admitted claim not at all",
+          "[memory_claim]") {
+  ClaimsDir dir;
+  const pid_t holder = hold_flock((dir.path / "lock").string());
+  auto start = std::chrono::steady_clock::now();
+  auto held = MemoryClaim::hold(dir.path.string(), 1 * kGiB);
+  CHECK(held);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  held.reset();
+  auto view = [] { return FallbackView{10 * kGiB, 1 * kGiB, {}}; };
+  start = std::chrono::steady_clock::now();
+  auto admitted = MemoryClaim::admit(dir.path.string(), 1 * kGiB, view, [](const std::string&) {});
+  CHECK(admitted);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  stop(holder);
+}
+
+TEST_CASE("other users' claims alone hold a launcher back for its patience, its own user's for as long as they live",
+          "[memory_claim]") {
+  if (::getuid() != 0) {
+    WARN("SKIP: needs root to make a claim owned by another user");
+    return;
+  }
+  ClaimsDir dir;
+  ::chmod(dir.path.c_str(), 01777);
+  // Another user's claim of a made-up size, held for ever.
+  const std::string bogus = (dir.path / "claim-1-1").string();
+  { std::ofstream(bogus) << "1000000000000000000\n"; }
+  const pid_t holder = hold_flock(bogus, 65534);
+  auto view = [] { return FallbackView{10 * kGiB, 1 * kGiB, {}}; };
+  std::vector<std::string> said;
+  auto admitted = MemoryClaim::admit(
+      dir.path.string(), 1 * kGiB, view, [&](const std::string& w) { said.push_back(w); },
+      std::chrono::milliseconds(600));
+  REQUIRE(admitted);
+  REQUIRE(said.size() == 2);
+  CHECK(said[1].find("for other users' compiles alone; starting this one") != std::string::npos);
+  // Now this user holds a claim: a second compile of theirs waits past the
+  // patience, until their own ends.
+  std::atomic<bool> second{false};
+  std::thread waiter([&] {
+    auto c = MemoryClaim::admit(
+        dir.path.string(), 9 * kGiB, view, [](const std::string&) {}, std::chrono::milliseconds(600));
+    second = c.has_value();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well past the patience
+  CHECK_FALSE(second);
+  admitted.reset();
+  waiter.join();
+  CHECK(second);
+  stop(holder);
 }
