@@ -939,7 +939,21 @@ void Engine::append_build_log(std::int64_t build_id, const std::string& text) {
 void Engine::begin_shutdown() {
   shutting_down_ = true;
   const double now = clock_.now();
-  for (auto& [id, r] : running_) stop_unit(r, StopReason::shutdown, now);
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& r = it->second;
+    if (!r.external) {
+      stop_unit(r, StopReason::shutdown, now);
+      ++it;
+      continue;
+    }
+    // A launcher's compile belongs to its build tool: stopped, it would fail
+    // that build (its launcher cannot rerun it without fadd). It runs on, as
+    // when fadd crashes; the next start records it left to its launcher. A
+    // compile fadd froze is continued first, or it would never end.
+    if (r.pgid > 0 && (r.suspended || r.paused)) signal_unit(r, SIGCONT);
+    if (r.pgid > 0) launcher_.release(r.pgid);
+    it = running_.erase(it);
+  }
 }
 
 }  // namespace fad

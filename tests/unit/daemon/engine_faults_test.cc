@@ -542,6 +542,24 @@ TEST_CASE("engine faults: a compile that ended frees its core and memory while i
   CHECK(f.store->unit(unit)->state == UnitState::succeeded);
 }
 
+TEST_CASE("engine faults: a clean stop leaves launched compiles running, continues frozen ones, and ends at once",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), 4100);
+  const auto build = f.store->unit(unit)->build_id;
+  REQUIRE(f.engine->pause(f.me, build).ok);
+  CHECK(f.launcher.signals_to(4100) == std::vector<int>{SIGSTOP});
+  f.engine->begin_shutdown();
+  // Never terminated: stopped, it would fail its build tool's build.
+  CHECK(f.launcher.signals_to(4100) == std::vector<int>{SIGSTOP, SIGCONT});
+  CHECK(f.engine->idle());
+  // The next start records it left to its launcher, as after a crash.
+  f.engine.reset();
+  f.make_engine().recover();
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);
+}
+
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
           "[engine][faults]") {
   EngineFixture f;
