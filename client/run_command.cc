@@ -93,11 +93,16 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
 // A busy fadd (its connections all taken for now) is asked again: a build
 // left open would end failed once fadd found this fad run gone.
 void close_build(const std::string& socket, std::int64_t id, int code) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // A busy fadd answers within seconds; one restarting (systemctl restart)
+  // is back within a few. One that stays away ends the build itself later
+  // ("fad run (pid N) ended without reporting its command's exit").
+  const auto start = std::chrono::steady_clock::now();
   for (auto pause = std::chrono::milliseconds(100);; pause = std::min(pause * 2, std::chrono::milliseconds(2000))) {
     const auto r = call_daemon(socket, Request{"close_build", CloseBuildRequest{id, code}.to_json()});
     const auto* failure = std::get_if<CallFailure>(&r);
-    if (!failure || !failure->busy || std::chrono::steady_clock::now() >= give_up) return;
+    if (!failure || !failure->retryable) return;
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= (failure->busy ? std::chrono::seconds(60) : std::chrono::seconds(10))) return;
     std::this_thread::sleep_for(pause);
   }
 }

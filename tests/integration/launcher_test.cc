@@ -187,6 +187,36 @@ TEST_CASE("a compile waiting when fadd restarts is launched again in the new fad
   CHECK(wait_process(a, 60) == 0);                                  // a, running all along, finished as well
 }
 
+TEST_CASE("a clean restart of fadd mid-build leaves a fad run compile running, and the build closes succeeded",
+          "[integration][launcher][recovery]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=4\n";
+  const fs::path dir = d.dir();
+  // The command exits only once the test says so, after fadd has stopped.
+  std::ofstream(dir / "run.sh") << "nvcc -c '" << (dir / "a.cu").string() << "' -o '" << (dir / "a.o").string()
+                                << "' || exit 1\ntouch '" << (dir / "compiled").string() << "'\nwhile [ ! -e '"
+                                << (dir / "go").string() << "' ]; do sleep 0.05; done\n";
+  const pid_t run = start_process(
+      {FAD_FAD_BIN, "run", "--name", "restarted", "--", "sh", (dir / "run.sh").string()},
+      {{"FAD_SOCKET", d.socket()}, {"FAD_REAL_NVCC", FAD_FAKE_NVCC_BIN}, {"FAD_FAKE_LOG", d.fake_log_path()}},
+      dir / "run.out", dir / "run.err");
+  REQUIRE(run > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const auto id = find_build(d.status_all(), "restarted").at("id").get<std::int64_t>();
+  CHECK(d.terminate() == 0);  // systemctl stop: the compile runs on
+  REQUIRE(wait_for([&] { return fs::exists(dir / "compiled"); }, std::chrono::seconds(60)));
+  std::ofstream(dir / "go").flush();
+  // fad run closes its build while fadd is away: it asks again, and the new fadd takes it.
+  d.start();
+  const int code = wait_process(run, 60);
+  INFO(slurp(dir / "run.err") << d.daemon_log());
+  CHECK(code == 0);
+  CHECK(fs::exists(dir / "a.o"));
+  CHECK(d.wait_final(id, 60).at("state") == "succeeded");
+}
+
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
           "[integration][launcher][hostile]") {
   Daemon d;
