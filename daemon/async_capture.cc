@@ -17,6 +17,7 @@
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>
 
+#include "daemon/child_environment.h"
 #include "daemon/child_setup.h"
 #include "daemon/exec_helper.h"
 
@@ -29,6 +30,8 @@ namespace {
 // After the program exits, its output may still be in flight; a grandchild
 // that kept the pipe open is not waited for longer than this.
 constexpr auto kDrainGrace = std::chrono::milliseconds(500);
+// A compiler's --version or --list-gpu-arch writes lines, not files.
+constexpr std::uint64_t kProbeMaxFileBytes = 64ull << 20;
 }  // namespace
 
 struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
@@ -168,6 +171,10 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   ChildSetup setup;
   setup.parent = ::getpid();
   setup.run_as = options.run_as ? &*options.run_as : nullptr;
+  // A program a user chose (a --nvcc probe) gets no more than their compiles:
+  // the OOM killer's first choice, and a bounded file size.
+  setup.raise_oom_score = true;
+  setup.max_file_bytes = kProbeMaxFileBytes;
   boost::system::error_code ec;
   // Through fad-exec: Boost waits until its child has exec'd, and a program
   // on a hung filesystem must not hold fadd there (exec_helper.h).
@@ -176,8 +183,11 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   // The launcher's error_code overload: basic_process's constructor would throw.
   // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  bp::process proc = bp::default_process_launcher()(io.get_executor(), ec, bp::filesystem::path(started[0]), args,
-                                                    bp::process_stdio{null_fd, fds[1], fds[1]}, setup);
+  const ChildEnvironment env(setup.run_as);
+  bp::default_process_launcher launcher;
+  launcher.env = env.envp();
+  bp::process proc = launcher(io.get_executor(), ec, bp::filesystem::path(started[0]), args,
+                              bp::process_stdio{null_fd, fds[1], fds[1]}, setup);
   if (null_fd >= 0) ::close(null_fd);
   ::close(fds[1]);
   if (ec) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "daemon/child_environment.h"
 #include "daemon/child_setup.h"
 #include "daemon/exec_helper.h"
 
@@ -69,8 +70,11 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   // The launcher's error_code overload: basic_process's constructor would throw.
   // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  bp::process proc = bp::default_process_launcher()(io_.get_executor(), ec, bp::filesystem::path(argv[0]), args,
-                                                    bp::process_stdio{null_fd, log, log}, setup);
+  const ChildEnvironment env(setup.run_as);
+  bp::default_process_launcher launcher;
+  launcher.env = env.envp();
+  bp::process proc = launcher(io_.get_executor(), ec, bp::filesystem::path(argv[0]), args,
+                              bp::process_stdio{null_fd, log, log}, setup);
   if (null_fd >= 0) ::close(null_fd);
   ::close(log);
   if (cgroup) cgroup->close_procs_fd();

@@ -210,6 +210,40 @@ TEST_CASE("another user's build compiles as that user and its files are theirs",
   CHECK(lines_with(d, " uid=0 ").size() == 2);
 }
 
+TEST_CASE("another user's compiler and its probes see none of a root fadd's own environment", "[integration][users]") {
+  NEED_NOBODY(who);
+  SharedBins bins;
+  Daemon d;
+  d.write_kernels({{"fwd_a", ""}});
+  d.write_config("{\"poll_interval_ms\": 100, \"socket_group\": \"" + who->group + "\", \"socket_mode\": \"0660\"}");
+  std::ofstream(d.fake_log_path()).flush();
+  fs::permissions(d.fake_log_path(),
+                  fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec));
+  // A service's environment may hold credentials meant for root alone.
+  d.start({"--nvcc", bins.fake, "--cores", "8"},
+          {{"FAD_TEST_SECRET", "topsecret"}, {"NVCC_APPEND_FLAGS", "-lineinfo"}});
+  const auto seen = bins.dir.path() / "seen-env";
+  std::ofstream(seen).flush();
+  fs::permissions(seen, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
+  const auto nvcc = bins.dir.path() / "env-nvcc";
+  std::ofstream(nvcc) << "#!/bin/sh\n{ env; echo ---; } >> " << seen.string() << "\nexec " << bins.fake << " \"$@\"\n";
+  fs::permissions(nvcc, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
+  auto r = as_nobody(*who, bins, d, {"submit", "--arch", "9.0", "--nvcc", nvcc.string(), "--wait"});
+  INFO(r.err << d.daemon_log());
+  REQUIRE(r.exit_code == 0);
+  const std::string env = slurp(seen);
+  std::size_t runs = 0;
+  for (auto at = env.find("\n---\n"); at != std::string::npos; at = env.find("\n---\n", at + 1)) ++runs;
+  CHECK(runs >= 3);  // its two probes, its compile and its link
+  CHECK(env.find("topsecret") == std::string::npos);
+  CHECK(env.find("HOME=/root") == std::string::npos);
+  CHECK(env.find("USER=nobody") != std::string::npos);
+  CHECK(env.find("NVCC_APPEND_FLAGS=-lineinfo") != std::string::npos);  // what changes the compile is kept
+  CHECK(env.find("PATH=") != std::string::npos);
+}
+
 TEST_CASE("a compiler another user names is never run as root", "[integration][users]") {
   NEED_NOBODY(who);
   SharedBins bins;

@@ -1,6 +1,8 @@
 // fad-exec between fadd and every program it starts: the launcher returns
 // before the real program's exec, whose failure the program's own exit then
 // reports, and arguments and exit status pass through unchanged.
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -90,6 +92,22 @@ TEST_CASE("exec helper: a probe whose program cannot be run says so as before", 
   REQUIRE(answer);
   REQUIRE(*answer);
   CHECK(**answer == "hi\n");
+}
+
+TEST_CASE("a probe gets no more than a compile: the OOM killer's first choice and a bounded file size", "[exec]") {
+  boost::asio::io_context io;
+  std::optional<Result<std::string>> answer;
+  auto run = AsyncCapture::start(io, {"/bin/sh", "-c", "cat /proc/self/oom_score_adj; ulimit -f"}, CaptureOptions{},
+                                 [&answer](Result<std::string> r) { answer = std::move(r); });
+  run_until(io, [&] { return answer.has_value(); });
+  REQUIRE(answer);
+  REQUIRE(*answer);
+  std::istringstream out(**answer);
+  int adj = 0;
+  std::string fsize;
+  out >> adj >> fsize;
+  CHECK(adj >= 500);
+  CHECK(fsize == std::to_string((64 << 20) / 512));  // ulimit -f counts 512-byte blocks
 }
 
 }  // namespace fad
