@@ -309,6 +309,16 @@ std::vector<QueuedUnit> Engine::fair_queue(std::vector<QueuedUnit> queue, const 
   std::map<uid_t, std::uint64_t> held;
   for (const auto& [id, r] : running_)
     if (r.stop == StopReason::none) held[owner[r.unit.build_id]] += r.predicted.peak();
+  std::map<uid_t, double> last_started;
+  for (auto it = last_started_.begin(); it != last_started_.end();) {
+    if (!owner.count(it->first)) {  // the build ended
+      it = last_started_.erase(it);
+      continue;
+    }
+    double& t = last_started[owner[it->first]];
+    t = std::max(t, it->second);
+    ++it;
+  }
   std::vector<ShareCandidate> candidates;
   candidates.reserve(queue.size());
   for (const auto& q : queue) {
@@ -317,7 +327,7 @@ std::vector<QueuedUnit> Engine::fair_queue(std::vector<QueuedUnit> queue, const 
   }
   std::vector<QueuedUnit> ordered;
   ordered.reserve(queue.size());
-  for (std::size_t i : fair_share_order(candidates, held)) ordered.push_back(std::move(queue[i]));
+  for (std::size_t i : fair_share_order(candidates, held, last_started)) ordered.push_back(std::move(queue[i]));
   return ordered;
 }
 
@@ -575,6 +585,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   // Read now, while the leader is fadd's unreaped child and the id surely its.
   const auto leader = launcher_.process_info(*pgid);
   if (leader) r.leader_start = leader->start_ticks;
+  last_started_[r.unit.build_id] = now;
   running_.emplace(id, std::move(r));
   // Tracked before anything else can fail: a process fad does not know of
   // would be a unit shown running forever.

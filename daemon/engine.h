@@ -406,6 +406,9 @@ class Engine {
   std::vector<std::int64_t> deferred_exits_;
   /// External builds: when a unit last arrived or ended (for closing idle ones).
   std::map<std::int64_t, double> last_activity_;
+  /// When each open build last had a unit started: fair share's tie-break,
+  /// so that users who hold nothing take turns (one slot, or memory for one).
+  std::map<std::int64_t, double> last_started_;
   /// When the retention last ran (monotonic seconds).
   std::optional<double> last_retention_;
   double last_history_trim_ = 0;  ///< clock_.now() of the last trim_history()

@@ -260,6 +260,7 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   // The launcher that asked: one that exits before it is told (Ctrl-C in the
   // build while its compiles wait) frees the admission within seconds.
   if (const auto w = waiting_launches_.find(unit.id); w != waiting_launches_.end()) r.launcher = w->second.launcher;
+  last_started_[unit.build_id] = now;
   running_.emplace(unit.id, std::move(r));
   spdlog::info("admitted {} of build {} with {} thread(s), estimate {} ({})", unit.name, unit.build_id, d.threads,
                format_size(d.estimate_bytes), d.reason);

@@ -2,11 +2,17 @@
 #include "policy/fair_share.h"
 
 #include <deque>
+#include <limits>
 
 namespace fad {
 
 std::vector<std::size_t> fair_share_order(const std::vector<ShareCandidate>& queue,
-                                          const std::map<uid_t, std::uint64_t>& held) {
+                                          const std::map<uid_t, std::uint64_t>& held,
+                                          const std::map<uid_t, double>& last_started) {
+  const auto started = [&](uid_t uid) {
+    const auto it = last_started.find(uid);
+    return it == last_started.end() ? -std::numeric_limits<double>::infinity() : it->second;
+  };
   // Each user's units, in queue order.
   std::map<uid_t, std::deque<std::size_t>> per_user;
   for (std::size_t i = 0; i < queue.size(); ++i) per_user[queue[i].uid].push_back(i);
@@ -29,8 +35,9 @@ std::vector<std::size_t> fair_share_order(const std::vector<ShareCandidate>& que
         continue;
       }
       const std::uint64_t a = share[it->first], b = share[best->first];
+      const double a_started = started(it->first), b_started = started(best->first);
       const std::int64_t a_build = queue[it->second.front()].build_id, b_build = queue[best->second.front()].build_id;
-      if (a < b || (a == b && a_build < b_build)) best = it;
+      if (a < b || (a == b && (a_started < b_started || (a_started == b_started && a_build < b_build)))) best = it;
     }
     const std::size_t next = best->second.front();
     best->second.pop_front();

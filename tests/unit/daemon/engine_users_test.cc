@@ -238,6 +238,30 @@ TEST_CASE("engine users: fair share offers the next unit to the user holding les
   (void)bob;
 }
 
+TEST_CASE("engine users: with one unit at a time, users take turns, not the oldest build to its end",
+          "[engine][users]") {
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.options.scheduler.max_parallel_units = 1;
+  f.make_engine().recover();
+  submit_as(f, kBob);  // the older build: all its units would go first
+  f.engine->tick();
+  submit_as(f, kAlice);
+  std::vector<uid_t> order;
+  for (int i = 0; i < 6 && f.launcher.live().size() == 1; ++i) {
+    const auto& last = f.launcher.launches.back();
+    order.push_back(last.spec.run_as->uid);
+    f.launcher.exit(f.launcher.live()[0], 0);
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  REQUIRE(order.size() >= 4);
+  CHECK(order[0] == 4002u);
+  CHECK(order[1] == 4001u);  // Alice's turn, though Bob's build is older
+  CHECK(order[2] == 4002u);
+  CHECK(order[3] == 4001u);
+}
+
 }  // namespace fad
 
 namespace fad {

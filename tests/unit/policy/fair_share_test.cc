@@ -52,3 +52,15 @@ TEST_CASE("fair share: ties go to the user with the oldest build at the head", "
   std::vector<ShareCandidate> q{{1002, 9, kGiB}, {1001, 4, kGiB}, {1003, 7, kGiB}};
   CHECK(users_in_order(q, {}) == std::vector<uid_t>{1001, 1003, 1002});
 }
+
+TEST_CASE("fair share: users holding nothing take turns, the one started least recently first", "[fair_share]") {
+  // One slot (or memory for one unit): whenever it frees, both hold nothing.
+  // Bob's big build is older; Alice's was submitted after it.
+  std::vector<ShareCandidate> q{{1001, 1, kGiB}, {1001, 1, kGiB}, {1000, 2, kGiB}};
+  const auto first = [&](const std::map<uid_t, double>& started) { return q[fair_share_order(q, {}, started)[0]].uid; };
+  CHECK(first({}) == 1001);                            // nobody started anything: the oldest build
+  CHECK(first({{1001, 10.0}}) == 1000);                // Bob had the last turn: Alice's
+  CHECK(first({{1001, 10.0}, {1000, 20.0}}) == 1001);  // then Bob's again
+  // Holding memory still comes first: Alice, holding more, waits whoever started last.
+  CHECK(q[fair_share_order(q, {{1000, 4 * kGiB}}, {{1001, 10.0}})[0]].uid == 1001);
+}
