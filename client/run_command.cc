@@ -65,7 +65,7 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
   using Clock = std::chrono::steady_clock;
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
-  bool told = false;
+  bool told = false, stopping = false;
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(child, &status, WNOHANG);
@@ -74,6 +74,13 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
     if (id && Clock::now() >= next_look) {
       next_look = Clock::now() + kWatchEvery;
       auto build = build_status(socket, *id);
+      if (build && !stopping && build->value("state", "") == "cancelled") {
+        // `fad cancel` of this build stops its command, as Ctrl-C would:
+        // its later compiles would otherwise run around fadd.
+        std::cerr << "fad run: build " << *id << " was cancelled; stopping the command\n";
+        ::kill(child, SIGTERM);
+        stopping = true;
+      }
       auto note = build ? stall_note(*build) : std::nullopt;
       if (!note) {
         stalled_since.reset();

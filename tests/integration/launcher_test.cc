@@ -217,6 +217,30 @@ TEST_CASE("a clean restart of fadd mid-build leaves a fad run compile running, a
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
 }
 
+TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so and fails", "[integration][launcher]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const pid_t run = start_process({FAD_FAD_BIN, "run", "--name", "to cancel", "--", "sleep", "600"},
+                                  {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
+  REQUIRE(run > 0);
+  json build;
+  REQUIRE(wait_for(
+      [&] {
+        build = find_build(d.status_all(), "to cancel");
+        return !build.is_null();
+      },
+      std::chrono::seconds(30)));
+  const auto id = build.at("id").get<std::int64_t>();
+  CHECK(d.fad({"cancel", std::to_string(id)}).exit_code == 0);
+  const int code = wait_process(run, 30);
+  INFO(slurp(d.dir() / "run.err"));
+  CHECK(code == 128 + SIGTERM);
+  CHECK(slurp(d.dir() / "run.err").find("build " + std::to_string(id) + " was cancelled; stopping the command") !=
+        std::string::npos);
+  CHECK(d.wait_final(id, 30).at("state") == "cancelled");
+}
+
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
           "[integration][launcher][hostile]") {
   Daemon d;
