@@ -944,7 +944,17 @@ void Engine::append_build_log(std::int64_t build_id, const std::string& text) {
   if (options_.daemon_uid == 0)
     if (auto b = store_.build(build_id)) owner = file_owner(run_as(*b));
   make_daemon_dir(build_dir(build_id), owner);
-  write_owned_file(build_dir(build_id) + "/build.log", "[" + clock_.wall() + "] " + text, owner);
+  // Unit names, commands and compiler output come from users: `fad logs`
+  // prints this file, and an escape sequence in it must not reach a terminal.
+  std::string clean;
+  clean.reserve(text.size());
+  for (std::size_t start = 0; start < text.size();) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    clean += printable(std::string_view(text).substr(start, end - start));
+    if (end < text.size()) clean += '\n';
+    start = end + 1;
+  }
+  write_owned_file(build_dir(build_id) + "/build.log", "[" + clock_.wall() + "] " + clean, owner);
 }
 
 void Engine::begin_shutdown() {

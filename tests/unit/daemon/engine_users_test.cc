@@ -504,6 +504,24 @@ TEST_CASE("engine users: a fad run command and a launch's arguments reach logs a
   CHECK(log.find('\x07') == std::string::npos);
   CHECK(log.find("\n$ forged") == std::string::npos);
   CHECK(log.find("-DX=?$ forged") != std::string::npos);
+
+  // A unit named after an output path with escapes and a bidi override: the
+  // lines fadd writes of its life (cached, started, finished) carry none.
+  LaunchRequest named = l;
+  named.source = "/w/b.cu";
+  named.argv = {"/opt/nvcc", "-c", "/w/b.cu", "-o",
+                "/w/A\xe2\x80\xae"
+                "B\xc2\x9b"
+                "C\x1b]0;T\x07.o"};
+  named.cached = true;
+  REQUIRE(f.engine->launch(f.me, named).ok);
+  const auto again = test::slurp(f.build_dir(id) + "/build.log");
+  INFO(again);
+  CHECK(again.find("cached ") != std::string::npos);
+  CHECK(again.find('\x1b') == std::string::npos);
+  CHECK(again.find('\x07') == std::string::npos);
+  CHECK(again.find("\xe2\x80\xae") == std::string::npos);
+  CHECK(again.find("\xc2\x9b") == std::string::npos);
 }
 
 TEST_CASE("engine users: a build of thousands of units still fits one status answer and one report",
