@@ -509,10 +509,11 @@ TEST_CASE("engine users: a fad run command and a launch's arguments reach logs a
   // lines fadd writes of its life (cached, started, finished) carry none.
   LaunchRequest named = l;
   named.source = "/w/b.cu";
-  named.argv = {"/opt/nvcc", "-c", "/w/b.cu", "-o",
-                "/w/A\xe2\x80\xae"
-                "B\xc2\x9b"
-                "C\x1b]0;T\x07.o"};
+  named.output =
+      "/w/A\xe2\x80\xae"
+      "B\xc2\x9b"
+      "C\x1b]0;T\x07.o";
+  named.argv = {"/opt/nvcc", "-c", "/w/b.cu", "-o", named.output};
   named.cached = true;
   REQUIRE(f.engine->launch(f.me, named).ok);
   const auto again = test::slurp(f.build_dir(id) + "/build.log");
