@@ -19,6 +19,7 @@ Result<Locations> resolve_locations(const Command& cmd, const EnvLookup& env, un
     config_state_dir = config->state_dir;
   }
   loc.socket = resolve_path(cmd.socket, env, "FAD_SOCKET", config_socket, default_socket_path(env, uid));
+  if (auto problem = socket_path_problem(loc.socket); !problem.empty()) return make_error(problem);
   loc.state_dir = resolve_path(cmd.state_dir, env, "FAD_STATE_DIR", config_state_dir, default_state_dir(env));
   loc.state_dir_named = cmd.state_dir.has_value();
   return loc;

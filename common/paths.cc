@@ -3,6 +3,7 @@
 #include "common/paths.h"
 
 #include <pwd.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -63,6 +64,12 @@ std::optional<std::string> default_config_path(const EnvLookup& env, const std::
     if (!candidate.empty() && std::filesystem::exists(candidate, ec) && !ec) return candidate;
   }
   return std::nullopt;
+}
+
+std::string socket_path_problem(const std::string& path) {
+  if (path.size() < sizeof(sockaddr_un::sun_path)) return {};
+  return "socket path " + path + " is " + std::to_string(path.size()) + " bytes; a Unix socket's path holds at most " +
+         std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " (choose a shorter --socket)";
 }
 
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,

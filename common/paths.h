@@ -32,6 +32,10 @@ std::string system_config_path();
 std::optional<std::string> default_config_path(const EnvLookup& env,
                                                const std::string& system_config = system_config_path());
 
+/// Why `path` cannot be a Unix socket's path (longer than sun_path holds,
+/// which connect() reports only as "File name too long"); "" when it can.
+std::string socket_path_problem(const std::string& path);
+
 /// First present of flag, env var `env_name`, config value, else `fallback`.
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,
                          const std::optional<std::string>& config_value, const std::string& fallback);

@@ -1,8 +1,6 @@
 // fadd's options; see options.h.
 #include "daemon/options.h"
 
-#include <sys/un.h>
-
 #include <filesystem>
 #include <utility>
 
@@ -117,10 +115,7 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     c.log_level = *f.log_level;
   }
   o.socket = resolve_path(f.socket, env, "FAD_SOCKET", c.socket, default_socket_path(env, uid));
-  if (o.socket.size() >= sizeof(sockaddr_un::sun_path))
-    return make_error("socket path " + o.socket + " is " + std::to_string(o.socket.size()) +
-                      " bytes; a Unix socket's path holds at most " +
-                      std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " (choose a shorter --socket)");
+  if (auto problem = socket_path_problem(o.socket); !problem.empty()) return make_error(problem);
   o.state_dir = resolve_path(f.state_dir, env, "FAD_STATE_DIR", c.state_dir, default_state_dir(env));
   o.kernels_dir = resolve_path(f.kernels_dir, env, "FAD_KERNELS_DIR", c.kernels_dir, default_kernels_dir(env));
   std::error_code ec;

@@ -74,3 +74,15 @@ TEST_CASE("a named config file that is missing or bad is an error") {
   REQUIRE_FALSE(loc.ok());
   CHECK(loc.error().find("/nonexistent/fad.json") != std::string::npos);
 }
+
+TEST_CASE("a socket path longer than a Unix socket can hold is a usage error naming the limit") {
+  Command cmd;
+  cmd.socket = "/tmp/" + std::string(120, 'a');
+  auto loc = resolve_locations(cmd, fake_env({}), 5);
+  REQUIRE_FALSE(loc.ok());
+  CHECK(loc.error() == "socket path " + *cmd.socket +
+                           " is 125 bytes; a Unix socket's path holds at most 107 (choose a "
+                           "shorter --socket)");
+  cmd.socket = "/tmp/" + std::string(100, 'a');
+  CHECK(resolve_locations(cmd, fake_env({}), 5).ok());
+}
