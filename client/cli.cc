@@ -406,6 +406,19 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   auto owned = make_cli_app(raw);
   CLI::App& app = *owned;
 
+  // `fad help [COMMAND...]`, as git and cargo have it: COMMAND's --help.
+  if (!args.empty() && args.front() == "help") {
+    args.erase(args.begin());
+    if (!args.empty()) {
+      try {
+        app.get_subcommand(args.front());
+      } catch (const CLI::OptionNotFound&) {
+        return EarlyExit{kExitUsage, "fad: unknown command '" + args.front() + "' (see 'fad --help')\n", true};
+      }
+    }
+    args.push_back("--help");
+  }
+
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed
     app.parse(reversed);

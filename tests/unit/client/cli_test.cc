@@ -285,3 +285,16 @@ TEST_CASE("watch, report and completions parse, and --color is checked") {
 TEST_CASE("run and launch are listed but take their own command line") {
   CHECK(usage_error({"run", "x"}).find("takes its own command line") != std::string::npos);
 }
+
+TEST_CASE("fad help shows the overview, fad help COMMAND that command's help, an unknown one is a usage error") {
+  auto all = early({"help"});
+  CHECK(all.exit_code == 0);
+  CHECK(all.text.find("Subcommands:") != std::string::npos);
+  auto one = early({"help", "logs"});
+  CHECK(one.exit_code == 0);
+  CHECK(one.text.find("Usage: fad logs") != std::string::npos);
+  CHECK(early({"help", "daemon", "start"}).text.find("Usage: fad daemon start") != std::string::npos);
+  auto bad = early({"help", "nosuch"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.text == "fad: unknown command 'nosuch' (see 'fad --help')\n");
+}
