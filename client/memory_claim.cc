@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -128,13 +129,18 @@ std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir, std:
     if (name.rfind("claim-", 0) != 0 && !making) continue;
     const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      // Its owner is gone (or died while making it): not a claim any more.
-      ::unlink(it->path().c_str());
+    if (making) {
+      // Its maker locks it a moment after creating it and renames it a moment
+      // later: only one left unlocked for a minute was abandoned.
+      struct stat st {};
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &st) == 0 && ::time(nullptr) - st.st_mtime > 60)
+        ::unlink(it->path().c_str());
       ::close(fd);
       continue;
     }
-    if (making) {  // its maker holds it and renames it in a moment
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      // Its owner is gone: not a claim any more.
+      ::unlink(it->path().c_str());
       ::close(fd);
       continue;
     }

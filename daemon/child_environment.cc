@@ -22,12 +22,13 @@ constexpr std::array<std::string_view, 7> kPassed{"PATH",      "LANG",      "LAN
 }  // namespace
 
 bool ChildEnvironment::passed_on(const std::string& name) {
-  if (name.rfind("LC_", 0) == 0) return true;
+  // fad's own settings (FAD_SOCKET, FAD_CACHE_DIR...) say nothing secret.
+  if (name.rfind("LC_", 0) == 0 || name.rfind("FAD_", 0) == 0) return true;
   const auto in = [&](const auto& list) { return std::find(list.begin(), list.end(), name) != list.end(); };
   return in(kPassed) || in(kCompilerEnvironment);
 }
 
-ChildEnvironment::ChildEnvironment(const Credentials* run_as) : own_(run_as == nullptr) {
+ChildEnvironment::ChildEnvironment(const Credentials* run_as) : own_(run_as == nullptr || run_as->uid == ::geteuid()) {
   if (own_) return;
   for (char** e = environ; e && *e; ++e) {
     const std::string_view var(*e);

@@ -1,9 +1,9 @@
 // The environment of a program fadd runs (a compile unit, a compiler probe).
 // As itself, fadd passes its own. For another user (fadd is root) it passes
-// only what a compile needs of its own (PATH, locale, time zone, CUDA_HOME and
-// the variables that change what nvcc does, which the compile cache keys on)
-// and that user's HOME, USER and LOGNAME: never root's HOME or whatever
-// secrets its service environment holds.
+// only what a compile needs of its own (PATH, locale, time zone, CUDA_HOME,
+// the variables that change what nvcc does, which the compile cache keys on,
+// and fad's own FAD_* settings) and that user's HOME, USER and LOGNAME: never
+// root's HOME or whatever secrets its service environment holds.
 #pragma once
 
 #include <optional>

@@ -220,8 +220,7 @@ TEST_CASE("another user's compiler and its probes see none of a root fadd's own 
   fs::permissions(d.fake_log_path(),
                   fs::perms::all & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec));
   // A service's environment may hold credentials meant for root alone.
-  d.start({"--nvcc", bins.fake, "--cores", "8"},
-          {{"FAD_TEST_SECRET", "topsecret"}, {"NVCC_APPEND_FLAGS", "-lineinfo"}});
+  d.start({"--nvcc", bins.fake, "--cores", "8"}, {{"SERVICE_TOKEN", "topsecret"}, {"NVCC_APPEND_FLAGS", "-lineinfo"}});
   const auto seen = bins.dir.path() / "seen-env";
   std::ofstream(seen).flush();
   fs::permissions(seen, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |

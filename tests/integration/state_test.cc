@@ -172,9 +172,9 @@ TEST_CASE("fad prune deletes old builds' outputs and logs but keeps their record
   auto logs = d.fad({"logs", std::to_string(first)});
   CHECK(logs.exit_code == 1);
   CHECK(logs.err.find("pruned") != std::string::npos);
-  // The estimator still knows both units: what it learned survives pruning.
+  // The estimator still knows both units and the link: what it learned survives pruning.
   auto learned = run({"sqlite3", d.state_dir() + "/fad.db", "SELECT count(*) FROM unit_history;"});
-  CHECK(learned.out == "2\n");
+  CHECK(learned.out == "3\n");
 
   // A second build, then a restart with a retention of one second: fadd
   // prunes it by itself at start.

@@ -173,3 +173,18 @@ TEST_CASE("other users' claims alone hold a launcher back for its patience, its 
   CHECK(second);
   stop(holder);
 }
+
+TEST_CASE("a claim being made is never taken for a dead one; one abandoned for a minute is removed", "[memory_claim]") {
+  ClaimsDir dir;
+  const auto fresh = dir.path / ".making-claim-1-1";
+  const auto abandoned = dir.path / ".making-claim-2-2";
+  std::ofstream(fresh) << "5\n";
+  std::ofstream(abandoned) << "5\n";
+  const auto old = std::chrono::system_clock::now() - std::chrono::minutes(5);
+  const timespec times[2] = {{std::chrono::system_clock::to_time_t(old), 0},
+                             {std::chrono::system_clock::to_time_t(old), 0}};
+  REQUIRE(::utimensat(AT_FDCWD, abandoned.c_str(), times, 0) == 0);
+  CHECK(MemoryClaim::live_claims(dir.path.string()).empty());  // neither counts yet
+  CHECK(fs::exists(fresh));                                    // its maker may be between creating and locking it
+  CHECK_FALSE(fs::exists(abandoned));
+}
