@@ -174,7 +174,8 @@ TEST_CASE("other users' claims alone hold a launcher back for its patience, its 
   stop(holder);
 }
 
-TEST_CASE("a claim being made is never taken for a dead one; one abandoned for a minute is removed", "[memory_claim]") {
+TEST_CASE("a claim being made is never taken for a dead one and one abandoned for a minute is removed",
+          "[memory_claim]") {
   ClaimsDir dir;
   const auto fresh = dir.path / ".making-claim-1-1";
   const auto abandoned = dir.path / ".making-claim-2-2";
