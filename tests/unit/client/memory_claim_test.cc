@@ -189,3 +189,14 @@ TEST_CASE("a claim being made is never taken for a dead one and one abandoned fo
   CHECK(fs::exists(fresh));                                    // its maker may be between creating and locking it
   CHECK_FALSE(fs::exists(abandoned));
 }
+
+TEST_CASE("a FIFO or a device under a name launchers open stops nothing", "[memory_claim]") {
+  ClaimsDir dir;
+  // Opening a FIFO for reading blocks until a writer comes: anyone can make one.
+  REQUIRE(::mkfifo((dir.path / "lock").c_str(), 0666) == 0);
+  REQUIRE(::mkfifo((dir.path / "claim-1-1").c_str(), 0666) == 0);
+  auto view = [] { return FallbackView{10 * kGiB, 1 * kGiB, {}}; };
+  auto admitted = MemoryClaim::admit(dir.path.string(), 1 * kGiB, view, [](const std::string&) {});
+  CHECK(admitted);
+  CHECK(MemoryClaim::live_claims(dir.path.string()) == std::vector<std::uint64_t>{1 * kGiB});
+}
