@@ -1,6 +1,7 @@
 // Small string helpers shared by the daemon and the client.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,20 @@ inline std::string printable(std::string_view s) {
     } else {
       out += static_cast<char>(c);
     }
+  }
+  return out;
+}
+
+/// printable() line by line, the line breaks kept: text of several lines
+/// (a log) with no other control character.
+inline std::string printable_lines(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t start = 0; start < s.size();) {
+    const auto end = std::min(s.find('\n', start), s.size());
+    out += printable(s.substr(start, end - start));
+    if (end < s.size()) out += '\n';
+    start = end + 1;
   }
   return out;
 }

@@ -273,8 +273,9 @@ void Engine::measure_running(double now) {
     if (r.measured.points.size() > kMaxProfilePoints) r.measured = r.measured.thinned(kMaxProfilePoints / 2);
     build_bytes[r.unit.build_id] += r.current;
     if (r.frozen_since > 0) continue;  // frozen: its compile time stands still
-    r.compiled.points.emplace_back(r.run_time(now), r.current);
-    r.compiled.duration_s = r.run_time(now);
+    const double compiled_for = r.run_time(now);
+    r.compiled.points.emplace_back(compiled_for, r.current);
+    r.compiled.duration_s = compiled_for;
     if (r.compiled.points.size() > kMaxProfilePoints) r.compiled = r.compiled.thinned(kMaxProfilePoints / 2);
   }
   for (const auto& [build, bytes] : build_bytes) store_.raise_build_peak(build, bytes);
@@ -946,15 +947,7 @@ void Engine::append_build_log(std::int64_t build_id, const std::string& text) {
   make_daemon_dir(build_dir(build_id), owner);
   // Unit names, commands and compiler output come from users: `fad logs`
   // prints this file, and an escape sequence in it must not reach a terminal.
-  std::string clean;
-  clean.reserve(text.size());
-  for (std::size_t start = 0; start < text.size();) {
-    const auto end = std::min(text.find('\n', start), text.size());
-    clean += printable(std::string_view(text).substr(start, end - start));
-    if (end < text.size()) clean += '\n';
-    start = end + 1;
-  }
-  write_owned_file(build_dir(build_id) + "/build.log", "[" + clock_.wall() + "] " + clean, owner);
+  write_owned_file(build_dir(build_id) + "/build.log", "[" + clock_.wall() + "] " + printable_lines(text), owner);
 }
 
 void Engine::begin_shutdown() {

@@ -6,8 +6,9 @@
 // hold and the units already placed ahead in this order (each at its estimated
 // cost). Ties go to the user who had a unit started least recently (so users
 // who hold nothing take turns when only one unit fits at a time), then to the
-// one whose build at the head of their queue is the oldest. Within one user, the queue's own order (oldest build first,
-// manifest order) is kept. With one user waiting, the order is unchanged.
+// one whose build at the head of their queue is the oldest. Within one user,
+// the queue's own order (oldest build first, manifest order) is kept. With one
+// user waiting, the order is unchanged.
 //
 // So a user who submits 300 units cannot keep another user's single unit
 // waiting behind them, and a user whose units already hold most of the memory

@@ -40,6 +40,13 @@ TEST_CASE("printable replaces C0, DEL, C1 and bidi controls and keeps other UTF-
   CHECK_FALSE(fad::has_control("caf\xC3\xA9"));
 }
 
+TEST_CASE("printable_lines keeps line breaks and replaces every other control", "[text]") {
+  CHECK(fad::printable_lines("finished A\x1b]0;T\x07.o in 2 s\nwarning: \xE2\x80\xAE\n") ==
+        "finished A?]0;T?.o in 2 s\nwarning: ?\n");
+  CHECK(fad::printable_lines("\n\nx") == "\n\nx");
+  CHECK(fad::printable_lines("").empty());
+}
+
 TEST_CASE("one_line joins a program's output into one bounded line", "[text]") {
   CHECK(fad::one_line("ls: bad option\nTry 'ls --help'.\n\n") == "ls: bad option / Try 'ls --help'.");
   CHECK(fad::one_line("a\r\n\x1b[2Jb") == "a / ?[2Jb");
