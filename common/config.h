@@ -26,9 +26,11 @@ Result<Reserve> parse_reserve(std::string_view text);
 struct Config {
   std::optional<std::uint64_t> memory_budget;  ///< nullopt = "auto"
   Reserve reserve;
-  bool swap_use = false;                         ///< "swap": "use" | "ignore"
-  int max_parallel_units = 0;                    ///< 0 = no cap beyond memory and cores
-  int max_builds_per_user = 32;                  ///< queued, running or paused at once; 0 = no limit
+  bool swap_use = false;         ///< "swap": "use" | "ignore"
+  int max_parallel_units = 0;    ///< 0 = no cap beyond memory and cores
+  int max_builds_per_user = 32;  ///< queued, running or paused at once; 0 = no limit
+  /// Compiles a user's launchers may record per hour, in bursts of as many; 0 = no limit.
+  int max_launches_per_user_per_hour = 10000;
   int nvcc_threads = 0;                          ///< 0 = "auto"
   std::string nvcc;                              ///< empty = nvcc from PATH
   std::uint64_t unit_memory_prior = 5ull << 30;  ///< per nvcc thread, never-seen unit

@@ -20,6 +20,7 @@
 #include "daemon/caller.h"
 #include "policy/exit_outcome.h"
 #include "daemon/clock.h"
+#include "daemon/launch_allowance.h"
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
 #include "daemon/model.h"
@@ -65,6 +66,12 @@ struct EngineOptions {
   /// cores). Far above any CUDA library's nvcc count; past it, compiles run
   /// without fadd.
   int max_units_per_launch_build = 10000;
+  /// Compiles one user's launchers may record per hour, in bursts of as
+  /// many (0 = no limit; root is not limited). Every recorded compile stays in
+  /// the database and its log on the state disk until the retention age, and
+  /// the build cap alone does not bound them: a launch session build closes
+  /// after 30 quiet seconds and the next launch opens another.
+  int max_launches_per_user_per_hour = 10000;
   /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
   std::uint64_t unit_max_file_size = 0;
 };
@@ -390,6 +397,8 @@ class Engine {
     std::optional<ProcessStamp> launcher;
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
+  /// Compiles each user's launchers may still have recorded this hour.
+  LaunchAllowance launch_allowance_;
   /// Launched compiles fadd dropped though nobody cancelled them, and why:
   /// waiting or admitted when fadd restarted, or waiting while their launcher
   /// (one fadd cannot see) did not ask for kPollTimeoutS. A launcher still

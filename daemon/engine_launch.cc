@@ -3,6 +3,7 @@
 // it and reports its process group and its end; fadd measures, suspends or
 // stops it like any unit. A launcher that vanishes never wedges the queue:
 // unpolled or orphaned units are dropped after a timeout.
+#include <cmath>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -39,6 +40,8 @@ constexpr double kGoneGraceS = 10;
 // ... or well before, when fadd is busy: a launcher still alive gets longer
 // than it keeps asking a busy fadd (30 s) plus one request's timeout (60 s).
 constexpr double kLiveLauncherReportS = 150;
+// A launched compile's arguments as recorded (its row and its log), at most.
+constexpr std::size_t kMaxRecordedArgvBytes = 16 * 1024;
 // Launches outside `fad run` are grouped per session into one build, closed after this quiet spell.
 constexpr double kSessionIdleS = 30;
 // A fad run whose process fadd cannot see (another pid namespace: SO_PEERCRED
@@ -72,6 +75,26 @@ std::string key_flags(const std::vector<std::string>& argv, const std::string& s
   // Only ever compared whole: past a length no real compile reaches, a digest
   // tells the same flags apart as well, and the rows stay small.
   if (out.size() > kMaxKeyFlagsBytes) out = out.substr(0, kMaxKeyFlagsBytes / 2) + " ...sha256:" + sha256_hex(out);
+  return out;
+}
+
+// The launcher runs the arguments it has; fadd keeps them only for whoever
+// reads the log or the row, and a real nvcc line is a few KiB. Past the
+// bound, what is left out is counted, so that a user's launches of 128 KiB
+// each do not cost the state disk 128 KiB each.
+std::vector<std::string> recorded_argv(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  std::size_t used = 0, i = 0;
+  for (; i < argv.size() && used + argv[i].size() + 1 <= kMaxRecordedArgvBytes; ++i) {
+    used += argv[i].size() + 1;
+    out.push_back(argv[i]);
+  }
+  if (i == argv.size()) return out;
+  if (out.empty()) out.push_back(utf8_prefix(argv[i++], kMaxRecordedArgvBytes / 2) + "...");
+  std::uint64_t left = 0;
+  for (std::size_t j = i; j < argv.size(); ++j) left += argv[j].size() + 1;
+  out.push_back("...(" + std::to_string(argv.size() - i) + " more argument(s), " + format_size(left) +
+                ", not recorded)");
   return out;
 }
 
@@ -153,6 +176,15 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
       return error_response(ErrorCode::failed, user_name(caller.uid) + " has " + std::to_string(waiting) +
                                                    " compiles waiting for admission, the most one user may have");
   }
+  // Checked before a session build is opened for it: a refused launch leaves nothing behind.
+  if (!caller.is_root())
+    if (const double wait = launch_allowance_.wait_s(caller.uid, clock_.now()); wait > 0)
+      return error_response(ErrorCode::failed, user_name(caller.uid) +
+                                                   "'s launchers have recorded the most compiles one user may in an "
+                                                   "hour (max_launches_per_user_per_hour = " +
+                                                   std::to_string(launch_allowance_.per_hour()) +
+                                                   "); this one runs without fadd, " + "the next may be recorded in " +
+                                                   format_age(static_cast<std::int64_t>(std::ceil(wait))));
   std::optional<BuildRecord> build;
   if (req.build_id) {
     build = store_.build(*req.build_id);
@@ -184,7 +216,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   u.source = req.source;
   u.family = family_of(req.source);
   u.archs = req.archs;
-  u.argv = req.argv;
+  u.argv = recorded_argv(req.argv);
   u.output_path = req.output;
   // fadd never opens the client's source nor runs its compiler: the launcher,
   // with the user's own rights, sends the content hash and the version line.
@@ -198,6 +230,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   // caller's own units, or everyone's when root or fadd's own user sent it.
   u.scope = learning_scope(caller);
   u.key = unit_key(u).exact();
+  if (!caller.is_root()) launch_allowance_.take(caller.uid, clock_.now());
   const auto unit_id = store_.add_unit(build->id, u, build_dir(build->id) + "/logs");
   if (req.cached) return record_cached_launch(*build, u, unit_id, req);
   log_launch_call(*build, u, req, "(output goes to the launcher's terminal)");
@@ -229,7 +262,7 @@ void Engine::log_launch_call(const BuildRecord& build, const UnitRecord& u, cons
       owner ? std::optional<FileOwner>(FileOwner{owner->uid, owner->gid}) : std::nullopt;
   make_daemon_dir(fs::path(u.log_path).parent_path().string(), files);
   std::string text = "$ (cd " + printable(req.cwd) + " &&";
-  for (const auto& a : req.argv) text += " " + printable(a);
+  for (const auto& a : u.argv) text += " " + printable(a);
   text += ")\n" + note + "\n";
   write_owned_file(u.log_path, text, files, true);
 }

@@ -29,6 +29,17 @@ SubmitRequest one_arch() {
   return req;
 }
 
+// A launcher's report of a cache hit: recorded, nothing to admit.
+LaunchRequest cache_hit(int session, int i) {
+  LaunchRequest l;
+  l.session = session;
+  l.cwd = "/w";
+  l.source = "/w/k" + std::to_string(i) + ".cu";
+  l.argv = {"/bin/true", "-c", l.source};
+  l.cached = true;
+  return l;
+}
+
 std::int64_t submit_as(EngineFixture& f, const Caller& c) {
   auto r = f.submit_as(c, one_arch());
   REQUIRE(r.ok);
@@ -438,32 +449,90 @@ TEST_CASE("engine users: a launch build records compiles up to its cap, then the
   EngineFixture f;
   f.options.max_units_per_launch_build = 5;
   f.make_engine().recover();
-  auto hit = [](int session, int i) {
-    LaunchRequest l;
-    l.session = session;
-    l.cwd = "/w";
-    l.source = "/w/k" + std::to_string(i) + ".cu";
-    l.argv = {"/bin/true", "-c", l.source};
-    l.cached = true;
-    return l;
-  };
   std::int64_t build = 0;
   for (int i = 0; i < 5; ++i) {
-    auto r = f.engine->launch(f.me, hit(3, i));
+    auto r = f.engine->launch(f.me, cache_hit(3, i));
     REQUIRE(r.ok);
     build = r.result.at("build_id").get<std::int64_t>();
   }
-  auto over = f.engine->launch(f.me, hit(3, 5));
+  auto over = f.engine->launch(f.me, cache_hit(3, 5));
   CHECK_FALSE(over.ok);
   CHECK(over.code == ErrorCode::failed);
   CHECK(over.message == "build " + std::to_string(build) +
                             " has recorded 5 compiles, the most one build may; this one runs without fadd");
-  auto queued = hit(3, 6);
+  auto queued = cache_hit(3, 6);
   queued.cached = false;
   CHECK_FALSE(f.engine->launch(f.me, queued).ok);
   CHECK(f.store->units(build).size() == 5);
   // Another session's build has its own count.
-  CHECK(f.engine->launch(f.me, hit(4, 0)).ok);
+  CHECK(f.engine->launch(f.me, cache_hit(4, 0)).ok);
+}
+
+TEST_CASE("engine users: a user's launchers record max_launches_per_user_per_hour compiles, then run without fadd",
+          "[engine][users]") {
+  // Session builds close after 30 quiet seconds and the next launch opens
+  // another, so the per-build cap alone would let a loop of cache hits fill
+  // the state disk.
+  EngineFixture f;
+  f.options.max_launches_per_user_per_hour = 3;
+  f.make_engine().recover();
+  for (int i = 0; i < 3; ++i) REQUIRE(f.engine->launch(kAlice, cache_hit(i, i)).ok);
+  const auto builds_before = f.store->status_builds(100).size();
+  auto over = f.engine->launch(kAlice, cache_hit(9, 3));
+  CHECK_FALSE(over.ok);
+  CHECK(over.code == ErrorCode::failed);
+  CHECK(over.message ==
+        "4001's launchers have recorded the most compiles one user may in an hour "
+        "(max_launches_per_user_per_hour = 3); this one runs without fadd, the next may be recorded in 20m");
+  // Refused before a session build was opened for it; a waiting launch too.
+  CHECK(f.store->status_builds(100).size() == builds_before);
+  auto queued = cache_hit(0, 4);
+  queued.cached = false;
+  CHECK_FALSE(f.engine->launch(kAlice, queued).ok);
+  // Others are not held back; root is not limited.
+  CHECK(f.engine->launch(kBob, cache_hit(0, 5)).ok);
+  for (int i = 0; i < 5; ++i) CHECK(f.engine->launch(kRoot, cache_hit(0, 10 + i)).ok);
+  f.clock.advance(1200);
+  CHECK(f.engine->launch(kAlice, cache_hit(0, 6)).ok);
+  CHECK_FALSE(f.engine->launch(kAlice, cache_hit(0, 7)).ok);
+}
+
+TEST_CASE("engine users: a launch's arguments are recorded up to 16 KiB, the rest counted", "[engine][users]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  LaunchRequest l;
+  l.session = 1;
+  l.cwd = "/w";
+  l.source = "/w/a.cu";
+  l.argv = {"/opt/nvcc", "-c", "/w/a.cu"};
+  for (int i = 0; i < 120; ++i) l.argv.push_back("-DX" + std::to_string(i) + "=" + std::string(1000, 'x'));
+  l.cached = true;
+  auto launched = f.engine->launch(kAlice, l);
+  REQUIRE(launched.ok);
+  const auto unit = f.store->unit(launched.result.at("unit_id").get<std::int64_t>());
+  REQUIRE(unit);
+  std::size_t bytes = 0;
+  for (const auto& a : unit->argv) bytes += a.size() + 1;
+  CHECK(bytes < 17 * 1024);
+  CHECK(unit->argv.size() == 3 + 16 + 1);
+  CHECK(unit->argv.back() == "...(104 more argument(s), 102.3 KiB, not recorded)");
+  CHECK(test::slurp(unit->log_path).size() < 17 * 1024);
+  // What fadd learns by is not cut: the same call with another last define
+  // is another unit.
+  auto other = l;
+  other.argv.back() += "y";
+  auto second = f.engine->launch(kAlice, other);
+  REQUIRE(second.ok);
+  CHECK(f.store->unit(second.result.at("unit_id").get<std::int64_t>())->key != unit->key);
+  // One argument alone past the bound keeps its start.
+  auto huge = l;
+  huge.argv = {"/opt/nvcc" + std::string(100000, 'z'), "-c", "/w/a.cu"};
+  auto third = f.engine->launch(kAlice, huge);
+  REQUIRE(third.ok);
+  const auto cut = f.store->unit(third.result.at("unit_id").get<std::int64_t>())->argv;
+  REQUIRE(cut.size() == 2);
+  CHECK(cut[0].size() == 8 * 1024 + 3);
+  CHECK(cut[1] == "...(2 more argument(s), 11 B, not recorded)");
 }
 
 TEST_CASE("engine users: a root fadd learns from a user's bundled builds for that user only", "[engine][users]") {
