@@ -25,6 +25,13 @@ bool read_only(const std::string& type) {
   return type == "status" || type == "logs" || type == "history" || type == "report" || type == "history_export";
 }
 
+// Requests that queue new work under a number only the answer tells (a fad
+// run that timed out runs its command without fadd). A
+// client that timed out waiting (fadd stopped or swamped) told its user the
+// request failed; carried out later, the build would be one nobody knows of,
+// and the user's second try a duplicate.
+bool queues_work(const std::string& type) { return type == "submit" || type == "retry" || type == "open_build"; }
+
 std::string encode(const Response& r) { return r.ok ? encode_ok(r.result) : encode_error(r.code, r.message); }
 }  // namespace
 
@@ -98,6 +105,10 @@ void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLi
     if (unread && read_only(type)) {
       spdlog::info("uid {} hung up before its {} request was answered; not computed", caller.uid, type);
       return once(encode_error(ErrorCode::usage, "the client hung up; " + type + " not computed"));
+    }
+    if (unread && queues_work(type)) {
+      spdlog::info("uid {} hung up before fadd read its {} request; not carried out", caller.uid, type);
+      return once(encode_error(ErrorCode::usage, "the client hung up; " + type + " not carried out"));
     }
     const bool shutdown = type == "shutdown";
     dispatch(*req, caller, [this, once, shutdown](Response r) {

@@ -26,7 +26,9 @@ class RequestHandler {
   /// internal failures become error responses. With `unread` (the client has
   /// hung up), a request that only reads (status, report, ...) is answered
   /// with an error without being computed: a flood of expensive reads from
-  /// clients that left must not hold up the event loop. Others still run.
+  /// clients that left must not hold up the event loop. A submit or retry is
+  /// not carried out either: its client already said it failed. Others
+  /// (cancel, pause, ...) still run.
   void handle(std::string_view line, const Caller& caller, ReplyLine reply, bool unread = false);
 
  private:

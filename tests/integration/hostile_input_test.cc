@@ -297,7 +297,7 @@ TEST_CASE("a client that never reads its answer is closed after the idle timeout
   CHECK(json::accept(r.out));
 }
 
-TEST_CASE("a read from a client that hung up before fadd got to it is not computed, but a cancel still happens",
+TEST_CASE("a read or submit from a client that hung up before fadd got to it is not done, but a cancel still happens",
           "[integration][hostile]") {
   Daemon d;
   d.write_kernels({{"fwd_a", "peak_mb=2 duration_s=60"}});
@@ -310,16 +310,26 @@ TEST_CASE("a read from a client that hung up before fadd got to it is not comput
   {
     RawClient reader(d.socket());
     RawClient canceller(d.socket());
+    RawClient submitter(d.socket());
     REQUIRE(reader.ok());
     REQUIRE(canceller.ok());
+    REQUIRE(submitter.ok());
     REQUIRE(reader.send(R"({"v":1,"type":"report","body":{"id":)" + sid + "}}\n"));
     REQUIRE(canceller.send(R"({"v":1,"type":"cancel","body":{"id":)" + sid + "}}\n"));
+    REQUIRE(submitter.send(R"({"v":1,"type":"submit","body":{"archs":["9.0"]}})"
+                           "\n"));
   }
   REQUIRE(::kill(d.pid(), SIGCONT) == 0);
   REQUIRE(wait_for([&] { return d.status(id).at("state") == "cancelled"; }, std::chrono::seconds(30)));
   const std::string log = d.daemon_log();
   CHECK(log.find("hung up before its report request was answered; not computed") != std::string::npos);
   CHECK(log.find("hung up before its cancel") == std::string::npos);
+  // Its client timed out and said so: a build carried out later would be a
+  // duplicate of the user's second try.
+  CHECK(log.find("hung up before fadd read its submit request; not carried out") != std::string::npos);
+  const auto history = d.fad({"history", "--json"}, 30);
+  REQUIRE(history.exit_code == 0);
+  CHECK(json::parse(history.out).at("builds").size() == 1);
 }
 
 TEST_CASE("compilers fadd starts hold no descriptor but 0, 1 and 2, and fadd's own are close-on-exec",

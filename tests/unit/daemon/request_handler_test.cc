@@ -174,7 +174,7 @@ TEST_CASE("request handler: submit and status round-trip", "[request_handler]") 
   CHECK(r.result["builds"].size() == 1);
 }
 
-TEST_CASE("request handler: reads for a client that hung up are not computed, changes still happen",
+TEST_CASE("request handler: reads and new work for a client that hung up are not done, other changes still happen",
           "[request_handler]") {
   HandlerFixture f;
   SubmitRequest submit;
@@ -197,6 +197,18 @@ TEST_CASE("request handler: reads for a client that hung up are not computed, ch
   r = f.call(encode_request(Request{"cancel", BuildRequest{id}.to_json()}), std::nullopt, true);
   CHECK(r.ok);
   CHECK(f.build_state(id) == BuildState::cancelled);
+  // A submit or retry its client gave up on (it timed out and said so) is
+  // not: the user would not know its number, and would submit again.
+  r = f.call(encode_request(Request{"retry", BuildRequest{id}.to_json()}), std::nullopt, true);
+  CHECK_FALSE(r.ok);
+  CHECK(r.message == "the client hung up; retry not carried out");
+  CHECK(f.build_state(id) == BuildState::cancelled);
+  r = f.call(encode_request(Request{"submit", submit.to_json()}), std::nullopt, true);
+  CHECK_FALSE(r.ok);
+  CHECK(r.message == "the client hung up; submit not carried out");
+  r = f.call(encode_request(Request{"history", HistoryRequest{}.to_json()}));
+  REQUIRE(r.ok);
+  CHECK(r.result["builds"].size() == 1);
 }
 
 }  // namespace fad
