@@ -140,11 +140,13 @@ void Engine::recover() {
   const std::size_t learned = load_history();
   for (const auto& b : store_.active_builds()) {
     if (b.kind == "external") {
-      // Their launchers lost fadd and ran the compilers directly; a fad run
-      // build stays open for its command to close (or until its fad run is
-      // gone, check_external). What became of those compiles is their build
-      // tool's to say: recorded cancelled, and the build log says why.
-      // (Running ones are queued again by now.)
+      // Their launchers lost fadd and ran the compilers directly; the build
+      // stays open, for its fad run to close (or until it is gone), or until
+      // a launch session's quiet spell (check_external): a launcher still
+      // waiting, and the build tool's next compiles, join it again. What
+      // became of those compiles is their build tool's to say: recorded
+      // cancelled, not failed, and the build log says why. (Running ones are
+      // queued again by now.)
       const auto pending = store_.queued_units(b.id);
       const int left = static_cast<int>(pending.size());
       for (const auto& u : pending) note_dropped_unasked(u.id, "fadd restarted");
@@ -154,7 +156,6 @@ void Engine::recover() {
                                    " compile(s) it had not seen end were left to their launchers; recorded as "
                                    "cancelled (a launcher still waiting launches its compile again; the others' "
                                    "outcome is the build tool's)\n");
-      if (b.session) finalize_external(b, "fadd restarted");
     }
     update_build(b.id);
   }

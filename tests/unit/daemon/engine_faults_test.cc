@@ -256,6 +256,29 @@ TEST_CASE("engine faults: compiles left to their launchers by a restart are canc
   CHECK_FALSE(cancelled.result.contains("relaunch"));
 }
 
+TEST_CASE("engine faults: a launch session's build lives on through a restart and ends as its compiles did",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto waiting = queued_launch(f, f.me, launch_of("/w/a.cu"));
+  const auto build = f.store->unit(waiting)->build_id;
+  f.engine.reset();
+  f.make_engine().recover();
+  // Nothing failed: its launcher compiled without fadd, and its build tool
+  // goes on compiling into the same session.
+  CHECK(f.store->build(build)->state == BuildState::running);
+  auto again = launch_of("/w/b.cu");
+  again.cached = true;
+  const auto joined = f.engine->launch(f.me, again);
+  REQUIRE(joined.ok);
+  CHECK(joined.result.at("build_id").get<std::int64_t>() == build);
+  f.engine->tick();
+  f.clock.advance(31);
+  f.engine->tick();
+  CHECK(f.store->build(build)->state == BuildState::succeeded);
+  CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
+}
+
 TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
