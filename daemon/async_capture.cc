@@ -49,6 +49,12 @@ struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
   int status = 0;
   bool eof = false, exited = false, timed_out = false, finished = false;
   Callback done;
+  std::unique_ptr<UnitCgroup> cgroup;
+
+  /// What the program left running (the process group is killed already).
+  void kill_remaining() {
+    if (cgroup) cgroup->kill_remaining();
+  }
 
   void read() {
     out.async_read_some(asio::buffer(buf), [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
@@ -107,6 +113,7 @@ struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
   void maybe_finish() {
     if (finished || !eof || !exited) return;
     finished = true;
+    kill_remaining();
     boost::system::error_code ignored;
     timer.cancel();
     out.close(ignored);
@@ -142,6 +149,7 @@ struct AsyncCapture::State : std::enable_shared_from_this<AsyncCapture::State> {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, nullptr, WNOHANG);  // a zombie at worst, until fadd exits
     }
+    kill_remaining();
   }
 };
 
@@ -175,6 +183,12 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
   // the OOM killer's first choice, and a bounded file size.
   setup.raise_oom_score = true;
   setup.max_file_bytes = kProbeMaxFileBytes;
+  if (options.cgroups) {
+    static unsigned serial = 0;
+    if (auto cg = options.cgroups->create("probe-" + std::to_string(++serial))) state->cgroup = std::move(*cg);
+    // else: its process group is all that is killed, as without cgroups
+  }
+  setup.cgroup_procs_fd = state->cgroup ? state->cgroup->procs_fd() : -1;
   boost::system::error_code ec;
   // Through fad-exec: Boost waits until its child has exec'd, and a program
   // on a hung filesystem must not hold fadd there (exec_helper.h).
@@ -190,6 +204,7 @@ std::shared_ptr<AsyncCapture> AsyncCapture::start(asio::io_context& io, const st
                               bp::process_stdio{null_fd, fds[1], fds[1]}, setup);
   if (null_fd >= 0) ::close(null_fd);
   ::close(fds[1]);
+  if (state->cgroup) state->cgroup->close_procs_fd();
   if (ec) {
     ::close(fds[0]);
     return fail("cannot run " + argv[0] +

@@ -15,6 +15,7 @@
 
 #include "common/result.h"
 #include "daemon/credentials.h"
+#include "daemon/unit_cgroup.h"
 
 namespace fad {
 
@@ -23,6 +24,10 @@ struct CaptureOptions {
   std::size_t max_output = 64 * 1024;  ///< bytes kept; the rest is read and dropped
   std::optional<Credentials> run_as;   ///< run as this user (fadd is root)
   std::string exec_helper;             ///< start through fad-exec (exec_helper.h); empty: directly
+  /// Where to make the program a cgroup of its own (nullptr: none): what it
+  /// leaves running when it ends (a setsid'd child escapes its process
+  /// group) is killed with it.
+  CgroupManager* cgroups = nullptr;
 };
 
 class AsyncCapture {

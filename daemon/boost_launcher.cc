@@ -18,6 +18,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
 #include "daemon/child_environment.h"
 #include "daemon/child_setup.h"
 #include "daemon/exec_helper.h"
@@ -135,6 +137,11 @@ void BoostLauncher::reap(int pid) {
   if (const auto& cg = it->second->cgroup) {
     info.peak_bytes = cg->peak().value_or(0);
     info.oom_killed = cg->oom_kills().value_or(0) > 0;
+    // Its memory would be no unit's, outside the budget, for as long as it
+    // liked: the unit ends with its compiler.
+    if (const auto left = cg->kill_remaining())
+      spdlog::warn("killed {} process(es) that the compiler of process group {} left running when it exited", left,
+                   pid);
   }
   auto on_exit = std::move(it->second->on_exit);
   // Destroyed later: we are inside a handler of its own descriptor or timer.

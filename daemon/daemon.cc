@@ -242,6 +242,8 @@ int run_daemon(const DaemonOptions& o) {
     launcher = std::make_unique<BoostLauncher>(io, cgroups.get(), exec_helper);
   }
   ToolchainProber toolchains(io, std::chrono::seconds(30), 8, exec_helper);
+  // Under Slurm, units run on the nodes; probes still run here.
+  toolchains.set_cgroups(cgroups.get());
   Engine engine(
       engine_options(o), *store, clock, probe, *launcher,
       [&toolchains](const ToolchainQuery& query, ToolchainCallback done) { toolchains.get(query, std::move(done)); });

@@ -249,7 +249,7 @@ void ToolchainProber::located(std::uint64_t id, Result<CompilerFile> file) {
   probe->waiting.push_back(std::move(done));
   probes_.emplace(key, probe);
   const std::string exe = file->path;
-  const CaptureOptions options{timeout_, 64 * 1024, query.run_as, exec_helper_};
+  const CaptureOptions options{timeout_, 64 * 1024, query.run_as, exec_helper_, cgroups_};
   // Two runs in turn; each callback finds the probe through the map, so a
   // prober being destroyed simply never continues.
   probe->run = AsyncCapture::start(

@@ -27,6 +27,8 @@
 
 namespace fad {
 
+class CgroupManager;
+
 struct Toolchain {
   std::string path;     ///< absolute
   std::string version;  ///< last line of `--version` ("Build cuda_13.0.r13.0/..."), at most 512 bytes
@@ -104,6 +106,8 @@ class ToolchainProber {
   /// Calls `done` on the event loop with the toolchain or why not. May call it
   /// before returning (a cached answer, an unresolvable name).
   void get(const ToolchainQuery& query, ToolchainCallback done);
+  /// Runs each probe in a cgroup of its own made here (async_capture.h).
+  void set_cgroups(CgroupManager* cgroups) { cgroups_ = cgroups; }
 
   /// Compilers being probed now.
   std::size_t in_flight() const { return probes_.size(); }
@@ -143,6 +147,7 @@ class ToolchainProber {
   std::uint64_t uses_ = 0;
   std::map<Key, std::shared_ptr<Probe>> probes_;
   std::string exec_helper_;
+  CgroupManager* cgroups_ = nullptr;
   CompilerLocator locator_;
   std::chrono::milliseconds slow_lookup_;
   std::map<std::uint64_t, Lookup> lookups_;  ///< waiting for their threads' answers

@@ -44,23 +44,25 @@ bool fadd_alive(int pid) {
   return comm == "fadd";
 }
 
+/// SIGKILLs each process listed in a cgroup's cgroup.procs; returns how many.
+std::size_t kill_listed(const fs::path& dir) {
+  const std::string procs = read_small_file((dir / "cgroup.procs").string());
+  std::size_t killed = 0;
+  for (std::size_t pos = 0; pos < procs.size();) {
+    const auto end = procs.find('\n', pos);
+    const int pid = std::atoi(procs.substr(pos, end - pos).c_str());
+    if (pid > 1 && ::kill(pid, SIGKILL) == 0) ++killed;
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return killed;
+}
+
 /// Kills every process of a unit cgroup and removes it. The kernel empties a
 /// cgroup as its processes die; this waits a short while for that.
 void kill_unit_cgroup(const fs::path& dir) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (;;) {
-    const std::string procs = read_small_file((dir / "cgroup.procs").string());
-    if (procs.empty()) break;
-    for (std::size_t pos = 0; pos < procs.size();) {
-      const auto end = procs.find('\n', pos);
-      const int pid = std::atoi(procs.substr(pos, end - pos).c_str());
-      if (pid > 1) ::kill(pid, SIGKILL);
-      if (end == std::string::npos) break;
-      pos = end + 1;
-    }
-    if (std::chrono::steady_clock::now() > deadline) break;
-    ::usleep(10000);
-  }
+  while (kill_listed(dir) > 0 && std::chrono::steady_clock::now() < deadline) ::usleep(10000);
   ::rmdir(dir.c_str());
 }
 
@@ -78,7 +80,8 @@ void clean_leftover_units(const std::string& own) {
     std::error_code uec;
     for (fs::directory_iterator unit(it->path(), uec), uend; !uec && unit != uend; unit.increment(uec)) {
       if (!unit->is_directory()) continue;
-      if (unit->path().filename().string().rfind("unit-", 0) == 0) {
+      if (const auto what = unit->path().filename().string();
+          what.rfind("unit-", 0) == 0 || what.rfind("probe-", 0) == 0) {
         const std::string procs = read_small_file((unit->path() / "cgroup.procs").string());
         if (!procs.empty()) spdlog::warn("killing compilers left in {} by a previous fadd", unit->path().string());
         kill_unit_cgroup(unit->path());
@@ -96,9 +99,12 @@ UnitCgroup::UnitCgroup(std::string dir, bool v2, int procs_fd) : dir_(std::move(
 UnitCgroup::~UnitCgroup() {
   close_procs_fd();
   // Empty once the unit's processes are gone; the kernel moves any remaining
-  // page-cache charge to the parent.
-  ::rmdir(dir_.c_str());
+  // page-cache charge to the parent. Processes just killed (kill_remaining)
+  // leave it within moments: a few short tries, only then.
+  for (int tries = 0; ::rmdir(dir_.c_str()) != 0 && errno == EBUSY && tries < 20; ++tries) ::usleep(2000);
 }
+
+std::size_t UnitCgroup::kill_remaining() { return kill_listed(dir_); }
 
 void UnitCgroup::close_procs_fd() {
   if (procs_fd_ >= 0) ::close(procs_fd_);

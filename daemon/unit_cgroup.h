@@ -27,6 +27,10 @@ class UnitCgroup {
   int procs_fd() const { return procs_fd_; }
   /// Closes the fd the child used to join (after launch).
   void close_procs_fd();
+  /// SIGKILLs every process still in the cgroup and returns how many: what
+  /// its program left running when it exited (a setsid'd child outlives its
+  /// process group, not its cgroup), as Slurm ends a step's every process.
+  std::size_t kill_remaining();
   /// Bytes charged to the cgroup now.
   std::optional<std::uint64_t> usage() const;
   /// Highest charge since creation (v1 max_usage_in_bytes, v2 memory.peak).

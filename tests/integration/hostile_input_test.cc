@@ -169,6 +169,47 @@ int zombie_children(pid_t parent) {
   return zombies;
 }
 
+/// Whether `pid` has ended (gone, or a zombie no one reaped yet).
+bool ended(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
+}
+
+TEST_CASE("what a compiler probe or a compile leaves running (setsid) is killed when it ends",
+          "[integration][hostile]") {
+  Daemon d;
+  d.write_kernels({{"fwd_x", ""}});
+  d.start();
+  if (d.daemon_log().find("measuring units with per-unit memory cgroups") == std::string::npos) {
+    WARN("SKIP: fadd has no per-unit cgroups here (needs root and a memory controller); escapees were not tried");
+    return;
+  }
+  // A --nvcc that leaves a process of its own session behind, once when
+  // probed and once when compiling: a process group no longer holds it.
+  const auto nvcc = d.dir() / "leaky-nvcc";
+  const auto probe_pid = d.dir() / "probe-escapee", unit_pid = d.dir() / "unit-escapee";
+  std::ofstream(nvcc) << "#!/bin/sh\n"
+                      << "case \"$*\" in *--version*) f=" << probe_pid.string()
+                      << " ;; -c\\ *|*\\ -c\\ *) f=" << unit_pid.string() << " ;; *) f=/dev/null ;; esac\n"
+                      << "[ -s $f ] || { setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > $f; }\n"
+                      << "exec " << FAD_FAKE_NVCC_BIN << " \"$@\"\n";
+  fs::permissions(nvcc, fs::perms::owner_all);
+  const auto id = d.submit({"--arch", "9.0", "--nvcc", nvcc.string()});
+  CHECK(d.wait_final(id).at("state") == "succeeded");
+  for (const auto& file : {probe_pid, unit_pid}) {
+    INFO(file.string());
+    REQUIRE(fs::exists(file));
+    pid_t pid = 0;
+    std::ifstream(file) >> pid;
+    REQUIRE(pid > 1);
+    CHECK(wait_for([&] { return ended(pid); }, std::chrono::seconds(10)));
+    if (!ended(pid)) ::kill(pid, SIGKILL);
+  }
+  CHECK(d.daemon_log().find("left running when it exited") != std::string::npos);
+}
+
 TEST_CASE("a compiler that cannot be started leaves no zombie behind", "[integration][hostile]") {
   Daemon d;
   d.write_kernels({{"fwd_x", ""}});
