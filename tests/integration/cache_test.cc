@@ -252,6 +252,13 @@ TEST_CASE("fad cache stats and clear", "[integration][cache]") {
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("compile cache " + rig.cache.string()) != std::string::npos);
   CHECK(text.out.find("1 result(s)") != std::string::npos);
+  CHECK(text.out.find(" of 10.0 GiB, 1 result(s)") != std::string::npos);
+  // Off, what it still holds is shown without a bound of 0.
+  auto off = run({FAD_FAD_BIN, "cache", "stats"}, {{"FAD_CACHE_DIR", rig.cache.string()}, {"FAD_CACHE_SIZE", "0"}});
+  CHECK(off.exit_code == 0);
+  CHECK(off.out.find("(off: cache_size is 0)") != std::string::npos);
+  CHECK(off.out.find(" of 0 B") == std::string::npos);
+  CHECK(off.out.find("1 result(s)") != std::string::npos);
   auto cleared = run({FAD_FAD_BIN, "cache", "clear", "--json"}, {{"FAD_CACHE_DIR", rig.cache.string()}});
   REQUIRE(cleared.exit_code == 0);
   CHECK(json::parse(cleared.out).at("results_removed") == 1);
