@@ -57,6 +57,9 @@ Pressure detect_pressure(const SchedulerConfig& config, const MemorySnapshot& me
             format_size(c.machine) + ")";
   else
     p.why = "memory pressure (fad's units use " + format_size(c.fad_usage) + " of " + format_size(c.capacity) + ")";
+  p.wait_reason = psi_high || p.machine_short ? "paused by " + p.why
+                                              : "fad's running units use " + format_size(c.fad_usage) + ", over its " +
+                                                    format_size(c.capacity) + " budget: waiting for them to end";
   return p;
 }
 

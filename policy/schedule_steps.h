@@ -45,6 +45,9 @@ struct Pressure {
   /// newest unit is stopped at once.
   bool critical = false;
   std::string why;  ///< e.g. "memory pressure (PSI 25%)"
+  /// What a queued unit waits for meanwhile, in a user's words: the machine's
+  /// pressure, or fad's own units past their budget (the machine may be idle).
+  std::string wait_reason;
 };
 
 Pressure detect_pressure(const SchedulerConfig& config, const MemorySnapshot& memory, const Capacity& capacity);

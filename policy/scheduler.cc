@@ -28,7 +28,7 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
   if (pressure.active) {
     steps::respond_to_pressure(config_, now, pressure, running, last_critical_stop_, plan);
     steps::forecast(config_, estimator_, queue, running, plan);
-    for (const auto& unit : queue) plan.wait_reasons[unit.id] = "paused by memory pressure";
+    for (const auto& unit : queue) plan.wait_reasons[unit.id] = pressure.wait_reason;
     std::vector<Profile> parts;
     for (const auto& unit : running)
       if (!unit.paused) parts.push_back(steps::remaining(unit, now));
