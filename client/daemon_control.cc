@@ -198,7 +198,9 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
       const std::string logged = last_lines(read_from(log_path, log_existed ? log_start : 0), kLogTailLines);
       if (!printed.empty()) ctx.err << "last lines of " << out_path << ":\n" << printed;
       if (!logged.empty()) ctx.err << "last lines of " << log_path << ":\n" << logged;
-      return kExitFailed;
+      // fadd's 2 is the contract's usage error (a bad flag, a bad config):
+      // a script told 1 would retry what only an edit fixes.
+      return code == kExitUsage ? kExitUsage : kExitFailed;
     }
     if (probe(ctx)) {
       ctx.out << "fadd started (pid " << pid << "), socket " << locations.socket << ", log " << log_path << "\n";

@@ -109,6 +109,17 @@ TEST_CASE("daemon stop, then start, with units running: the start succeeds every
   CHECK(bg.status().at("builds").at(0).at("units").at("total") == 5);
 }
 
+TEST_CASE("daemon start passes on fadd's usage error as exit 2, with what fadd said", "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels({});
+  BackgroundDaemon bg(d);
+  auto bad = bg.fad({"daemon", "start", "--", "--no-such-flag"});
+  INFO(bad.err);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("fadd exited during startup (status 2)") != std::string::npos);
+  CHECK(bad.err.find("--no-such-flag") != std::string::npos);
+}
+
 TEST_CASE("daemon restart: a new fadd with the same state, the build goes on", "[integration][lifecycle]") {
   Daemon d;
   d.write_kernels(units(2, "peak_mb=5 duration_s=1"));
