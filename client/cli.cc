@@ -283,7 +283,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   history->add_flag("--json", raw.json, "print JSON");
   add_locations(history, raw);
   auto* history_export = history->add_subcommand("export", "write the learnt unit profiles to FILE (versioned JSON)");
-  history_export->add_option("FILE", raw.file, "file to write")->required()->type_name("FILE");
+  history_export->add_option("FILE", raw.file, "file to write; - for stdout")->required()->type_name("FILE");
   add_locations(history_export, raw);
   auto* history_import =
       history->add_subcommand("import", "add unit profiles from FILE (written by 'fad history export')");

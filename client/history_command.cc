@@ -57,7 +57,15 @@ int run_history_export(const Command& cmd, Context& ctx) {
     req.after = next.get<std::int64_t>();
   }
   const std::size_t count = profiles.size();
-  Status written = write_file_atomically(cmd.file, history_document(std::move(profiles), utc_now()).dump(1) + "\n");
+  const std::string document = history_document(std::move(profiles), utc_now()).dump(1) + "\n";
+  // "-": the document on stdout (to pipe it to another machine's import),
+  // so what is said about it goes to stderr.
+  if (cmd.file == "-") {
+    ctx.out << document << std::flush;
+    ctx.err << "exported " << count << " unit profile(s) to stdout\n";
+    return kExitOk;
+  }
+  Status written = write_file_atomically(cmd.file, document);
   if (!written) return usage_error(ctx, "cannot write " + written.error());
   ctx.out << "exported " << count << " unit profile(s) to " << cmd.file << "\n";
   return kExitOk;

@@ -122,6 +122,20 @@ TEST_CASE("history export pages through fadd and writes a versioned file that im
   CHECK(empty.seen[0].body["profiles"].empty());
 }
 
+TEST_CASE("history export - writes the document to stdout, and says so on stderr") {
+  Scripted d;
+  d.answers = {json{{"profiles", {profile("a.cu", 100)}}, {"next_after", nullptr}}};
+  auto ctx = d.context();
+  const fs::path dash = fs::current_path() / "-";
+  REQUIRE_FALSE(fs::exists(dash));
+  REQUIRE(run_history_export(file_command(CommandKind::history_export, "-"), ctx) == kExitOk);
+  CHECK_FALSE(fs::exists(dash));
+  const json doc = json::parse(d.out.str());
+  CHECK(doc["format"] == "fad-history");
+  CHECK(doc["profiles"].size() == 1);
+  CHECK(d.err.str() == "exported 1 unit profile(s) to stdout\n");
+}
+
 TEST_CASE("history export never writes through a link planted beside its FILE") {
   // Root exporting into a directory another user can write: a link at the
   // name a fixed temporary file would have must not redirect the write.
