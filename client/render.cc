@@ -182,6 +182,8 @@ std::string render_build_status(const json& status, bool color) {
       (count(b, "cache_hits") > 0 ? " (" + std::to_string(count(b, "cache_hits")) + " from the compile cache)" : "") +
       ", " + std::to_string(count(u, "running")) + " running, " + std::to_string(count(u, "queued")) + " queued, " +
       std::to_string(count(u, "failed")) + " failed";
+  // Else the counts would not add up to the total.
+  if (count(u, "cancelled") > 0) out += ", " + std::to_string(count(u, "cancelled")) + " cancelled";
   if (auto eta = estimate_eta(b)) out += "; ETA " + format_eta(*eta);
   out += "\n";
   if (field(b, "artifact")) out += "artifact: " + text(b, "artifact") + "\n";

@@ -111,8 +111,12 @@ TEST_CASE("status of one build: units with threads, memory now, peak, estimate a
   std::string text = render_build_status(one);
   INFO(text);
   CHECK(has(text, "build 7 (nightly): running"));
-  CHECK(has(text, "3/49 succeeded, 2 running, 44 queued, 0 failed"));
+  CHECK(has(text, "3/49 succeeded, 2 running, 44 queued, 0 failed\n"));
   CHECK_FALSE(has(text, "artifact"));  // null until the build succeeded
+  json cancelled = one;
+  cancelled["builds"][0]["units"]["queued"] = 40;
+  cancelled["builds"][0]["units"]["cancelled"] = 4;
+  CHECK(has(render_build_status(cancelled), "3/49 succeeded, 2 running, 40 queued, 0 failed, 4 cancelled\n"));
   std::string header = line_starting(text, "UNIT");
   for (const char* col : {"STATE", "THREADS", "NOW", "PEAK", "ESTIMATE", "TIME", "ATTEMPTS", "WAITING FOR"})
     CHECK(has(header, col));
