@@ -11,6 +11,7 @@
 
 #include "client/json_access.h"
 #include "client/render.h"
+#include "common/exit_status.h"
 #include "common/size.h"
 #include "common/time_text.h"
 
@@ -203,7 +204,12 @@ std::string render_failure(const json& build, const std::string& log_tail) {
   }
   const std::string name = printable(str(unit, "name"));
   std::string out = "build " + id + " failed: " + name;
-  out += field(unit, "exit_code") ? " exited with code " + text(unit, "exit_code") : " failed";
+  if (const json* code = field(unit, "exit_code"); code && code->is_number_integer()) {
+    const std::string how = exit_status_text(code->get<int>());
+    out += how.rfind("killed", 0) == 0 ? " was " + how : " exited with code " + text(unit, "exit_code");
+  } else {
+    out += " failed";
+  }
   out += " (" + std::to_string(count(counts, "failed")) + " of " + std::to_string(count(counts, "total")) +
          " units failed)\n";
   if (!log_tail.empty()) {
@@ -244,7 +250,13 @@ std::string render_run_summary(const json& build) {
   const json& counts = object_of(build, "units");
   const std::int64_t total = count(counts, "total");
   std::string line = "fad run: build " + id + " " + str(build, "state");
-  if (total == 0) return line + ": no compile went through fad (does the command call nvcc? see 'fad run --help')\n";
+  if (total == 0) {
+    // A command that failed before compiling (not found, a typo) says so: the
+    // hint about nvcc would send its user the wrong way.
+    if (str(build, "state") != "succeeded" && field(build, "error"))
+      return line + ": " + printable(str(build, "error")) + ", before any compile went through fad\n";
+    return line + ": no compile went through fad (does the command call nvcc? see 'fad run --help')\n";
+  }
   int reruns = 0;
   for (const auto& u : array_of(build, "unit_list"))
     reruns += std::max<int>(0, static_cast<int>(count(u, "attempts")) - 1);

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/exit_status.h"
 #include "common/file_read.h"
 #include "common/size.h"
 #include "common/text.h"
@@ -53,10 +54,12 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
   return FileOwner{creds->uid, creds->gid};
 }
 
-/// ", exit code N" for a failed unit, with the cause where fad set it: the
-/// kernel's SIGXFSZ alone tells a user nothing.
+/// ", exit code N" (", killed by signal N (SIGNAME)") for a failed unit,
+/// with the cause where fad set it: the kernel's SIGXFSZ alone tells a user
+/// nothing.
 std::string failure_text(const ExitInfo& info, std::uint64_t max_file_size) {
-  std::string text = ", exit code " + std::to_string(info.exit_code);
+  std::string text =
+      ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
   if (info.signaled && info.exit_code == 128 + SIGXFSZ && max_file_size > 0)
     text += ": it wrote a file past unit_max_file_size (" + format_size(max_file_size) + ")";
   return text;

@@ -424,5 +424,6 @@ TEST_CASE("a compiler that floods its log is stopped at unit_max_file_size, and 
   CHECK(fs::file_size(unit.at("log").get<std::string>()) == (4u << 20));
   const auto logs = d.fad({"logs", std::to_string(id)});
   CHECK(logs.exit_code == 0);
-  CHECK_THAT(logs.out, Catch::Contains("exit code 153: it wrote a file past unit_max_file_size (4.0 MiB)"));
+  CHECK_THAT(logs.out,
+             Catch::Contains("killed by signal 25 (SIGXFSZ): it wrote a file past unit_max_file_size (4.0 MiB)"));
 }

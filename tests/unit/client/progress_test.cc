@@ -152,6 +152,9 @@ TEST_CASE("a failed build names its first failed unit, its exit code, its last l
   // No failed unit (a fad run command failed): the build's error.
   json run = {{"id", 9}, {"state", "failed"}, {"error", "command exited with code 2"}, {"unit_list", json::array()}};
   CHECK(render_failure(run, "") == "build 9 failed: command exited with code 2\nthe build's log: fad logs 9\n");
+  // 128 + N: signal N killed it (the OOM killer's SIGKILL, a SIGSEGV).
+  b["unit_list"][2]["exit_code"] = 137;
+  CHECK(render_failure(b, "").rfind("build 15 failed: it's x.o#2 was killed by signal 9 (SIGKILL) (2 of 5", 0) == 0);
 }
 
 TEST_CASE("wait notes say what a compile waits for and where to look") {
@@ -188,5 +191,10 @@ TEST_CASE("fad run's summary: compiles, time, peak, reruns") {
   b["unit_list"][0]["attempts"] = 1;
   CHECK(render_run_summary(b) == "fad run: build 12 succeeded: 24 compiles in 3m 05s, peak 9.8 GiB, no reruns\n");
   b["units"]["total"] = 0;
-  CHECK(render_run_summary(b).find("no compile went through fad") != std::string::npos);
+  CHECK(render_run_summary(b).find("no compile went through fad (does the command call nvcc?") != std::string::npos);
+  // A command that could not run (exit 127) is not told to look for nvcc.
+  b["state"] = "failed";
+  b["error"] = "command exited with code 127";
+  CHECK(render_run_summary(b) ==
+        "fad run: build 12 failed: command exited with code 127, before any compile went through fad\n");
 }

@@ -1,0 +1,15 @@
+// Exit statuses in words; see exit_status.h.
+#include "common/exit_status.h"
+
+#include <string.h>
+
+namespace fad {
+
+std::string exit_status_text(int exit_code) {
+  const int sig = exit_code - 128;
+  if (sig < 1 || sig > 64) return "exit code " + std::to_string(exit_code);
+  const char* abbrev = ::sigabbrev_np(sig);
+  return "killed by signal " + std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
+}
+
+}  // namespace fad
