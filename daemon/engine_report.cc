@@ -132,7 +132,9 @@ Response Engine::report(const Caller& caller, std::int64_t id) {
   }
   in.events = store_.unit_events(id);
   in.machine = store_.samples_between(b->created_at, b->finished_at.value_or(clock_.wall()));
-  in.budget_bytes = scheduler_.config().budget;
+  // Today's memory_budget says nothing of a finished build, which may have
+  // run under another: its limit over time is in the samples' capacity.
+  if (!is_final(b->state)) in.budget_bytes = scheduler_.config().budget;
   in.now = epoch_now();
   // The unit rows may take half the answer (a build of thousands of launched
   // compiles leaves the rest out, counted, as fad status does); the samples

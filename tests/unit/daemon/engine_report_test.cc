@@ -289,6 +289,22 @@ TEST_CASE("engine: the report request returns the build, attempts with samples, 
   CHECK(f.engine->report(f.me, id + 1).code == ErrorCode::not_found);
 }
 
+TEST_CASE("engine: the report draws memory_budget for a build that runs, not for one that ended under another",
+          "[engine]") {
+  EngineFixture f;
+  f.options.scheduler.budget = 6ull << 30;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  CHECK(f.engine->report(f.me, id).result.at("budget_bytes") == 6ull << 30);
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  f.engine->tick();
+  const auto after = f.engine->report(f.me, id);
+  REQUIRE(after.ok);
+  CHECK(after.result.at("build").at("state") == "cancelled");
+  CHECK(after.result.at("budget_bytes").is_null());
+}
+
 namespace {
 
 // A build of `n` units (unit0, unit1, ...), each with one finished attempt of
