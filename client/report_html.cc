@@ -306,6 +306,11 @@ std::string render_report_html(const ReportModel& m, const std::string& generate
          "stacked one colour per unit</span><span style=\"--c:#c62828\">memory_budget</span><span "
          "style=\"--c:#ef6c00\">capacity (what fad's units could hold)</span><span style=\"--c:#1565c0\">available "
          "memory of the machine</span></div>\n";
+  // Else an empty chart looks like a fault of the report.
+  if (!m.pruned_at.empty())
+    out << "<p class=\"note\">This build was pruned at " << html_escape(m.pruned_at)
+        << " (retention, or fad prune): its units' memory curves and events were deleted with its outputs and logs. "
+           "Their times, estimates and peaks remain below.</p>\n";
   memory_chart(out, m);
   out << "<div id=\"readout\"></div>\n";
 

@@ -49,6 +49,7 @@ ReportModel build_report_model(const json& report, std::size_t grid_points) {
   m.state = str(b, "state");
   m.created_at = str(b, "created_at");
   m.finished_at = str(b, "finished_at");
+  m.pruned_at = str(b, "pruned_at");
   for (const auto& a : array_of(b, "archs"))
     if (a.is_string()) m.archs.push_back(a.get<std::string>());
   m.peak_bytes = static_cast<std::uint64_t>(std::max(0.0, number(b, "peak_bytes")));

@@ -55,6 +55,7 @@ struct UnitTimeline {
 struct ReportModel {
   std::int64_t id = 0;
   std::string name, state, created_at, finished_at;
+  std::string pruned_at;  ///< when retention deleted its outputs, logs and memory curves; empty before
   std::vector<std::string> archs;
   std::uint64_t peak_bytes = 0;
   double created = 0;               ///< epoch seconds of t = 0

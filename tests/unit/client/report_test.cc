@@ -225,6 +225,15 @@ TEST_CASE("report HTML: self-contained, one bar per unit, names escaped, the pie
   CHECK(html.substr(data, html.find("</script>", data) - data).find("</") == std::string::npos);
 }
 
+TEST_CASE("report HTML: a pruned build says why its memory chart is empty") {
+  json r = report();
+  CHECK(render_report_html(build_report_model(r), "fad 9.9").find("was pruned") == std::string::npos);
+  r["build"]["pruned_at"] = "2026-12-23T03:00:00Z";
+  for (auto& u : r["units"]) u["attempt_list"] = json::array();
+  const std::string html = render_report_html(build_report_model(r), "fad 9.9");
+  CHECK(html.find("This build was pruned at 2026-12-23T03:00:00Z") != std::string::npos);
+}
+
 TEST_CASE("report trace: complete events per unit span and memory counters") {
   const ReportModel m = build_report_model(report());
   const json trace = render_trace(m);
