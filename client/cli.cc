@@ -239,8 +239,9 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   submit->add_flag("--json", raw.json, "print JSON (with --wait: the finished build, as 'fad status ID --json')");
   add_locations(submit, raw);
 
-  auto* watch = app.add_subcommand(
-      "watch", "follow a build to its end with a live progress line; default: the newest active build");
+  auto* watch = app.add_subcommand("watch",
+                                   "follow a build to its end with a live progress line; default: your newest build "
+                                   "still queued, running or paused");
   add_id(watch, raw, false);
   add_locations(watch, raw);
 
