@@ -198,6 +198,7 @@ void Engine::tick() {
   check_database_file(now);
   if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
   best_effort([&] { apply_retention(now); });
+  best_effort([&] { apply_keep_limit(now); });
   if (now - last_history_trim_ >= options_.retention_every_s) best_effort([&] { trim_history(); });
   if (++ticks_ % static_cast<std::uint64_t>(std::max(1, options_.sample_every)) == 0) {
     best_effort([&] {

@@ -72,6 +72,11 @@ struct EngineOptions {
   /// the build cap alone does not bound them: a launch session build closes
   /// after 30 quiet seconds and the next launch opens another.
   int max_launches_per_user_per_hour = 10000;
+  /// Finished builds of one user that keep their outputs and logs; older ones
+  /// are pruned as the retention would (0 = no limit). A loop of submits that
+  /// the compile cache finishes in seconds writes a library's objects each
+  /// time: only this bounds what one user's builds hold on the state disk.
+  int keep_builds_per_user = 100;
   /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
   std::uint64_t unit_max_file_size = 0;
 };
@@ -130,6 +135,9 @@ class Engine {
   /// and their trees moved to STATE/trash at once; `done` is called once the
   /// tree remover has deleted (or, for a dry run, measured) them.
   void prune(const Caller& caller, const PruneRequest& req, Reply done);
+  /// How often fadd looks for builds past keep_builds_per_user (seconds): a
+  /// user's loop of fast builds is cut back within this.
+  static constexpr double kKeepCheckEveryS = 60;
   /// Who deletes pruned trees (tree_remover.h); inline until set. Also
   /// empties STATE/trash of what a stopped fadd left there.
   void set_tree_remover(TreeRemover remover);
@@ -312,6 +320,15 @@ class Engine {
   void store_cached(const UnitRecord& unit, double started_at);
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
+  /// Prunes each user's finished builds past their newest keep_builds_per_user.
+  void apply_keep_limit(double now);
+  /// Moves `candidates`' trees to the trash (those of the caller's, unless
+  /// root, and not still stopping compilers), marks them pruned and deletes
+  /// them off the loop; answers {"dry_run", "bytes", "builds"}. `why` is for
+  /// the log ("older than 30d ...").
+  void prune_builds(const Caller& caller, std::vector<BuildRecord> candidates, bool dry_run, const std::string& why,
+                    Reply done);
+  std::optional<double> last_keep_check_;
   /// Learns anew from the history table (at start, and after a trim dropped
   /// rows); returns the rows learned.
   std::size_t load_history();

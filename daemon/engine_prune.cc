@@ -108,8 +108,20 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   const std::string now = clock_.wall();
   auto cutoff = rfc3339_before(now, *age);
   if (!cutoff) return done(error_response(ErrorCode::internal, "cannot compute the prune cutoff from the time " + now));
+  prune_builds(caller, store_.prunable_builds(*cutoff), req.dry_run,
+               "older than " + format_age(*age) + " (finished before " + *cutoff + ")",
+               [age = *age, done = std::move(done)](Response r) {
+                 if (r.ok) r.result["older_than_s"] = age;
+                 done(std::move(r));
+               });
+}
+
+void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candidates, bool dry_run,
+                          const std::string& why, Reply done) {
+  const bool limited = !caller.is_root();
+  const std::string now = clock_.wall();
   std::error_code ec;
-  if (!req.dry_run) fs::create_directories(trash_dir(), ec);
+  if (!dry_run) fs::create_directories(trash_dir(), ec);
   if (ec) return done(error_response(ErrorCode::failed, "cannot create " + trash_dir() + ": " + ec.message()));
   // On the event loop only what is one system call per build: the rename into
   // the trash and the mark. Walking and deleting what the build's user wrote
@@ -117,7 +129,7 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   std::vector<BuildRecord> chosen;
   std::vector<std::string> trees;
   std::string failures;
-  for (auto& b : store_.prunable_builds(*cutoff)) {
+  for (auto& b : candidates) {
     // Each user prunes their own builds; root (and the retention) every build.
     if (!caller.is_root() && owner_of(b) != caller.uid) continue;
     // A cancelled build may still be stopping its compilers; they write to
@@ -126,7 +138,7 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
     for (const auto& [uid, r] : running_) stopping |= r.unit.build_id == b.id;
     if (stopping) continue;
     std::string tree = build_dir(b.id);
-    if (!req.dry_run) {
+    if (!dry_run) {
       const std::string moved = trash_dir() + "/" + std::to_string(b.id) + "-" + std::to_string(++trash_serial_);
       if (::rename(tree.c_str(), moved.c_str()) != 0 && errno != ENOENT) {
         failures += (failures.empty() ? "" : "; ") + tree + ": " + std::strerror(errno);
@@ -152,9 +164,9 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
   const bool held = limited && !trees.empty();
   if (held) pruning_.insert(caller.uid);
   now_or_worker(
-      std::move(trees), req.dry_run, trash_dir(), caller.uid,
-      [this, held, uid = caller.uid, age = *age, cutoff = *cutoff, dry_run = req.dry_run, chosen = std::move(chosen),
-       failures = std::move(failures), done = std::move(done)](std::vector<TreeResult> results) mutable {
+      std::move(trees), dry_run, trash_dir(), caller.uid,
+      [this, held, uid = caller.uid, why, dry_run, chosen = std::move(chosen), failures = std::move(failures),
+       done = std::move(done)](std::vector<TreeResult> results) mutable {
         if (held) pruning_.erase(uid);
         json builds = json::array();
         std::uint64_t freed = 0;
@@ -169,14 +181,29 @@ void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
               {{"id", b.id}, {"name", b.name}, {"finished_at", b.finished_at.value_or("")}, {"bytes", r.bytes}});
         }
         if (!dry_run && !builds.empty())
-          spdlog::info("pruned {} finished build(s) older than {} (finished before {}), freed {}", builds.size(),
-                       format_age(age), cutoff, format_size(freed));
+          spdlog::info("pruned {} finished build(s) {}, freed {}", builds.size(), why, format_size(freed));
         if (!failures.empty()) {
           spdlog::warn("prune: cannot delete {}", failures);
           return done(error_response(ErrorCode::failed, "cannot delete " + failures));
         }
-        done(ok_response({{"dry_run", dry_run}, {"older_than_s", age}, {"bytes", freed}, {"builds", builds}}));
+        done(ok_response({{"dry_run", dry_run}, {"bytes", freed}, {"builds", builds}}));
       });
+}
+
+void Engine::apply_keep_limit(double now) {
+  const int keep = options_.keep_builds_per_user;
+  if (keep <= 0 || shutting_down_) return;
+  if (last_keep_check_ && now - *last_keep_check_ < kKeepCheckEveryS) return;
+  last_keep_check_ = now;
+  // Grouped per user, so that the log says whose builds went.
+  std::map<uid_t, std::vector<BuildRecord>> over;
+  for (auto& b : store_.builds_past_newest(keep)) over[owner_of(b)].push_back(std::move(b));
+  for (auto& [uid, builds] : over)
+    prune_builds(Caller{}, std::move(builds), false,
+                 "of " + user_name(uid) + " past their newest " + std::to_string(keep) + " (keep_builds_per_user)",
+                 [](Response r) {
+                   if (!r.ok) spdlog::warn("keep_builds_per_user: {}", r.message);
+                 });
 }
 
 void Engine::apply_retention(double now) {

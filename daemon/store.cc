@@ -519,6 +519,17 @@ std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) 
   return out;
 }
 
+std::vector<BuildRecord> Store::builds_past_newest(int keep) {
+  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
+                        " FROM (SELECT *, row_number() OVER (PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS "
+                        "newer FROM builds WHERE state IN ('succeeded','failed','cancelled') AND pruned_at IS NULL "
+                        "AND finished_at IS NOT NULL) WHERE newer > ? ORDER BY finished_at, id");
+  st.bind(1, static_cast<std::int64_t>(keep));
+  std::vector<BuildRecord> out;
+  while (st.step()) out.push_back(read_build(st));
+  return out;
+}
+
 void Store::mark_pruned(std::int64_t id, const std::string& at) {
   // A build server's curves are most of the database after a year: they go
   // with the outputs (the estimator's unit_history is separate and stays).

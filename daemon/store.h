@@ -124,6 +124,9 @@ class Store {
   /// Finished builds not yet pruned whose finished_at (RFC 3339) is at or
   /// before `finished_by`, oldest first. Never a queued, running or paused one.
   std::vector<BuildRecord> prunable_builds(const std::string& finished_by);
+  /// Finished builds not yet pruned that are older than their owner's newest
+  /// `keep` such builds, oldest first.
+  std::vector<BuildRecord> builds_past_newest(int keep);
   /// Records that a build's outputs and logs were deleted: marks it pruned
   /// and deletes its units' memory curves and events (what `fad report`
   /// draws) and command lines. The build and unit rows stay.

@@ -190,6 +190,43 @@ TEST_CASE("retention: fadd applies the configured age at its first tick, then on
   CHECK(prune(f, std::nullopt).result.at("older_than_s") == 10 * kDay);
 }
 
+TEST_CASE("keep_builds_per_user: each user's finished builds past their newest N are pruned within a minute",
+          "[prune]") {
+  // A loop of submits the compile cache finishes in seconds writes a
+  // library's objects each time; the retention's age alone does not bound it.
+  EngineFixture f;
+  f.options.keep_builds_per_user = 2;
+  f.make_engine().recover();
+  const Caller alice{4001, 4001, 111};
+  std::vector<std::int64_t> hers;
+  for (int day = 1; day <= 4; ++day) {
+    f.clock.wall_ = "2026-01-0" + std::to_string(day) + "T00:00:00Z";
+    hers.push_back(run_to_success(f, alice));
+  }
+  const auto mine = run_to_success(f);
+  const auto active = f.submit();  // still queued: never counted
+  f.clock.advance(Engine::kKeepCheckEveryS + 1);
+  f.engine->tick();
+  for (int i = 0; i < 4; ++i) {
+    INFO("build " << hers[i]);
+    CHECK(f.store->build(hers[i])->pruned_at.has_value() == (i < 2));
+    CHECK(fs::exists(f.build_dir(hers[i])) == (i >= 2));
+  }
+  CHECK_FALSE(f.store->build(mine)->pruned_at.has_value());
+  CHECK(fs::exists(f.artifact(hers[3])));
+  // One more of hers: the oldest kept one goes at the next look, not before.
+  f.clock.wall_ = "2026-01-05T00:00:00Z";
+  const auto fifth = run_to_success(f, alice);
+  f.engine->tick();
+  CHECK_FALSE(f.store->build(hers[2])->pruned_at.has_value());
+  f.clock.advance(Engine::kKeepCheckEveryS + 1);
+  f.engine->tick();
+  CHECK(f.store->build(hers[2])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(hers[3])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(fifth)->pruned_at.has_value());
+  CHECK(f.build_state(active) != BuildState::succeeded);
+}
+
 }  // namespace fad
 
 namespace fad {
