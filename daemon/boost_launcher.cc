@@ -193,10 +193,15 @@ void BoostLauncher::adopt(int pgid) {
   adopted_.emplace(pgid, std::move(*cg));
 }
 
-GroupAccount BoostLauncher::release(int pgid) {
+GroupAccount BoostLauncher::release(int pgid, Leftovers leftovers) {
   auto it = adopted_.find(pgid);
   if (it == adopted_.end()) return {};
   GroupAccount account{it->second->peak().value_or(0), it->second->oom_kills().value_or(0) > 0};
+  // Left in fad's units cgroup, they would hold memory under its limit that
+  // no unit accounts for, and other users' compiles would be OOM-killed.
+  if (leftovers == Leftovers::kill)
+    if (const auto left = it->second->kill_remaining())
+      spdlog::warn("killed {} process(es) that the launched compile of process group {} left running", left, pgid);
   adopted_.erase(it);
   return account;
 }

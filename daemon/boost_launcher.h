@@ -25,7 +25,7 @@ class BoostLauncher final : public ProcessLauncher {
   std::uint64_t group_memory(int pgid) override;
   std::map<int, std::uint64_t> groups_memory(const std::set<int>& pgids) override;
   void adopt(int pgid) override;
-  GroupAccount release(int pgid) override;
+  GroupAccount release(int pgid, Leftovers leftovers) override;
   bool group_alive(int pgid) override;
 
  private:

@@ -971,7 +971,7 @@ void Engine::begin_shutdown() {
     // when fadd crashes; the next start records it left to its launcher. A
     // compile fadd froze is continued first, or it would never end.
     if (r.pgid > 0 && (r.suspended || r.paused)) signal_unit(r, SIGCONT);
-    if (r.pgid > 0) launcher_.release(r.pgid);
+    if (r.pgid > 0) launcher_.release(r.pgid, ProcessLauncher::Leftovers::keep);
     it = running_.erase(it);
   }
 }

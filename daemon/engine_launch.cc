@@ -183,7 +183,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
                                                    "'s launchers have recorded the most compiles one user may in an "
                                                    "hour (max_launches_per_user_per_hour = " +
                                                    std::to_string(launch_allowance_.per_hour()) +
-                                                   "); this one runs without fadd, " + "the next may be recorded in " +
+                                                   "); this one runs without fadd, the next may be recorded in " +
                                                    format_age(static_cast<std::int64_t>(std::ceil(wait))));
   std::optional<BuildRecord> build;
   if (req.build_id) {
@@ -382,7 +382,7 @@ Response Engine::launch_finished(const Caller& caller, const LaunchFinishedReque
     if (unit && unit->state == UnitState::queued) return ok_response({{"requeue", true}});
     return error_response(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
   }
-  const auto account = launcher_.release(it->second.pgid);
+  const auto account = launcher_.release(it->second.pgid, ProcessLauncher::Leftovers::kill);
   // A compiler the OOM killer ended may show as a plain exit code through a
   // step wrapper; its cgroup knows better.
   on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled || account.oom_killed, account.peak_bytes,
@@ -450,7 +450,7 @@ void Engine::check_external(double now) {
     } else if (r.stop == StopReason::none) {
       spdlog::warn("launcher of unit {} vanished; marking it failed", r.unit.name);
     }
-    on_exit(id, ExitInfo{-1, true, launcher_.release(r.pgid).peak_bytes});
+    on_exit(id, ExitInfo{-1, true, launcher_.release(r.pgid, ProcessLauncher::Leftovers::kill).peak_bytes});
   }
   for (auto it = waiting_launches_.begin(); it != waiting_launches_.end();) {
     const WaitingLaunch& w = it->second;

@@ -94,9 +94,14 @@ class ProcessLauncher {
   /// Starts accounting for a process group someone else started (`fad launch`):
   /// where per-unit cgroups exist, the process moves into one.
   virtual void adopt(int /*pgid*/) {}
+  /// How release() leaves what is still in an adopted group's cgroup.
+  enum class Leftovers { kill, keep };
   /// Ends accounting for an adopted group: its exact peak and whether the OOM
-  /// killer hit it (nothing known without a unit cgroup).
-  virtual GroupAccount release(int /*pgid*/) { return {}; }
+  /// killer hit it (nothing known without a unit cgroup). With
+  /// Leftovers::kill, what its compile left running (setsid children) is
+  /// killed, as for fadd's own units; `keep` is for a compile that runs on
+  /// (fadd stopping).
+  virtual GroupAccount release(int /*pgid*/, Leftovers /*leftovers*/) { return {}; }
   /// Whether any process of the group still exists.
   virtual bool group_alive(int pgid) = 0;
   /// The parent, group and owner of process `pid`; nullopt when it does not

@@ -323,7 +323,7 @@ void SlurmExecutor::adopt_unit(int pgid, std::int64_t unit_id) {
   external_.erase(it);
 }
 
-GroupAccount SlurmExecutor::release(int pgid) {
+GroupAccount SlurmExecutor::release(int pgid, Leftovers /*leftovers: the step's end kills them*/) {
   auto it = steps_.find(pgid);
   if (it == steps_.end()) return {};
   Step step = std::move(it->second);

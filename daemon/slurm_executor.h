@@ -37,7 +37,7 @@ class SlurmExecutor final : public ProcessLauncher {
   void signal_group(int pgid, int sig) override;
   std::uint64_t group_memory(int pgid) override;
   void adopt_unit(int pgid, std::int64_t unit_id) override;
-  GroupAccount release(int pgid) override;
+  GroupAccount release(int pgid, Leftovers leftovers) override;
   bool group_alive(int pgid) override;
   std::optional<std::vector<ExecutorNode>> nodes() override;
   std::string wait_reason() override;

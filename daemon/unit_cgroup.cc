@@ -100,11 +100,16 @@ UnitCgroup::~UnitCgroup() {
   close_procs_fd();
   // Empty once the unit's processes are gone; the kernel moves any remaining
   // page-cache charge to the parent. Processes just killed (kill_remaining)
-  // leave it within moments: a few short tries, only then.
-  for (int tries = 0; ::rmdir(dir_.c_str()) != 0 && errno == EBUSY && tries < 20; ++tries) ::usleep(2000);
+  // leave it within moments: a few short tries, only then (a launcher's
+  // compile that lives on keeps its cgroup, and must not hold the loop).
+  for (int tries = 0; ::rmdir(dir_.c_str()) != 0 && errno == EBUSY && killed_ && tries < 20; ++tries) ::usleep(2000);
 }
 
-std::size_t UnitCgroup::kill_remaining() { return kill_listed(dir_); }
+std::size_t UnitCgroup::kill_remaining() {
+  const std::size_t n = kill_listed(dir_);
+  killed_ |= n > 0;
+  return n;
+}
 
 void UnitCgroup::close_procs_fd() {
   if (procs_fd_ >= 0) ::close(procs_fd_);

@@ -45,6 +45,7 @@ class UnitCgroup {
   std::string dir_;
   bool v2_;
   int procs_fd_;
+  bool killed_ = false;  ///< kill_remaining() found processes: they are on their way out
 };
 
 class CgroupManager {

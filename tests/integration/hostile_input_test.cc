@@ -208,6 +208,35 @@ TEST_CASE("what a compiler probe or a compile leaves running (setsid) is killed 
     if (!ended(pid)) ::kill(pid, SIGKILL);
   }
   CHECK(d.daemon_log().find("left running when it exited") != std::string::npos);
+
+  // A launched compile (fad-nvcc, fad run) runs in a cgroup fadd made too:
+  // what it leaves is killed once its launcher reports the end, or it would
+  // hold memory under the units' limit that no unit accounts for.
+  const auto launched_pid = d.dir() / "launched-escapee";
+  const auto real = d.dir() / "leaky-real-nvcc";
+  std::ofstream(real) << "#!/bin/sh\n"
+                      << "case \"$*\" in -c\\ *|*\\ -c\\ *) [ -s " << launched_pid.string()
+                      << " ] || { setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > " << launched_pid.string()
+                      << "; } ;; esac\n"
+                      << "exec " << FAD_FAKE_NVCC_BIN << " \"$@\"\n";
+  fs::permissions(real, fs::perms::owner_all);
+  std::ofstream(d.dir() / "l.cu") << "// fake-nvcc: duration_s=0.2\n";
+  const auto shim = fs::path(FAD_FAD_BIN).parent_path() / "fad-nvcc";
+  auto launched = run({shim.string(), "-c", (d.dir() / "l.cu").string(), "-o", (d.dir() / "l.o").string()},
+                      {{"FAD_SOCKET", d.socket()},
+                       {"FAD_REAL_NVCC", real.string()},
+                       {"FAD_CACHE_SIZE", "0"},
+                       {"FAD_FAKE_LOG", d.fake_log_path()}},
+                      60);
+  INFO(launched.err);
+  CHECK(launched.exit_code == 0);
+  REQUIRE(fs::exists(launched_pid));
+  pid_t escapee = 0;
+  std::ifstream(launched_pid) >> escapee;
+  REQUIRE(escapee > 1);
+  CHECK(wait_for([&] { return ended(escapee); }, std::chrono::seconds(10)));
+  if (!ended(escapee)) ::kill(escapee, SIGKILL);
+  CHECK(d.daemon_log().find("the launched compile of process group") != std::string::npos);
 }
 
 TEST_CASE("a compiler that cannot be started leaves no zombie behind", "[integration][hostile]") {

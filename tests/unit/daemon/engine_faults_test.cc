@@ -563,6 +563,9 @@ TEST_CASE("engine faults: a compile that ended frees its core and memory while i
   CHECK(f.build_state(id) == BuildState::running);
   REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
   CHECK(f.store->unit(unit)->state == UnitState::succeeded);
+  // Ended: what it left running in its cgroup is killed.
+  REQUIRE(f.launcher.released.size() == 1);
+  CHECK(f.launcher.released[0].second == ProcessLauncher::Leftovers::kill);
 }
 
 TEST_CASE("engine faults: a clean stop leaves launched compiles running, continues frozen ones, and ends at once",
@@ -577,6 +580,9 @@ TEST_CASE("engine faults: a clean stop leaves launched compiles running, continu
   // Never terminated: stopped, it would fail its build tool's build.
   CHECK(f.launcher.signals_to(4100) == std::vector<int>{SIGSTOP, SIGCONT});
   CHECK(f.engine->idle());
+  // Its cgroup keeps it: only a compile that ended has its leftovers killed.
+  using Leftovers = ProcessLauncher::Leftovers;
+  CHECK(f.launcher.released == std::vector<std::pair<int, Leftovers>>{{4100, Leftovers::keep}});
   // The next start records it left to its launcher, as after a crash.
   f.engine.reset();
   f.make_engine().recover();

@@ -139,8 +139,10 @@ class RecordingLauncher final : public ProcessLauncher {
     return owners;
   }
   void adopt(int pgid) override { adopted.insert(pgid); }
-  GroupAccount release(int pgid) override {
+  std::vector<std::pair<int, Leftovers>> released;  ///< each release, in order
+  GroupAccount release(int pgid, Leftovers leftovers) override {
     adopted.erase(pgid);
+    released.emplace_back(pgid, leftovers);
     return {released_peak, released_oom_killed, released_lost};
   }
   // A cluster executor when `cluster` is set: its nodes, why nothing starts,
