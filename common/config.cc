@@ -28,7 +28,7 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, max_builds_per_user, max_launches_per_user_per_hour, "
-    "keep_builds_per_user, "
+    "keep_builds_per_user, max_builds_per_user_per_hour, "
     "nvcc_threads, nvcc, unit_memory_prior, poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, "
     "kernels_dir, cache_dir, cache_size, "
     "retention, log_max_size, log_max_files, unit_max_file_size, executor, slurm";
@@ -110,6 +110,10 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     auto n = integer_in(v, 0, std::numeric_limits<int>::max());
     if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
     config.max_launches_per_user_per_hour = static_cast<int>(*n);
+  } else if (key == "max_builds_per_user_per_hour") {
+    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
+    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
+    config.max_builds_per_user_per_hour = static_cast<int>(*n);
   } else if (key == "keep_builds_per_user") {
     auto n = integer_in(v, 0, std::numeric_limits<int>::max());
     if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();

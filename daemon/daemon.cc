@@ -85,6 +85,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.max_builds_per_user = c.max_builds_per_user;
   e.max_launches_per_user_per_hour = c.max_launches_per_user_per_hour;
   e.keep_builds_per_user = c.keep_builds_per_user;
+  e.max_builds_per_user_per_hour = c.max_builds_per_user_per_hour;
   e.unit_max_file_size = c.unit_max_file_size;
   if (auto cache = resolve_cache_settings(c, process_env()))
     e.cache = *cache;

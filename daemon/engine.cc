@@ -78,7 +78,8 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       scheduler_(options_.scheduler, estimator_),
       started_at_(clock.now()),
       epoch_anchor_(parse_rfc3339(clock.wall()).value_or(0) - clock.now()),
-      launch_allowance_(options_.max_launches_per_user_per_hour) {
+      launch_allowance_(options_.max_launches_per_user_per_hour),
+      build_allowance_(options_.max_builds_per_user_per_hour) {
   if (options_.cache.max_bytes > 0) {
     // Root restores what the cache holds into its own builds: only a cache
     // no one else can write may serve it (root_only_path.h). Judged before

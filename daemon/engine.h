@@ -20,7 +20,7 @@
 #include "daemon/caller.h"
 #include "policy/exit_outcome.h"
 #include "daemon/clock.h"
-#include "daemon/launch_allowance.h"
+#include "daemon/hourly_allowance.h"
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
 #include "daemon/model.h"
@@ -77,6 +77,11 @@ struct EngineOptions {
   /// the compile cache finishes in seconds writes a library's objects each
   /// time: only this bounds what one user's builds hold on the state disk.
   int keep_builds_per_user = 100;
+  /// Builds one user may open per hour, in bursts of as many (0 = no limit;
+  /// root is not limited): max_builds_per_user bounds what is open at once,
+  /// and a build closed at once (submit and cancel, fad run of nothing) makes
+  /// room for the next, each a row and a directory for good.
+  int max_builds_per_user_per_hour = 600;
   /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
   std::uint64_t unit_max_file_size = 0;
 };
@@ -297,7 +302,8 @@ class Engine {
   std::optional<Response> refuse_unless_unit_owner(const Caller& caller, std::int64_t unit_id, const char* verb);
   /// nullopt when fadd may run compiles for `caller`, else the refusal.
   std::optional<Response> refuse_compiles_for(const Caller& caller);
-  /// A new build past options_.max_builds_per_user for this caller: refused.
+  /// A new build past options_.max_builds_per_user, or past this hour's
+  /// max_builds_per_user_per_hour, for this caller: refused.
   std::optional<Response> refuse_over_build_limit(uid_t owner);
   /// Whether the unit's process-group id still names the group it started.
   bool group_is_ours(const Running& r);
@@ -415,7 +421,9 @@ class Engine {
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
   /// Compiles each user's launchers may still have recorded this hour.
-  LaunchAllowance launch_allowance_;
+  HourlyAllowance launch_allowance_;
+  /// Builds each user may still open this hour (submit, retry, fad run, a launch session).
+  HourlyAllowance build_allowance_;
   /// Launched compiles fadd dropped though nobody cancelled them, and why:
   /// waiting or admitted when fadd restarted, or waiting while their launcher
   /// (one fadd cannot see) did not ask for kPollTimeoutS. A launcher still

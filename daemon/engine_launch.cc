@@ -131,6 +131,7 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
     b.opener = ProcessStamp{caller.pid, opener ? opener->start_ticks : 0};
   }
   const auto id = store_.create_build(std::move(b), {});
+  build_allowance_.take(caller.uid, clock_.now());
   // Its command runs from now on: running, not queued, whether or not it compiles yet.
   store_.set_build_state(id, BuildState::running, std::nullopt);
   last_activity_[id] = clock_.now();
@@ -203,6 +204,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
       b.created_at = clock_.wall();
       b.kernels_glob = "";
       const auto id = store_.create_build(std::move(b), {});
+      build_allowance_.take(caller.uid, clock_.now());
       build = store_.build(id);
     }
   }

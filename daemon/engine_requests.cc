@@ -4,18 +4,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
 #include "common/arch.h"
+#include "common/duration.h"
 #include "common/file_read.h"
 #include "daemon/credentials.h"
 #include "common/time_text.h"
 #include "daemon/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include "daemon/responses.h"
 #include "daemon/manifest.h"
 #include "daemon/planner.h"
@@ -89,6 +92,13 @@ std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
 }
 
 std::optional<Response> Engine::refuse_over_build_limit(uid_t owner) {
+  if (owner != 0)
+    if (const double wait = build_allowance_.wait_s(owner, clock_.now()); wait > 0)
+      return error_response(ErrorCode::failed, user_name(owner) +
+                                                   " has opened the most builds one user may in an hour "
+                                                   "(max_builds_per_user_per_hour = " +
+                                                   std::to_string(build_allowance_.per_hour()) + "); try again in " +
+                                                   format_age(static_cast<std::int64_t>(std::ceil(wait))));
   const int limit = options_.max_builds_per_user;
   if (limit <= 0) return std::nullopt;
   const int open = store_.open_builds_of(owner);
@@ -155,6 +165,7 @@ void Engine::finish_submit(const Caller& caller, const SubmitRequest& req, const
   const auto count = units->size();
   try {
     const auto id = store_.create_build(std::move(b), std::move(*units));
+    build_allowance_.take(caller.uid, clock_.now());
     append_build_log(id, "submitted: " + std::to_string(count) + " units for " + std::to_string(archs.size()) +
                              " arch(s) with " + tc->path + " by " + user_name(caller.uid) + "\n");
     spdlog::info("build {} submitted by {}: {} units", id, user_name(caller.uid), count);
@@ -372,8 +383,9 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   if (b->pruned_at)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + "'s outputs were pruned on " +
                                                  *b->pruned_at + "; submit it again instead");
-  // Reopened, it counts against its owner's limit like a new one.
+  // Reopened, it counts against its owner's limits like a new one.
   if (auto refused = refuse_over_build_limit(owner_of(*b))) return *refused;
+  build_allowance_.take(owner_of(*b), clock_.now());
   int failed = 0, cancelled = 0;
   for (const auto& u : store_.units(id)) {
     failed += u.state == UnitState::failed;

@@ -67,6 +67,7 @@ TEST_CASE("an empty object gives the documented defaults", "[config]") {
   CHECK(r->max_builds_per_user == 32);
   CHECK(r->max_launches_per_user_per_hour == 10000);
   CHECK(r->keep_builds_per_user == 100);
+  CHECK(r->max_builds_per_user_per_hour == 600);
   CHECK(r->nvcc_threads == 0);
   CHECK(r->nvcc.empty());
   CHECK(r->unit_memory_prior == 5 * kGiB);
@@ -128,6 +129,7 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("max_launches_per_user_per_hour": 0)")->max_launches_per_user_per_hour == 0);
   CHECK(one(R"("keep_builds_per_user": 5)")->keep_builds_per_user == 5);
   CHECK_FALSE(one(R"("keep_builds_per_user": -5)").ok());
+  CHECK(one(R"("max_builds_per_user_per_hour": 0)")->max_builds_per_user_per_hour == 0);
   CHECK(one(R"("max_launches_per_user_per_hour": "100")").error() ==
         "f.json:2: key 'max_launches_per_user_per_hour': expected an integer >= 0 (0 = no limit), got \"100\"");
   CHECK(one(R"("max_builds_per_user": -1)").error() ==
@@ -263,6 +265,7 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->max_builds_per_user == defaults.max_builds_per_user);
   CHECK(shipped->max_launches_per_user_per_hour == defaults.max_launches_per_user_per_hour);
   CHECK(shipped->keep_builds_per_user == defaults.keep_builds_per_user);
+  CHECK(shipped->max_builds_per_user_per_hour == defaults.max_builds_per_user_per_hour);
   CHECK(shipped->log_level == defaults.log_level);
   CHECK(shipped->cache_size == defaults.cache_size);
   CHECK(shipped->unit_max_file_size == defaults.unit_max_file_size);

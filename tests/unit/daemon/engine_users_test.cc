@@ -282,6 +282,7 @@ TEST_CASE("engine users: one user's thousands of builds cannot make the listing 
   EngineFixture f;
   f.options.daemon_uid = 0;           // a system fadd: every user may open builds
   f.options.max_builds_per_user = 0;  // no limit: what the listing does with thousands
+  f.options.max_builds_per_user_per_hour = 0;
   f.make_engine().recover();
   const std::string name(kMaxBuildNameBytes, 'x');
   std::vector<std::int64_t> ids;
@@ -495,6 +496,35 @@ TEST_CASE("engine users: a user's launchers record max_launches_per_user_per_hou
   f.clock.advance(1200);
   CHECK(f.engine->launch(kAlice, cache_hit(0, 6)).ok);
   CHECK_FALSE(f.engine->launch(kAlice, cache_hit(0, 7)).ok);
+}
+
+TEST_CASE("engine users: a user opens max_builds_per_user_per_hour builds, then is refused until the bucket refills",
+          "[engine][users]") {
+  // Submit and cancel at once: max_builds_per_user never binds, and each
+  // build is a row and a directory for good.
+  EngineFixture f;
+  f.options.max_builds_per_user_per_hour = 3;
+  f.make_engine().recover();
+  for (int i = 0; i < 3; ++i) REQUIRE(f.engine->cancel(kAlice, submit_as(f, kAlice)).ok);
+  const auto builds_before = f.store->status_builds(100).size();
+  const std::string refused =
+      "4001 has opened the most builds one user may in an hour (max_builds_per_user_per_hour = 3); try again in 20m";
+  auto submit = f.submit_as(kAlice, one_arch());
+  CHECK_FALSE(submit.ok);
+  CHECK(submit.message == refused);
+  auto run = f.engine->open_build(kAlice, OpenBuildRequest{"", "make", std::nullopt});
+  CHECK_FALSE(run.ok);
+  CHECK(run.message == refused);
+  CHECK(f.engine->retry(kAlice, 1).message == refused);
+  auto launch = cache_hit(5, 0);
+  CHECK(f.engine->launch(kAlice, launch).message == refused);  // its session build would be a new one
+  CHECK(f.store->status_builds(100).size() == builds_before);
+  // Others are not held back; root is not limited.
+  submit_as(f, kBob);
+  for (int i = 0; i < 4; ++i) submit_as(f, kRoot);
+  f.clock.advance(1200);
+  submit_as(f, kAlice);
+  CHECK_FALSE(f.submit_as(kAlice, one_arch()).ok);
 }
 
 TEST_CASE("engine users: a launch's arguments are recorded up to 16 KiB, the rest counted", "[engine][users]") {

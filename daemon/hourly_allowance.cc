@@ -1,5 +1,5 @@
-// Per-user buckets of recorded compiles; see launch_allowance.h.
-#include "daemon/launch_allowance.h"
+// Per-user buckets of records; see hourly_allowance.h.
+#include "daemon/hourly_allowance.h"
 
 #include <algorithm>
 
@@ -11,14 +11,14 @@ namespace {
 constexpr std::size_t kForgetAbove = 256;
 }  // namespace
 
-LaunchAllowance::LaunchAllowance(int per_hour) : per_hour_(std::max(0, per_hour)) {}
+HourlyAllowance::HourlyAllowance(int per_hour) : per_hour_(std::max(0, per_hour)) {}
 
-double LaunchAllowance::level(const Bucket& b, double now) const {
+double HourlyAllowance::level(const Bucket& b, double now) const {
   const double refill = std::max(0.0, now - b.at) * per_hour_ / 3600.0;
   return std::min<double>(per_hour_, b.level + refill);
 }
 
-bool LaunchAllowance::take(uid_t uid, double now) {
+bool HourlyAllowance::take(uid_t uid, double now) {
   if (per_hour_ == 0) return true;
   auto it = buckets_.find(uid);
   const double before = it == buckets_.end() ? per_hour_ : level(it->second, now);
@@ -30,7 +30,7 @@ bool LaunchAllowance::take(uid_t uid, double now) {
   return true;
 }
 
-double LaunchAllowance::wait_s(uid_t uid, double now) const {
+double HourlyAllowance::wait_s(uid_t uid, double now) const {
   if (per_hour_ == 0) return 0;
   auto it = buckets_.find(uid);
   if (it == buckets_.end()) return 0;
