@@ -386,6 +386,15 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
   return queue;
 }
 
+std::string Engine::still_full_dir() {
+  for (auto it = disk_hold_.begin(); it != disk_hold_.end();) {
+    if (options_.disk_nearly_full(*it)) return *it;
+    spdlog::info("{} has room again; compiles start again", *it);
+    it = disk_hold_.erase(it);
+  }
+  return "";
+}
+
 std::string Engine::wait_reason_now(const UnitRecord& unit) const {
   return storage_problem_.empty() ? unit.wait_reason : "fadd cannot write its database (disk full?); see 'fad status'";
 }
@@ -483,6 +492,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
 
 void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, const std::string& node,
                         std::map<std::int64_t, std::string>* reasons) {
+  const std::string full = disk_hold_.empty() ? "" : still_full_dir();
   for (const auto& d : plan.decisions) {
     if (d.kind == Decision::Kind::start) {
       auto it = by_id.find(d.unit);
@@ -490,6 +500,11 @@ void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, co
       if (!storage_problem_.empty()) {
         // Starting means writing; a unit that then ends could not be recorded.
         plan.wait_reasons[d.unit] = wait_reason_now(*it->second);
+        continue;
+      }
+      if (!full.empty()) {
+        plan.wait_reasons[d.unit] =
+            "waiting for room on the disk of " + full + " (a compile failed there for want of space)";
         continue;
       }
       const UnitRecord& unit = *it->second;
@@ -708,8 +723,13 @@ void Engine::prepare_end(Ended& e) {
   if (facts.stop == StopCause::none && !facts.external && (e.info.exit_code != 0 || e.info.signaled)) {
     // A compiler that cannot write its object fails like a broken source;
     // asked now, while the disk is still full, the difference is plain.
-    facts.disk_full = !storage_problem_.empty() || disk_nearly_full(options_.state_dir) ||
-                      disk_nearly_full(fs::path(u.output_path).parent_path().string());
+    const std::string out_dir = fs::path(u.output_path).parent_path().string();
+    for (const auto& dir : {options_.state_dir, out_dir})
+      if (options_.disk_nearly_full(dir)) {
+        facts.disk_full = true;
+        disk_hold_.insert(dir);
+      }
+    facts.disk_full |= !storage_problem_.empty();
   }
   if (e.info.oom_killed || facts.disk_full) {
     // Attempts include this run; unreadable (a broken database) counts as the last.

@@ -20,6 +20,7 @@
 #include "daemon/caller.h"
 #include "policy/exit_outcome.h"
 #include "daemon/clock.h"
+#include "daemon/disk_space.h"
 #include "daemon/hourly_allowance.h"
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
@@ -82,6 +83,9 @@ struct EngineOptions {
   /// and a build closed at once (submit and cancel, fad run of nothing) makes
   /// room for the next, each a row and a directory for good.
   int max_builds_per_user_per_hour = 600;
+  /// Whether a directory's filesystem is nearly full (disk_space.h); a
+  /// function so tests can fill a disk without filling one.
+  std::function<bool(const std::string&)> disk_nearly_full = fad::disk_nearly_full;
   /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
   std::uint64_t unit_max_file_size = 0;
 };
@@ -421,6 +425,13 @@ class Engine {
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
   /// Compiles each user's launchers may still have recorded this hour.
+  /// Directories where a compile just failed for want of space: nothing
+  /// starts while one is still nearly full, or the rerun meant for "once
+  /// there is room" would fail the same way at once (SQLite may still have
+  /// free pages, so the database alone does not stop admission).
+  std::set<std::string> disk_hold_;
+  /// Forgets held directories that have room again; the first still full, or "".
+  std::string still_full_dir();
   HourlyAllowance launch_allowance_;
   /// Builds each user may still open this hour (submit, retry, fad run, a launch session).
   HourlyAllowance build_allowance_;

@@ -279,6 +279,37 @@ TEST_CASE("engine faults: a launch session's build lives on through a restart an
   CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
 }
 
+TEST_CASE("engine faults: a compile that failed on a full disk runs again once there is room, not at once",
+          "[engine][faults]") {
+  // The database may still have free pages: its writes alone do not stop
+  // admission, and the three attempts would be spent in a second.
+  EngineFixture f;
+  bool full = false;
+  f.options.disk_nearly_full = [&full](const std::string&) { return full; };
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.launch_count("a_one") == 1);
+  full = true;
+  f.launcher.exit("a_one", 1);
+  for (int i = 0; i < 5; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  CHECK(f.launcher.launch_count("a_one") == 1);
+  CHECK(f.store->unit(f.store->units(id)[0].id)->state == UnitState::queued);
+  const auto shown = f.engine->status(f.me, StatusRequest{id});
+  REQUIRE(shown.ok);
+  for (const auto& u : shown.result["builds"][0]["unit_list"])
+    if (u["name"] == "a_one") CHECK_THAT(u["wait_reason"].get<std::string>(), Contains("waiting for room on the disk"));
+  // Room again: it runs, and the build succeeds.
+  full = false;
+  f.engine->tick();
+  CHECK(f.launcher.launch_count("a_one") == 2);
+  f.finish_build(id);
+  CHECK(f.build_state(id) == BuildState::succeeded);
+}
+
 TEST_CASE("engine faults: a unit whose start is only half written goes back to the queue", "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
