@@ -214,7 +214,9 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
                                                  " compiles, the most one build may; this one runs without fadd");
   UnitRecord u;
   u.kind = UnitKind::external;
-  u.name = fs::path(req.output.empty() ? req.source : req.output).filename().string();
+  // The caller's file name, in fadd's log and every user's listing: no
+  // escape of it may reach a terminal that shows them.
+  u.name = printable(fs::path(req.output.empty() ? req.source : req.output).filename().string());
   u.source = req.source;
   u.family = family_of(req.source);
   u.archs = req.archs;

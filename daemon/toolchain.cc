@@ -287,7 +287,7 @@ void ToolchainProber::finish(const Key& key, Result<Toolchain> result, std::int6
     }
     cache_[key] = Cached{*result, size, mtime_ns, ++uses_};
   } else
-    spdlog::warn("probing {}: {}", key.path, result.error());
+    spdlog::warn("{}", printable("probing " + key.path + ": " + result.error()));
   for (auto& done : probe->waiting) done(result);
 }
 

@@ -22,7 +22,7 @@ TEST_CASE("utf8_prefix cuts before a character, never inside it", "[text]") {
   CHECK(fad::utf8_prefix("\xC3\xA9", 1).empty());
 }
 
-TEST_CASE("printable replaces C0, DEL, C1 and bidi controls and keeps other UTF-8", "[text]") {
+TEST_CASE("printable replaces C0, DEL, C1, bidi and invisible controls and keeps other UTF-8", "[text]") {
   CHECK(fad::printable("caf\xC3\xA9 \xE2\x82\xAC\x1b") == "caf\xC3\xA9 \xE2\x82\xAC?");
   CHECK(fad::printable("a\tb\x7f") == "a?b?");
   CHECK(fad::printable("c1\xC2\x9B"
@@ -35,6 +35,20 @@ TEST_CASE("printable replaces C0, DEL, C1 and bidi controls and keeps other UTF-
   CHECK(fad::printable("a\xE2\x80\xA8"
                        "b\xE2\x80\xA9"
                        "c") == "a?b?c");  // line and paragraph separators
+  // Invisible ones, which make two names look the same or shift a table's
+  // columns: U+200B, U+2060, U+FEFF, U+00AD, U+034F, U+180E, U+206F, U+FFF9,
+  // a tag (U+E0041); U+00E9, U+2070 (superscript 0) and U+1F600 stay.
+  CHECK(fad::printable("a\xE2\x80\x8B"
+                       "b\xE2\x81\xA0"
+                       "c\xEF\xBB\xBF"
+                       "d\xC2\xAD"
+                       "e\xCD\x8F"
+                       "f\xE1\xA0\x8E"
+                       "g\xE2\x81\xAF"
+                       "h\xEF\xBF\xB9"
+                       "i\xF3\xA0\x81\x81"
+                       "j") == "a?b?c?d?e?f?g?h?i?j");
+  CHECK(fad::printable("\xC3\xA9\xE2\x81\xB0\xF0\x9F\x98\x80") == "\xC3\xA9\xE2\x81\xB0\xF0\x9F\x98\x80");
   CHECK(fad::has_control("build\xE2\x80\xAE"));
   CHECK(fad::has_control("x\ny"));
   CHECK_FALSE(fad::has_control("caf\xC3\xA9"));

@@ -614,7 +614,10 @@ TEST_CASE("engine users: a fad run command and a launch's arguments reach logs a
       "C\x1b]0;T\x07.o";
   named.argv = {"/opt/nvcc", "-c", "/w/b.cu", "-o", named.output};
   named.cached = true;
-  REQUIRE(f.engine->launch(f.me, named).ok);
+  const auto named_launch = f.engine->launch(f.me, named);
+  REQUIRE(named_launch.ok);
+  // The name itself: fadd's own log and every listing show it too.
+  CHECK(f.store->unit(named_launch.result.at("unit_id").get<std::int64_t>())->name == "A?B?C?]0;T?.o");
   const auto again = test::slurp(f.build_dir(id) + "/build.log");
   INFO(again);
   CHECK(again.find("cached ") != std::string::npos);
