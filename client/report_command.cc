@@ -1,6 +1,7 @@
 // `fad report ID [-o FILE] [--trace FILE] [--json]`: asks fadd for the build's
 // report data and writes the HTML page (and the trace-event JSON). fadd only
 // returns data; drawing happens here.
+#include <filesystem>
 #include <ostream>
 
 #include "client/commands.h"
@@ -10,6 +11,8 @@
 #include "common/size.h"
 
 namespace fad::client {
+
+namespace fs = std::filesystem;
 
 namespace {
 // Writes `text` to `path` ("-": stdout) as history export does (whole, never
@@ -30,6 +33,16 @@ bool write_output(Context& ctx, const std::string& path, const std::string& text
 int run_report(const Command& cmd, Context& ctx) {
   BuildRequest req;
   req.id = cmd.id.value_or(0);
+  // Checked before anything is written: the trace would replace the page.
+  if (cmd.trace && !cmd.json) {
+    const std::string page = cmd.output.value_or("fad-report-" + std::to_string(req.id) + ".html");
+    std::error_code ec;
+    const auto a = fs::weakly_canonical(page, ec), b = fs::weakly_canonical(*cmd.trace, ec);
+    if (page == *cmd.trace || (!ec && a == b)) {
+      ctx.err << "fad: the page and --trace both name " << *cmd.trace << "; give the trace a file of its own\n";
+      return kExitUsage;
+    }
+  }
   int rc = kExitOk;
   auto result = request(ctx, "report", req.to_json(), rc);
   if (!result) return rc;

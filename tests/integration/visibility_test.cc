@@ -174,6 +174,13 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   int threads = 0;
   for (const auto& e : trace.at("traceEvents")) threads += e.at("ph") == "M" && e.at("name") == "thread_name";
   CHECK(threads == 4);
+  // One file for both would lose the page to the trace: refused, nothing written.
+  const auto both = d.dir() / "both.html";
+  auto same =
+      d.fad({"report", std::to_string(id), "-o", both.string(), "--trace", (d.dir() / "." / "both.html").string()});
+  CHECK(same.exit_code == 2);
+  CHECK(same.err.find("give the trace a file of its own") != std::string::npos);
+  CHECK_FALSE(fs::exists(both));
 
   // The data: each compile's attempt carries its measured memory.
   auto data = d.fad({"report", std::to_string(id), "--json"});
