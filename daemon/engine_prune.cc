@@ -38,6 +38,31 @@ std::optional<std::string> rfc3339_before(const std::string& wall, std::int64_t 
   return std::string(buf);
 }
 
+/// What a prune could not do, said in one bounded line: the first few in
+/// full, the rest counted (a prune of thousands of builds on a full disk
+/// would otherwise answer with a line past the protocol's limit).
+class Failures {
+ public:
+  void add(const std::string& what) {
+    if (shown_.size() < kShown)
+      shown_.push_back(what);
+    else
+      ++more_;
+  }
+  bool empty() const { return shown_.empty(); }
+  std::string text() const {
+    std::string out;
+    for (const auto& s : shown_) out += (out.empty() ? "" : "; ") + s;
+    if (more_) out += "; and " + std::to_string(more_) + " more";
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kShown = 3;
+  std::vector<std::string> shown_;
+  std::size_t more_ = 0;
+};
+
 }  // namespace
 
 void Engine::set_tree_remover(TreeRemover remover) {
@@ -128,7 +153,7 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
   // (any number of files, any depth) is the tree remover's, off the loop.
   std::vector<BuildRecord> chosen;
   std::vector<std::string> trees;
-  std::string failures;
+  Failures failures;
   for (auto& b : candidates) {
     // Each user prunes their own builds; root (and the retention) every build.
     if (!caller.is_root() && owner_of(b) != caller.uid) continue;
@@ -141,7 +166,7 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
     if (!dry_run) {
       const std::string moved = trash_dir() + "/" + std::to_string(b.id) + "-" + std::to_string(++trash_serial_);
       if (::rename(tree.c_str(), moved.c_str()) != 0 && errno != ENOENT) {
-        failures += (failures.empty() ? "" : "; ") + tree + ": " + std::strerror(errno);
+        failures.add(tree + ": " + std::strerror(errno));
         continue;
       }
       try {
@@ -151,8 +176,9 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
         // so a build is never without its outputs yet not marked pruned.
         if (::rename(moved.c_str(), tree.c_str()) != 0)
           spdlog::error("prune: cannot put {} back from {}: {}", tree, moved, std::strerror(errno));
-        failures += (failures.empty() ? "" : "; ") + tree + ": cannot mark the build pruned: " + e.what();
-        continue;
+        failures.add(tree + ": cannot mark the build pruned: " + e.what());
+        // The database cannot be written: every other mark would fail too.
+        break;
       }
       tree = moved;
     }
@@ -175,7 +201,7 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
           const auto& r = results[i];
           // A tree that could not all be deleted is still gone from
           // the build (it is in the trash); the error says what is left.
-          if (!r.error.empty()) failures += (failures.empty() ? "" : "; ") + r.error;
+          if (!r.error.empty()) failures.add(r.error);
           freed += r.bytes;
           builds.push_back(
               {{"id", b.id}, {"name", b.name}, {"finished_at", b.finished_at.value_or("")}, {"bytes", r.bytes}});
@@ -183,8 +209,8 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
         if (!dry_run && !builds.empty())
           spdlog::info("pruned {} finished build(s) {}, freed {}", builds.size(), why, format_size(freed));
         if (!failures.empty()) {
-          spdlog::warn("prune: cannot delete {}", failures);
-          return done(error_response(ErrorCode::failed, "cannot delete " + failures));
+          spdlog::warn("prune: cannot delete {}", failures.text());
+          return done(error_response(ErrorCode::failed, "cannot delete " + failures.text()));
         }
         done(ok_response({{"dry_run", dry_run}, {"bytes", freed}, {"builds", builds}}));
       });
