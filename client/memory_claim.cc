@@ -124,12 +124,30 @@ FallbackView read_fallback_memory(const Reserve& reserve) {
   return view;
 }
 
+bool usable_claims_dir(const std::string& dir, uid_t uid) {
+  // Not through a link another user planted (the directory is in /tmp), and,
+  // for root, one only root owns: root creates and removes files in it.
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (uid == 0 && st.st_uid != 0) return false;
+  if (st.st_uid != uid && !(st.st_mode & S_ISVTX)) return false;  // shared: sticky, each removes only its own
+  return ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
 std::string claims_dir() {
   if (const char* dir = std::getenv("FAD_CLAIMS_DIR"); dir && *dir) return dir;
   const std::string shared = "/tmp/fad-claims";
+  const uid_t uid = ::getuid();
   if (::mkdir(shared.c_str(), 0777) == 0) ::chmod(shared.c_str(), 01777);  // sticky: each removes only its own
-  if (::access(shared.c_str(), W_OK | X_OK) == 0) return shared;
-  return shared + "-" + std::to_string(::getuid());
+  if (usable_claims_dir(shared, uid)) return shared;
+  const std::string own = shared + "-" + std::to_string(uid);
+  ::mkdir(own.c_str(), 0700);
+  if (usable_claims_dir(own, uid)) return own;
+  // Both taken by someone else: a directory of this user's own, at home.
+  const char* home = std::getenv("HOME");
+  const std::string at_home = std::string(home && *home ? home : "/nonexistent") + "/.fad-claims";
+  ::mkdir(at_home.c_str(), 0700);
+  return at_home;
 }
 
 std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir, std::size_t* own) {

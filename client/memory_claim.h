@@ -80,5 +80,8 @@ class MemoryClaim {
 /// $FAD_CLAIMS_DIR, else /tmp/fad-claims (created mode 1777: every user's
 /// compiles count); a per-user directory when that one is unusable.
 std::string claims_dir();
+/// Whether `uid` may keep its claims in `dir`: a real directory (no link),
+/// its own or sticky, and for root owned by root.
+bool usable_claims_dir(const std::string& dir, uid_t uid);
 
 }  // namespace fad::client

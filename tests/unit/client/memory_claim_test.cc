@@ -200,3 +200,27 @@ TEST_CASE("a FIFO or a device under a name launchers open stops nothing", "[memo
   CHECK(admitted);
   CHECK(MemoryClaim::live_claims(dir.path.string()) == std::vector<std::uint64_t>{1 * kGiB});
 }
+
+TEST_CASE("a claims directory is used only if no other user can have planted it", "[memory_claim]") {
+  ClaimsDir d;
+  const std::string real = (d.path / "real").string(), link = (d.path / "link").string();
+  fs::create_directories(real);
+  fs::create_directory_symlink(real, link);
+  ::chmod(real.c_str(), 01777);
+  const uid_t me = ::getuid();
+  CHECK(usable_claims_dir(real, me));
+  // A link (to a directory root alone may write, say): never followed.
+  CHECK_FALSE(usable_claims_dir(link, me));
+  CHECK_FALSE(usable_claims_dir((d.path / "missing").string(), me));
+  if (me != 0) {
+    WARN("SKIP: the ownership cases need root (chown); they did not run");
+    return;
+  }
+  // Another user's: shared only while sticky, and never by root.
+  REQUIRE(::chown(real.c_str(), 4321, 4321) == 0);
+  CHECK(usable_claims_dir(real, 1234));
+  CHECK_FALSE(usable_claims_dir(real, 0));
+  ::chmod(real.c_str(), 0777);
+  CHECK_FALSE(usable_claims_dir(real, 1234));
+  CHECK(usable_claims_dir(real, 4321));
+}
