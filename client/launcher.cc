@@ -285,7 +285,8 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       auto poll =
           ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why, nullptr, &answered_by, kBusyPollPatience);
       if (!poll) {
-        std::cerr << "fad: " << why << "; compiling without fadd\n";
+        // Every waiting launcher meets the same gone fadd: said once per session.
+        warn_unreachable_once(why);
         return compile_without_fadd(argv, extra, prior, settings, cache.get());
       }
       const auto state = poll->at("state").get<std::string>();
@@ -318,7 +319,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
         if (!again) {
           if (relaunches > kMaxRelaunches)
             why = "fadd dropped " + name + " " + std::to_string(kMaxRelaunches + 1) + " times (" + dropped + ")";
-          std::cerr << "fad: " << why << "; compiling without fadd\n";
+          warn_unreachable_once(why);
           return compile_without_fadd(argv, extra, prior, settings, cache.get());
         }
         unit = again->at("unit_id").get<std::int64_t>();

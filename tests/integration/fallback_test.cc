@@ -57,4 +57,11 @@ TEST_CASE("fadd killed in the middle of fad run -- ninja -j 16: no OOM kill, the
   CHECK(d.fake_log().size() == static_cast<std::size_t>(kUnits));
   CHECK(vm.oom_kills() == 0);
   CHECK(out.str().find("compiling without fadd") != std::string::npos);
+  // Every launcher waiting in the gone fadd went around it; said once, not once each.
+  const std::string text = out.str();
+  std::size_t said = 0;
+  for (auto at = text.find("compiling without fadd"); at != std::string::npos;
+       at = text.find("compiling without fadd", at + 1))
+    ++said;
+  CHECK(said == 1);
 }
