@@ -68,6 +68,15 @@ Result<std::uint64_t> size_value(const json& v) {
 }
 
 /// Applies one key's value to `config`; returns what is wrong, or "" when fine.
+/// A count where 0 means no limit (max_parallel_units, the per-user limits):
+/// into `out`, or why not.
+std::string set_limit(const json& v, int& out) {
+  auto n = integer_in(v, 0, std::numeric_limits<int>::max());
+  if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
+  out = static_cast<int>(*n);
+  return "";
+}
+
 std::string apply_key(Config& config, const std::string& key, const json& v) {
   if (key == "memory_budget") {
     if (v.is_string() && v.get<std::string>() == "auto") {
@@ -99,25 +108,15 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     else
       return "expected \"ignore\" or \"use\", got " + v.dump();
   } else if (key == "max_parallel_units") {
-    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
-    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
-    config.max_parallel_units = static_cast<int>(*n);
+    return set_limit(v, config.max_parallel_units);
   } else if (key == "max_builds_per_user") {
-    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
-    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
-    config.max_builds_per_user = static_cast<int>(*n);
+    return set_limit(v, config.max_builds_per_user);
   } else if (key == "max_launches_per_user_per_hour") {
-    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
-    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
-    config.max_launches_per_user_per_hour = static_cast<int>(*n);
+    return set_limit(v, config.max_launches_per_user_per_hour);
   } else if (key == "max_builds_per_user_per_hour") {
-    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
-    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
-    config.max_builds_per_user_per_hour = static_cast<int>(*n);
+    return set_limit(v, config.max_builds_per_user_per_hour);
   } else if (key == "keep_builds_per_user") {
-    auto n = integer_in(v, 0, std::numeric_limits<int>::max());
-    if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
-    config.keep_builds_per_user = static_cast<int>(*n);
+    return set_limit(v, config.keep_builds_per_user);
   } else if (key == "nvcc_threads") {
     if (v == "auto") {
       config.nvcc_threads = 0;
