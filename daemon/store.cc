@@ -429,26 +429,40 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
 
 std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std::string& log_dir) {
   Transaction tx(db_);
-  // Two calls may compile files of the same name (a/x.cu, b/x.cu).
-  // A prefix compare, not LIKE: '%' and '_' in a name are not wildcards.
-  auto st =
-      db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR substr(name, 1, length(?3)) = ?3)");
-  st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#");
-  st.step();
-  const auto same_name = st.int64(0);
+  auto taken = [&](const char* column, const std::string& value) {
+    auto st = db_.prepare(std::string("SELECT 1 FROM units WHERE build_id = ? AND ") + column + " = ? LIMIT 1");
+    st.bind(1, build_id).bind(2, value);
+    return st.step();
+  };
   auto seq = db_.prepare("SELECT coalesce(max(seq) + 1, 0) FROM units WHERE build_id = ?");
   seq.bind(1, build_id);
   seq.step();
   unit.seq = static_cast<int>(seq.int64(0));
-  if (same_name > 0) unit.name += "#" + std::to_string(same_name + 1);
+  if (taken("name", unit.name)) {
+    // Two calls may compile files of the same name (a/x.cu, b/x.cu). The
+    // count is where the numbering starts, but a compile whose own output
+    // is called "x#2" may already hold a number: the loop steps past it.
+    // A prefix compare, not LIKE: '%' and '_' in a name are not wildcards.
+    auto st =
+        db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR substr(name, 1, length(?3)) = ?3)");
+    st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#");
+    st.step();
+    auto n = st.int64(0) + 1;
+    while (taken("name", unit.name + "#" + std::to_string(n))) ++n;
+    unit.name += "#" + std::to_string(n);
+  }
   if (!log_dir.empty()) {
     // The name as a file name: one that would be cut (NAME_MAX is 255 bytes,
     // ".log" included) or holds controls is shortened and made printable,
-    // and its place in the build keeps it unique.
+    // and its place in the build keeps it unique. Two units sharing a log
+    // would interleave their output and lose one at prune.
     std::string file = printable(unit.name);
     if (file != unit.name || file.size() + 4 > 255)
       file = utf8_prefix(file, 255 - 4 - 12) + "~" + std::to_string(unit.seq);
     unit.log_path = log_dir + "/" + file + ".log";
+    for (int extra = 2; taken("log_path", unit.log_path); ++extra)
+      unit.log_path = log_dir + "/" + utf8_prefix(file, 255 - 4 - 24) + "~" + std::to_string(unit.seq) + "~" +
+                      std::to_string(extra) + ".log";
   }
   insert_unit(db_, build_id, unit);
   const auto id = db_.last_insert_id();

@@ -378,6 +378,23 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   store.add_unit(id, odd, "/state/builds/1/logs");
   CHECK(odd.name == "o\n\xC2\x85.o");  // the name itself is kept
   CHECK(file_name(odd) == "o??.o~" + std::to_string(odd.seq) + ".log");
+  // A plain name equal to that file's stem gets a log of its own.
+  auto lookalike = make_unit("o??.o~" + std::to_string(odd.seq), 0);
+  store.add_unit(id, lookalike, "/state/builds/1/logs");
+  CHECK(lookalike.log_path != odd.log_path);
+  // A compile whose own output is called "z#3" holds that number: a third
+  // "z" steps past it instead of failing on the unique name.
+  auto add = [&](const std::string& name) {
+    auto u = make_unit(name, 0);
+    store.add_unit(id, u, "/state/builds/1/logs");
+    return u.name;
+  };
+  CHECK(add("z") == "z");
+  CHECK(add("z#3") == "z#3");
+  CHECK(add("z") == "z#4");
+  std::set<std::string> logs;
+  for (const auto& u : store.units(id)) logs.insert(u.log_path);
+  CHECK(logs.size() == store.units(id).size());
 }
 
 TEST_CASE("store: status_builds and finished_builds order", "[store]") {
