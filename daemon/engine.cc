@@ -174,6 +174,7 @@ void Engine::tick() {
   // from running.
   // Ends that could not be recorded are recorded first.
   best_effort([&] { retry_unrecorded(); });
+  best_effort([&] { retry_unmarked_prunes(); });
   // Units stopped before they had a process end now, outside any loop over running_.
   best_effort([&] {
     for (auto id : std::exchange(deferred_exits_, {})) on_exit(id, ExitInfo{-1, true, 0});
@@ -188,7 +189,7 @@ void Engine::tick() {
     }
   }
   best_effort([&] { check_external(now); });
-  if (!storage_problem_.empty() && unrecorded_.empty()) {
+  if (!storage_problem_.empty() && unrecorded_.empty() && unmarked_prunes_.empty()) {
     // Nothing else writes while fadd admits nothing: try a write of our own.
     best_effort([&] {
       store_.set_meta("last_write_check", clock_.wall());

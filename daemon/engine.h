@@ -287,6 +287,9 @@ class Engine {
   /// The end of a unit whose start could not go through: nothing ran.
   Ended never_started(const UnitRecord& unit, double now, ExitOutcome::Action action);
   void retry_unrecorded();
+  void retry_unmarked_prunes();
+  /// When a build was pruned, counting a prune whose mark is not written yet.
+  std::optional<std::string> pruned_on(const BuildRecord& b) const;
   /// Shows units in unrecorded_ as they ended, in a status about to be sent.
   void overlay_unrecorded(std::vector<UnitRecord>& units) const;
   void storage_failed(const std::string& what);
@@ -390,6 +393,9 @@ class Engine {
   QueueMirror queue_mirror_;
   std::map<std::int64_t, Running> running_;   ///< by unit id
   std::map<std::int64_t, Ended> unrecorded_;  ///< ended, database write failed: retried each tick
+  /// Builds whose trees a prune deleted but whose mark the database did not
+  /// take (a full disk): when, by build id; retried each tick.
+  std::map<std::int64_t, std::string> unmarked_prunes_;
   std::string storage_problem_;
   /// The log's view of storage trouble: whether it was said (and not its
   /// end yet), when last said, when a write last failed.

@@ -154,9 +154,11 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
   std::vector<BuildRecord> chosen;
   std::vector<std::string> trees;
   Failures failures;
+  bool unwritable = false;  // a mark failed: the rest are kept in memory untried
   for (auto& b : candidates) {
     // Each user prunes their own builds; root (and the retention) every build.
     if (!caller.is_root() && owner_of(b) != caller.uid) continue;
+    if (unmarked_prunes_.count(b.id)) continue;  // gone already, its mark still to be written
     // A cancelled build may still be stopping its compilers; they write to
     // its logs until they exit. Its turn comes on the next prune.
     bool stopping = false;
@@ -170,16 +172,18 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
         continue;
       }
       try {
-        store_.mark_pruned(b.id, now);
-      } catch (const std::exception& e) {
-        // A full disk fails the mark after the rename: the tree goes back,
-        // so a build is never without its outputs yet not marked pruned.
-        if (::rename(moved.c_str(), tree.c_str()) != 0)
-          spdlog::error("prune: cannot put {} back from {}: {}", tree, moved, std::strerror(errno));
-        failures.add(tree + ": cannot mark the build pruned: " + e.what());
-        // The database cannot be written: every other mark would fail too.
-        break;
+        if (!unwritable) store_.mark_pruned(b.id, now);
+      } catch (const StoreError& e) {
+        // A full disk is when a prune matters most, and the mark is what
+        // fails then: the tree is deleted all the same and the mark kept here,
+        // written on the first tick the database takes it. Until then fadd
+        // treats the build as pruned; a crash before then leaves a build
+        // marked with outputs the next prune finds gone, which it marks.
+        storage_failed(e.what());
+        spdlog::error("prune: cannot mark build {} pruned: {} (kept, retried each tick)", b.id, e.what());
+        unwritable = true;
       }
+      if (unwritable) unmarked_prunes_[b.id] = now;
       tree = moved;
     }
     trees.push_back(std::move(tree));
@@ -214,6 +218,21 @@ void Engine::prune_builds(const Caller& caller, std::vector<BuildRecord> candida
         }
         done(ok_response({{"dry_run", dry_run}, {"bytes", freed}, {"builds", builds}}));
       });
+}
+
+void Engine::retry_unmarked_prunes() {
+  for (auto it = unmarked_prunes_.begin(); it != unmarked_prunes_.end();) {
+    store_.mark_pruned(it->first, it->second);  // throws again while the disk is full
+    it = unmarked_prunes_.erase(it);
+    storage_ok();
+  }
+}
+
+std::optional<std::string> Engine::pruned_on(const BuildRecord& b) const {
+  if (b.pruned_at) return b.pruned_at;
+  const auto it = unmarked_prunes_.find(b.id);
+  if (it == unmarked_prunes_.end()) return std::nullopt;
+  return it->second;
 }
 
 void Engine::apply_keep_limit(double now) {

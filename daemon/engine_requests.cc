@@ -231,7 +231,9 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
   return s;
 }
 
-json Engine::owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes) {
+json Engine::owned_build_json(const BuildRecord& stored, std::size_t unit_list_bytes) {
+  BuildRecord b = stored;
+  b.pruned_at = pruned_on(stored);
   json j;
   if (unit_list_bytes == 0) {
     j = build_json(b, listed_summary(b));
@@ -380,9 +382,9 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
     if (r.unit.build_id == id)
       return error_response(ErrorCode::failed,
                             "build " + std::to_string(id) + " is still stopping its units; retry in a moment");
-  if (b->pruned_at)
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) + "'s outputs were pruned on " +
-                                                 *b->pruned_at + "; submit it again instead");
+  if (const auto pruned = pruned_on(*b))
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + "'s outputs were pruned on " + *pruned +
+                                                 "; submit it again instead");
   // Reopened, it counts against its owner's limits like a new one.
   if (auto refused = refuse_over_build_limit(owner_of(*b))) return *refused;
   build_allowance_.take(owner_of(*b), clock_.now());
@@ -410,9 +412,9 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   if (!b) return no_build(req.id);
   // Compiler output quotes the sources; on disk it is readable by its owner only.
   if (auto refused = refuse_unless_owner(caller, *b, "read the logs of")) return *refused;
-  if (b->pruned_at)
+  if (const auto pruned = pruned_on(*b))
     return error_response(ErrorCode::not_found,
-                          "build " + std::to_string(req.id) + "'s logs were pruned on " + *b->pruned_at);
+                          "build " + std::to_string(req.id) + "'s logs were pruned on " + *pruned);
   std::string path = build_dir(req.id) + "/build.log";
   bool finished = is_final(b->state);
   if (req.unit) {
