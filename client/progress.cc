@@ -205,8 +205,8 @@ std::string render_failure(const json& build, const std::string& log_tail) {
   const std::string name = printable(str(unit, "name"));
   std::string out = "build " + id + " failed: " + name;
   if (const json* code = field(unit, "exit_code"); code && code->is_number_integer()) {
-    const std::string how = exit_status_text(code->get<int>());
-    out += how.rfind("killed", 0) == 0 ? " was " + how : " exited with code " + text(unit, "exit_code");
+    const int status = code->get<int>();
+    out += killing_signal(status) ? " was " + exit_status_text(status) : " exited with code " + std::to_string(status);
   } else {
     out += " failed";
   }

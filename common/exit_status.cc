@@ -5,11 +5,17 @@
 
 namespace fad {
 
-std::string exit_status_text(int exit_code) {
+std::optional<int> killing_signal(int exit_code) {
   const int sig = exit_code - 128;
-  if (sig < 1 || sig > 64) return "exit code " + std::to_string(exit_code);
-  const char* abbrev = ::sigabbrev_np(sig);
-  return "killed by signal " + std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
+  if (sig < 1 || sig > 64) return std::nullopt;
+  return sig;
+}
+
+std::string exit_status_text(int exit_code) {
+  const auto sig = killing_signal(exit_code);
+  if (!sig) return "exit code " + std::to_string(exit_code);
+  const char* abbrev = ::sigabbrev_np(*sig);
+  return "killed by signal " + std::to_string(*sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
 }
 
 }  // namespace fad

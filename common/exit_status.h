@@ -3,9 +3,13 @@
 // user nothing that "killed by signal 9 (SIGKILL)" does not say better.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace fad {
+
+/// N for a status of 128 + N (N from 1 to 64), the signal that killed it.
+std::optional<int> killing_signal(int exit_code);
 
 /// "killed by signal N (SIGNAME)" for a status of 128 + N (N from 1 to 64),
 /// else "exit code N".

@@ -312,6 +312,10 @@ class Engine {
   /// A new build past options_.max_builds_per_user, or past this hour's
   /// max_builds_per_user_per_hour, for this caller: refused.
   std::optional<Response> refuse_over_build_limit(uid_t owner);
+  /// The refusal once `uid` (not root) has used up `allowance` for now:
+  /// "USER<did> one user may in an hour (KEY = N); <then> AGE".
+  std::optional<Response> refuse_past_allowance(const HourlyAllowance& allowance, uid_t uid, const std::string& did,
+                                                const std::string& key, const std::string& then) const;
   /// Whether the unit's process-group id still names the group it started.
   bool group_is_ours(const Running& r);
   /// Signals the unit's process group, unless its id now names another's.

@@ -178,14 +178,10 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
                                                    " compiles waiting for admission, the most one user may have");
   }
   // Checked before a session build is opened for it: a refused launch leaves nothing behind.
-  if (!caller.is_root())
-    if (const double wait = launch_allowance_.wait_s(caller.uid, clock_.now()); wait > 0)
-      return error_response(ErrorCode::failed, user_name(caller.uid) +
-                                                   "'s launchers have recorded the most compiles one user may in an "
-                                                   "hour (max_launches_per_user_per_hour = " +
-                                                   std::to_string(launch_allowance_.per_hour()) +
-                                                   "); this one runs without fadd, the next may be recorded in " +
-                                                   format_age(static_cast<std::int64_t>(std::ceil(wait))));
+  if (auto refused = refuse_past_allowance(
+          launch_allowance_, caller.uid, "'s launchers have recorded the most compiles",
+          "max_launches_per_user_per_hour", "this one runs without fadd, the next may be recorded in"))
+    return *refused;
   std::optional<BuildRecord> build;
   if (req.build_id) {
     build = store_.build(*req.build_id);

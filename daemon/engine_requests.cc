@@ -91,14 +91,21 @@ std::optional<Response> Engine::refuse_compiles_for(const Caller& caller) {
                                                "run by root");
 }
 
+std::optional<Response> Engine::refuse_past_allowance(const HourlyAllowance& allowance, uid_t uid,
+                                                      const std::string& did, const std::string& key,
+                                                      const std::string& then) const {
+  if (uid == 0) return std::nullopt;  // root's own work is not what the limit guards against
+  const double wait = allowance.wait_s(uid, clock_.now());
+  if (wait <= 0) return std::nullopt;
+  return error_response(ErrorCode::failed, user_name(uid) + did + " one user may in an hour (" + key + " = " +
+                                               std::to_string(allowance.per_hour()) + "); " + then + " " +
+                                               format_age(static_cast<std::int64_t>(std::ceil(wait))));
+}
+
 std::optional<Response> Engine::refuse_over_build_limit(uid_t owner) {
-  if (owner != 0)
-    if (const double wait = build_allowance_.wait_s(owner, clock_.now()); wait > 0)
-      return error_response(ErrorCode::failed, user_name(owner) +
-                                                   " has opened the most builds one user may in an hour "
-                                                   "(max_builds_per_user_per_hour = " +
-                                                   std::to_string(build_allowance_.per_hour()) + "); try again in " +
-                                                   format_age(static_cast<std::int64_t>(std::ceil(wait))));
+  if (auto refused = refuse_past_allowance(build_allowance_, owner, " has opened the most builds",
+                                           "max_builds_per_user_per_hour", "try again in"))
+    return refused;
   const int limit = options_.max_builds_per_user;
   if (limit <= 0) return std::nullopt;
   const int open = store_.open_builds_of(owner);
