@@ -31,7 +31,7 @@ constexpr const char* kKnownKeys =
     "keep_builds_per_user, max_builds_per_user_per_hour, "
     "nvcc_threads, nvcc, unit_memory_prior, poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, "
     "kernels_dir, cache_dir, cache_size, "
-    "retention, log_max_size, log_max_files, unit_max_file_size, executor, slurm";
+    "retention, log_max_size, log_max_files, unit_max_file_size, unit_max_log_size, executor, slurm";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -176,15 +176,16 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     auto n = integer_in(v, 1, 100);
     if (!n) return "expected an integer from 1 to 100, got " + v.dump();
     config.log_max_files = static_cast<int>(*n);
-  } else if (key == "unit_max_file_size") {
+  } else if (key == "unit_max_file_size" || key == "unit_max_log_size") {
+    std::uint64_t& limit = key == "unit_max_file_size" ? config.unit_max_file_size : config.unit_max_log_size;
     if (v == "unlimited") {
-      config.unit_max_file_size = 0;
+      limit = 0;
       return "";
     }
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (or \"unlimited\")";
     if (*size < (1ull << 20)) return "must be at least 1M (or \"unlimited\")";
-    config.unit_max_file_size = *size;
+    limit = *size;
   } else if (key == "cache_size") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (0 turns the compile cache off)";

@@ -49,6 +49,11 @@ struct Config {
   /// compiler printing without end must not fill the disk fadd's database is
   /// on. Far above any object file. 0 = "unlimited".
   std::uint64_t unit_max_file_size = 16ull << 30;
+  /// The most a unit's compiler output may grow its log to before fadd ends
+  /// it: the limit above is sized for objects, and a unit's log is on the
+  /// state disk, where each user's flooding compilers would otherwise add
+  /// 16 GiB each. Far above any real compiler's output. 0 = "unlimited".
+  std::uint64_t unit_max_log_size = 64ull << 20;
   std::optional<std::string> socket;
   /// Who may connect to the socket besides fadd's user: the socket's group
   /// and mode ("0660" lets the group in). Everyone who can connect is known

@@ -87,6 +87,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.keep_builds_per_user = c.keep_builds_per_user;
   e.max_builds_per_user_per_hour = c.max_builds_per_user_per_hour;
   e.unit_max_file_size = c.unit_max_file_size;
+  e.unit_max_log_size = c.unit_max_log_size;
   if (auto cache = resolve_cache_settings(c, process_env()))
     e.cache = *cache;
   else

@@ -55,13 +55,15 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
 }
 
 /// ", exit code N" (", killed by signal N (SIGNAME)") for a failed unit,
-/// with the cause where fad set it: the kernel's SIGXFSZ alone tells a user
-/// nothing.
-std::string failure_text(const ExitInfo& info, std::uint64_t max_file_size) {
+/// with the cause where fad set it: the kernel's SIGXFSZ, or fadd's own
+/// SIGKILL, alone tells a user nothing.
+std::string failure_text(const ExitInfo& info, bool log_over, const EngineOptions& options) {
   std::string text =
       ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
-  if (info.signaled && info.exit_code == 128 + SIGXFSZ && max_file_size > 0)
-    text += ": it wrote a file past unit_max_file_size (" + format_size(max_file_size) + ")";
+  if (log_over)
+    text += ": its output passed unit_max_log_size (" + format_size(options.unit_max_log_size) + ")";
+  else if (info.signaled && info.exit_code == 128 + SIGXFSZ && options.unit_max_file_size > 0)
+    text += ": it wrote a file past unit_max_file_size (" + format_size(options.unit_max_file_size) + ")";
   return text;
 }
 }  // namespace
@@ -181,6 +183,7 @@ void Engine::tick() {
   });
   last_snapshot_ = probe_.sample();
   best_effort([&] { measure_running(now); });
+  best_effort([&] { stop_flooding_units(); });
   for (auto& [id, r] : running_) {
     if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
       // Once: after that the group is gone or about to be, and its id may be reused.
@@ -287,6 +290,24 @@ void Engine::measure_running(double now) {
     if (r.compiled.points.size() > kMaxProfilePoints) r.compiled = r.compiled.thinned(kMaxProfilePoints / 2);
   }
   for (const auto& [build, bytes] : build_bytes) store_.raise_build_peak(build, bytes);
+}
+
+void Engine::stop_flooding_units() {
+  const std::uint64_t limit = options_.unit_max_log_size;
+  if (limit == 0) return;
+  for (auto& [id, r] : running_) {
+    if (r.pgid <= 0 || r.log_over || r.killed) continue;
+    std::error_code ec;
+    const auto size = fs::file_size(r.unit.log_path, ec);
+    if (ec || size <= limit) continue;
+    // Looked at each tick, so a compiler writes at most a tick's worth past
+    // the limit; killed, not asked, since one that prints without end is
+    // broken or hostile either way.
+    spdlog::warn("unit {} of build {} wrote {} to its log, past unit_max_log_size ({}); ending it", r.unit.name,
+                 r.unit.build_id, format_size(size), format_size(limit));
+    r.log_over = true;
+    signal_unit(r, SIGKILL);
+  }
 }
 
 std::optional<Credentials> Engine::run_as(const BuildRecord& b) {
@@ -871,12 +892,11 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         e.recorded = true;
         if (e.learned) estimator_.learn(*e.learned);
         if (!e.ok && e.launched)
-          spdlog::warn("unit {} of build {} failed{}", u.name, u.build_id,
-                       failure_text(e.info, options_.unit_max_file_size));
+          spdlog::warn("unit {} of build {} failed{}", u.name, u.build_id, failure_text(e.info, r.log_over, options_));
         std::string summary = !e.launched ? "FAILED " + u.name + ": could not start\n"
                                           : (e.ok ? "finished " : "FAILED ") + u.name + " in " +
                                                 std::to_string(int(e.duration)) + " s, peak " + format_size(r.peak) +
-                                                (e.ok ? "" : failure_text(e.info, options_.unit_max_file_size)) + "\n";
+                                                (e.ok ? "" : failure_text(e.info, r.log_over, options_)) + "\n";
         std::uint64_t log_size = 0;
         auto excerpt = read_file_slice(u.log_path, 0, kLogExcerptBytes, &log_size);
         if (excerpt) summary += *excerpt;

@@ -88,6 +88,9 @@ struct EngineOptions {
   std::function<bool(const std::string&)> disk_nearly_full = fad::disk_nearly_full;
   /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
   std::uint64_t unit_max_file_size = 0;
+  /// The most a running unit's log may hold before fadd ends it
+  /// (`unit_max_log_size`); 0 = no limit.
+  std::uint64_t unit_max_log_size = 0;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)
@@ -209,6 +212,7 @@ class Engine {
     double gone_since = 0;             ///< external: when its process group was first seen gone
     std::uint64_t leader_start = 0;    ///< external: its group leader's start time (see group_is_ours)
     bool killed = false;               ///< SIGKILL sent after the stop grace (once: the group may be reused)
+    bool log_over = false;             ///< ended by fadd: its log passed unit_max_log_size
     double started_epoch = 0;          ///< started_at as epoch seconds, for reports
     int attempt = 1;                   ///< which run of the unit this is
     std::uint64_t estimate_bytes = 0;  ///< the peak it was admitted with
@@ -251,6 +255,8 @@ class Engine {
   };
 
   void measure_running(double now);
+  /// Ends running units whose log has passed unit_max_log_size.
+  void stop_flooding_units();
   void schedule(double now, const MemorySnapshot& snap);
   /// The running units as the scheduler sees them; those on `node` only when given.
   std::vector<RunningUnit> running_view(double now, const std::string* node) const;

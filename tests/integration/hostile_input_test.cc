@@ -456,3 +456,22 @@ TEST_CASE("a compiler that floods its log is stopped at unit_max_file_size, and 
   CHECK_THAT(logs.out,
              Catch::Contains("killed by signal 25 (SIGXFSZ): it wrote a file past unit_max_file_size (4.0 MiB)"));
 }
+
+TEST_CASE("a compiler whose output passes unit_max_log_size is ended by fadd, and the build says why",
+          "[integration][hostile]") {
+  Daemon d;
+  // 8 MiB of warnings at once, then 30 s of "compiling": only fadd ends it sooner.
+  d.write_kernels({{"fwd_chatty", "print_mb=8 duration_s=30 peak_mb=16"}});
+  d.write_config(R"({"poll_interval_ms": 100, "unit_max_log_size": "4M"})");
+  d.start();
+  const auto id = d.submit({"--arch", "9.0"});
+  const auto b = d.wait_final(id);
+  REQUIRE(b.at("state") == "failed");
+  const auto& unit = b.at("unit_list").at(0);
+  CHECK(unit.at("exit_code") == 128 + SIGKILL);
+  CHECK(unit.at("duration_s").get<double>() < 25);
+  CHECK(fs::file_size(unit.at("log").get<std::string>()) < (9u << 20));
+  const auto logs = d.fad({"logs", std::to_string(id)});
+  CHECK(logs.exit_code == 0);
+  CHECK_THAT(logs.out, Catch::Contains("killed by signal 9 (SIGKILL): its output passed unit_max_log_size (4.0 MiB)"));
+}

@@ -269,6 +269,7 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->log_level == defaults.log_level);
   CHECK(shipped->cache_size == defaults.cache_size);
   CHECK(shipped->unit_max_file_size == defaults.unit_max_file_size);
+  CHECK(shipped->unit_max_log_size == defaults.unit_max_log_size);
   CHECK(shipped->socket_mode == defaults.socket_mode);
 }
 
@@ -285,6 +286,16 @@ TEST_CASE("unit_max_file_size: a size of at least 1M, or unlimited", "[config]")
         "f.json:1: key 'unit_max_file_size': must be at least 1M (or \"unlimited\")");
   CHECK_THAT(error_lines(parse_config(R"({"unit_max_file_size": "lots"})", "f.json")).at(0),
              Catch::StartsWith("f.json:1: key 'unit_max_file_size': ") && Catch::EndsWith(" (or \"unlimited\")"));
+}
+
+TEST_CASE("unit_max_log_size: a size of at least 1M, or unlimited", "[config]") {
+  CHECK(parse_config("{}", "f.json")->unit_max_log_size == (64ull << 20));
+  CHECK(parse_config(R"({"unit_max_log_size": "1G"})", "f.json")->unit_max_log_size == (1ull << 30));
+  CHECK(parse_config(R"({"unit_max_log_size": "unlimited"})", "f.json")->unit_max_log_size == 0);
+  // Each key sets its own limit.
+  CHECK(parse_config(R"({"unit_max_log_size": "unlimited"})", "f.json")->unit_max_file_size == (16ull << 30));
+  CHECK(error_lines(parse_config(R"({"unit_max_log_size": 4096})", "f.json")).at(0) ==
+        "f.json:1: key 'unit_max_log_size': must be at least 1M (or \"unlimited\")");
 }
 
 TEST_CASE("cache_dir and cache_size: the compile cache's keys", "[config]") {
