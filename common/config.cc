@@ -31,7 +31,8 @@ constexpr const char* kKnownKeys =
     "keep_builds_per_user, max_builds_per_user_per_hour, "
     "nvcc_threads, nvcc, unit_memory_prior, poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, "
     "kernels_dir, cache_dir, cache_size, "
-    "retention, log_max_size, log_max_files, unit_max_file_size, unit_max_log_size, executor, slurm";
+    "retention, log_max_size, log_max_files, unit_max_file_size, unit_max_log_size, state_disk_reserve, executor, "
+    "slurm";
 
 struct Problem {
   std::size_t offset;  ///< where in the text, for file order
@@ -186,6 +187,11 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (!size) return size.error() + " (or \"unlimited\")";
     if (*size < (1ull << 20)) return "must be at least 1M (or \"unlimited\")";
     limit = *size;
+  } else if (key == "state_disk_reserve") {
+    Result<std::uint64_t> size = size_value(v);
+    if (!size) return size.error() + " (0 keeps no reserve)";
+    if (*size > (1ull << 30)) return "must be at most 1G (0 keeps no reserve)";
+    config.state_disk_reserve = *size;
   } else if (key == "cache_size") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (0 turns the compile cache off)";

@@ -54,6 +54,10 @@ struct Config {
   /// state disk, where each user's flooding compilers would otherwise add
   /// 16 GiB each. Far above any real compiler's output. 0 = "unlimited".
   std::uint64_t unit_max_log_size = 64ull << 20;
+  /// A file of this size fadd keeps in its state dir and deletes when the
+  /// disk fills, so the ends of finished compiles can still be recorded
+  /// (daemon/disk_reserve.h). 0 = none.
+  std::uint64_t state_disk_reserve = 4ull << 20;
   std::optional<std::string> socket;
   /// Who may connect to the socket besides fadd's user: the socket's group
   /// and mode ("0660" lets the group in). Everyone who can connect is known

@@ -45,6 +45,10 @@ namespace asio = boost::asio;
 
 namespace {
 
+/// How long a stopping fadd keeps trying to write what finished (a full
+/// disk) before it exits without: well inside systemd's stop timeout.
+constexpr auto kUnwrittenGrace = std::chrono::seconds(10);
+
 /// The first directory above `dir` (from the root down) that users other
 /// than its owner may not pass through (no o+x), if any.
 std::optional<std::string> first_closed_ancestor(const std::string& dir) {
@@ -88,6 +92,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.max_builds_per_user_per_hour = c.max_builds_per_user_per_hour;
   e.unit_max_file_size = c.unit_max_file_size;
   e.unit_max_log_size = c.unit_max_log_size;
+  e.disk_reserve_bytes = c.state_disk_reserve;
   if (auto cache = resolve_cache_settings(c, process_env()))
     e.cache = *cache;
   else
@@ -307,15 +312,28 @@ int run_daemon(const DaemonOptions& o) {
   // 7. The loop: one tick per poll interval; exit once stopped and idle.
   const auto interval = std::chrono::milliseconds(std::max(10, o.config.poll_interval_ms));
   asio::steady_timer timer(io);
+  std::optional<std::chrono::steady_clock::time_point> idle_since;
   std::function<void()> tick = [&] {
     if (shutdown_requested) begin_stop("shutdown request");
     engine.tick();
     if (stopping && engine.idle()) {
-      launcher->shutdown();
-      signals.cancel();
-      ignored.cancel();
-      io.stop();
-      return;
+      // What finished but could not be written yet (a full disk) is lost
+      // with the process: a few more seconds of tries, then say so plainly.
+      const auto now = std::chrono::steady_clock::now();
+      if (!idle_since) idle_since = now;
+      const std::size_t unwritten = engine.unwritten_count();
+      if (unwritten == 0 || now - *idle_since >= kUnwrittenGrace) {
+        if (unwritten > 0)
+          spdlog::error(
+              "stopping with {} unit end(s) or prune mark(s) the full disk of {} did not take: those units run "
+              "again, and those builds are pruned again, at the next start",
+              unwritten, o.state_dir);
+        launcher->shutdown();
+        signals.cancel();
+        ignored.cancel();
+        io.stop();
+        return;
+      }
     }
     timer.expires_after(interval);
     timer.async_wait([&](boost::system::error_code tec) {

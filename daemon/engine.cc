@@ -82,6 +82,7 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       epoch_anchor_(parse_rfc3339(clock.wall()).value_or(0) - clock.now()),
       launch_allowance_(options_.max_launches_per_user_per_hour),
       build_allowance_(options_.max_builds_per_user_per_hour) {
+  if (options_.disk_reserve_bytes > 0) reserve_.emplace(options_.state_dir + "/reserve", options_.disk_reserve_bytes);
   if (options_.cache.max_bytes > 0) {
     // Root restores what the cache holds into its own builds: only a cache
     // no one else can write may serve it (root_only_path.h). Judged before
@@ -200,6 +201,7 @@ void Engine::tick() {
     });
   }
   say_storage_recovered(now);
+  best_effort([&] { keep_reserve(now); });
   check_database_file(now);
   if (!shutting_down_) best_effort([&] { schedule(now, last_snapshot_); });
   best_effort([&] { apply_retention(now); });
@@ -231,6 +233,19 @@ void Engine::storage_failed(const std::string& what) {
     storage_trouble_said_ = true;
   }
   storage_problem_ = problem;
+  // Room for the writes that cannot wait (the ends of finished compiles):
+  // retried on the next tick.
+  if (reserve_ && reserve_->release())
+    spdlog::warn("the disk of {} is full: deleted fadd's {} reserve file to record what finished", options_.state_dir,
+                 format_size(reserve_->bytes()));
+}
+
+void Engine::keep_reserve(double now) {
+  if (!reserve_ || !storage_problem_.empty() || now - reserve_tried_at_ < kReserveRetryS || reserve_->held()) return;
+  reserve_tried_at_ = now;
+  // Only from room to spare: taken from a nearly full disk, it would be
+  // the reason the next write fails.
+  if (!options_.disk_nearly_full(options_.state_dir)) reserve_->fill();
 }
 
 void Engine::storage_ok() {

@@ -17,6 +17,7 @@
 #include "common/compile_cache.h"
 #include "common/launch_protocol.h"
 #include "common/protocol.h"
+#include "daemon/disk_reserve.h"
 #include "daemon/caller.h"
 #include "policy/exit_outcome.h"
 #include "daemon/clock.h"
@@ -88,6 +89,8 @@ struct EngineOptions {
   std::function<bool(const std::string&)> disk_nearly_full = fad::disk_nearly_full;
   /// The largest file a unit may write (`unit_max_file_size`); 0 = no limit.
   std::uint64_t unit_max_file_size = 0;
+  /// The reserve file fadd keeps on the state disk (disk_reserve.h): 0 = none.
+  std::uint64_t disk_reserve_bytes = 0;
   /// The most a running unit's log may hold before fadd ends it
   /// (`unit_max_log_size`); 0 = no limit.
   std::uint64_t unit_max_log_size = 0;
@@ -178,6 +181,9 @@ class Engine {
   /// Units that ended but could not be recorded do not hold it up: the
   /// database still says running, so the next start requeues them.
   bool idle() const { return running_.empty(); }
+  /// Ends of finished units and prune marks the database has not taken yet
+  /// (a full disk): lost if fadd exits now.
+  std::size_t unwritten_count() const { return unrecorded_.size() + unmarked_prunes_.size(); }
   std::size_t running_count() const { return running_.size(); }
 
   /// Called whenever a unit ends or a build is submitted, so the loop can
@@ -407,6 +413,9 @@ class Engine {
   /// take (a full disk): when, by build id; retried each tick.
   std::map<std::int64_t, std::string> unmarked_prunes_;
   std::string storage_problem_;
+  std::optional<DiskReserve> reserve_;  ///< set when disk_reserve_bytes > 0
+  double reserve_tried_at_ = -1e9;      ///< when the reserve was last made (or tried)
+  static constexpr double kReserveRetryS = 60;
   /// The log's view of storage trouble: whether it was said (and not its
   /// end yet), when last said, when a write last failed.
   bool storage_trouble_said_ = false;
@@ -416,6 +425,8 @@ class Engine {
   /// Writes going through this long end a spell of trouble in the log.
   static constexpr double kStorageSettledS = 10;
   void say_storage_recovered(double now);
+  /// Makes the reserve file again once the disk has room (each minute at most).
+  void keep_reserve(double now);
   /// Set once the database file was seen deleted or replaced (said in status).
   std::string database_replaced_;
   double database_checked_at_ = 0;

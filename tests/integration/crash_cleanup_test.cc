@@ -181,6 +181,8 @@ TEST_CASE("a full disk under the state dir loses no finished compile, and fadd s
   d.write_kernels({});
   Mount mount;
   if (!mount_state_tmpfs(d, mount, "16m", "the full-disk test")) return;
+  // No reserve file: this is the disk full past it.
+  d.write_config(R"({"state_disk_reserve": 0})");
   d.start({"--cores", "4", "--memory-budget", "8G"});
   const auto project =
       write_ninja_project(d.dir() / "proj", 16, "peak_mb=4 duration_s=1.5", std::string(FAD_FAD_BIN) + " launch");
@@ -232,6 +234,44 @@ TEST_CASE("a full disk under the state dir loses no finished compile, and fadd s
   d.terminate();
 }
 
+TEST_CASE("a compile that finished as the disk filled is recorded in fadd's reserve, and a restart does not rerun it",
+          "[integration][crash][diskfull]") {
+  Daemon d;
+  d.write_kernels({{"fwd_a", "peak_mb=4 duration_s=1"}});
+  Mount mount;
+  if (!mount_state_tmpfs(d, mount, "16m", "the disk reserve test")) return;
+  d.start({"--cores", "4", "--memory-budget", "8G"});
+  const auto reserve = d.state_dir() + "/reserve";
+  REQUIRE(fs::file_size(reserve) == (4u << 20));
+  // A compiler that, its object written, fills the disk to the last byte
+  // (as another program on the disk would) and succeeds.
+  const auto filler = d.state_dir() + "/filler";
+  const auto wrapper = d.dir() / "filling-nvcc";
+  std::ofstream(wrapper) << ("#!/bin/sh\n\"" + std::string(FAD_FAKE_NVCC_BIN) + "\" \"$@\" || exit $?\n" +
+                             "case \" $* \" in *' -c '*) dd if=/dev/zero of=" + filler +
+                             " bs=64k 2>/dev/null ;; esac\nexit 0\n");
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const auto id = d.submit({"--arch", "9.0", "--nvcc", wrapper.string()});
+  // fadd's first failed write deletes the reserve; the ends go into that room.
+  REQUIRE(wait_for([&] { return !fs::exists(reserve); }, std::chrono::seconds(60)));
+  CHECK(d.daemon_log().find("is full: deleted fadd's 4.0 MiB reserve file to record what finished") !=
+        std::string::npos);
+  REQUIRE(wait_for([&] { return d.status(id).at("units").at("succeeded").get<int>() >= 1; }, std::chrono::seconds(60)));
+  // Stopped with the disk still full, then started once there is room.
+  REQUIRE(d.terminate() == 0);
+  fs::remove(filler);
+  d.start({"--cores", "4", "--memory-budget", "8G"});
+  const json done = d.wait_final(id, 120);
+  CHECK(done.at("state") == "succeeded");
+  // The compile that finished did not run again. (The link may have met the
+  // full disk and rerun: that is a failure, not a lost end.)
+  CHECK(done.at("unit_list").at(0).at("name") == "fwd_a");
+  CHECK(done.at("unit_list").at(0).at("attempts") == 1);
+  // And the reserve is made again once the disk has room.
+  CHECK(wait_for([&] { return fs::exists(reserve); }, std::chrono::seconds(90)));
+  d.terminate();
+}
+
 TEST_CASE("fadd refuses to start on a full state disk, says the disk is full, and starts once there is room",
           "[integration][crash][diskfull]") {
   Daemon d;
@@ -262,7 +302,7 @@ TEST_CASE(
   Mount mount;
   if (!mount_state_tmpfs(d, mount, "16m", "the submitted full-disk test")) return;
   // Outputs and logs live in the state dir here, so the compilers meet the full disk too.
-  d.write_config(R"({"unit_memory_prior": "64M"})");
+  d.write_config(R"({"unit_memory_prior": "64M", "state_disk_reserve": 0})");
   d.start({"--cores", "4", "--memory-budget", "8G"});
   const auto id = d.submit({"--arch", "9.0"});
   REQUIRE(wait_for(

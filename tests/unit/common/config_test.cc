@@ -270,6 +270,7 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->cache_size == defaults.cache_size);
   CHECK(shipped->unit_max_file_size == defaults.unit_max_file_size);
   CHECK(shipped->unit_max_log_size == defaults.unit_max_log_size);
+  CHECK(shipped->state_disk_reserve == defaults.state_disk_reserve);
   CHECK(shipped->socket_mode == defaults.socket_mode);
 }
 
@@ -296,6 +297,16 @@ TEST_CASE("unit_max_log_size: a size of at least 1M, or unlimited", "[config]") 
   CHECK(parse_config(R"({"unit_max_log_size": "unlimited"})", "f.json")->unit_max_file_size == (16ull << 30));
   CHECK(error_lines(parse_config(R"({"unit_max_log_size": 4096})", "f.json")).at(0) ==
         "f.json:1: key 'unit_max_log_size': must be at least 1M (or \"unlimited\")");
+}
+
+TEST_CASE("state_disk_reserve: a size up to 1G, 0 for none", "[config]") {
+  CHECK(parse_config("{}", "f.json")->state_disk_reserve == (4ull << 20));
+  CHECK(parse_config(R"({"state_disk_reserve": "16M"})", "f.json")->state_disk_reserve == (16ull << 20));
+  CHECK(parse_config(R"({"state_disk_reserve": 0})", "f.json")->state_disk_reserve == 0);
+  CHECK(error_lines(parse_config(R"({"state_disk_reserve": "2G"})", "f.json")).at(0) ==
+        "f.json:1: key 'state_disk_reserve': must be at most 1G (0 keeps no reserve)");
+  CHECK_THAT(error_lines(parse_config(R"({"state_disk_reserve": "lots"})", "f.json")).at(0),
+             Catch::StartsWith("f.json:1: key 'state_disk_reserve': ") && Catch::EndsWith(" (0 keeps no reserve)"));
 }
 
 TEST_CASE("cache_dir and cache_size: the compile cache's keys", "[config]") {
