@@ -4,6 +4,7 @@
 #include "common/protocol.h"
 
 #include "common/json_fields.h"
+#include "common/text.h"
 
 #include <limits>
 
@@ -195,9 +196,13 @@ Result<SubmitRequest> SubmitRequest::from_json(const json& body) {
   // Shown in every user's listing, as a name is.
   if (*kernels && (*kernels)->size() > kMaxBuildNameBytes)
     return field_error("kernels", "a glob of at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
+  // A NUL would be stored and shown, yet the glob matched and the program
+  // run would be the text cut at it: not what the listing says.
+  if (*kernels && has_control(**kernels)) return field_error("kernels", "printable text (no control characters)");
   if (*kernels) r.kernels = **kernels;
   Result<std::optional<std::string>> nvcc = optional_string(body, "nvcc", false);
   if (!nvcc) return Error{nvcc.error()};
+  if (*nvcc && (*nvcc)->find('\0') != std::string::npos) return field_error("nvcc", "a path without NUL bytes");
   r.nvcc = *nvcc;
   Result<std::string> name = build_name_field(body);
   if (!name) return Error{name.error()};

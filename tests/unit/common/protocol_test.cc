@@ -156,6 +156,14 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", 3}}).error() ==
         "field \"name\" must be a string");
   CHECK(fad::SubmitRequest::from_json(json::array()).error() == "\"body\" must be an object");
+  // A NUL would be stored whole but used cut: the listing would not say what ran.
+  using namespace std::string_literals;
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "/usr/bin/nvcc\0x"s}}).error() ==
+        "field \"nvcc\" must be a path without NUL bytes");
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd_*\0zzz"s}}).error() ==
+        "field \"kernels\" must be printable text (no control characters)");
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd\x1b[2J"}}).error() ==
+        "field \"kernels\" must be printable text (no control characters)");
 
   // Names are shown in every user's listing: one that could not fit it is refused.
   const std::string longest(fad::kMaxBuildNameBytes, 'n');
