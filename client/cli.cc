@@ -182,6 +182,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   cmd.kernels = raw.kernels;
   if (!raw.nvcc.empty()) cmd.nvcc = raw.nvcc;
   if (!valid_utf8(raw.name)) return usage("--name: not valid UTF-8", cmd.path);
+  if (has_control(raw.name)) return usage("--name: control or invisible characters are not allowed", cmd.path);
   cmd.name = raw.name;
   cmd.file = raw.file;
   if (!raw.unit.empty()) cmd.unit = raw.unit;

@@ -232,8 +232,10 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   CHECK(page.err.find(":CONSOLE") == std::string::npos);  // nothing logged, no uncaught error
 }
 
-TEST_CASE("a build name too long for everyone's listing is refused with one line, and nothing runs",
-          "[integration][launcher]") {
+TEST_CASE(
+    "a build name too long for everyone's listing, or with control characters, is refused with one line, and nothing "
+    "runs",
+    "[integration][launcher]") {
   Daemon d;
   d.start();
   const std::string too_long(257, 'n');
@@ -246,5 +248,19 @@ TEST_CASE("a build name too long for everyone's listing is refused with one line
   CHECK(s.exit_code == 2);
   CHECK(count_of(s.err, "\n") == 1);
   CHECK(s.err.find("at most 256 bytes") != std::string::npos);
+  // A name with a tab or a bidi override is refused by fad itself, so even
+  // with no fadd to ask the command does not run.
+  for (const std::string odd : {"a\tb",
+                                "a\xE2\x80\xAE"
+                                "b"}) {
+    auto without = run({FAD_FAD_BIN, "run", "--name", odd, "--", "touch", ran.string()},
+                       {{"FAD_SOCKET", (d.dir() / "none.sock").string()}});
+    CHECK(without.exit_code == 2);
+    CHECK(without.err == "fad: --name: control or invisible characters are not allowed (see 'fad run --help')\n");
+    CHECK_FALSE(fs::exists(ran));
+    auto submitted = d.fad({"submit", "--arch", "9.0", "--name", odd});
+    CHECK(submitted.exit_code == 2);
+    CHECK(submitted.err.rfind("fad: --name: control or invisible characters are not allowed", 0) == 0);
+  }
   CHECK(d.status_all().at("builds").empty());
 }
