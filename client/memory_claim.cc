@@ -130,7 +130,9 @@ bool usable_claims_dir(const std::string& dir, uid_t uid) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
   if (uid == 0 && st.st_uid != 0) return false;
-  if (st.st_uid != uid && !(st.st_mode & S_ISVTX)) return false;  // shared: sticky, each removes only its own
+  // Shared: sticky, so each removes only its own, and owned by root, since
+  // a sticky directory's owner may still remove anyone's claims in it.
+  if (st.st_uid != uid && (st.st_uid != 0 || !(st.st_mode & S_ISVTX))) return false;
   return ::access(dir.c_str(), W_OK | X_OK) == 0;
 }
 

@@ -216,11 +216,18 @@ TEST_CASE("a claims directory is used only if no other user can have planted it"
     WARN("SKIP: the ownership cases need root (chown); they did not run");
     return;
   }
-  // Another user's: shared only while sticky, and never by root.
-  REQUIRE(::chown(real.c_str(), 4321, 4321) == 0);
+  // Root's, sticky: shared by every user (chown clears the sticky bit).
+  REQUIRE(::chown(real.c_str(), 0, 0) == 0);
+  ::chmod(real.c_str(), 01777);
   CHECK(usable_claims_dir(real, 1234));
-  CHECK_FALSE(usable_claims_dir(real, 0));
+  CHECK(usable_claims_dir(real, 0));
   ::chmod(real.c_str(), 0777);
   CHECK_FALSE(usable_claims_dir(real, 1234));
+  // Another user's, sticky or not: its owner could remove anyone's claims in
+  // it, so only that user uses it, and never root.
+  REQUIRE(::chown(real.c_str(), 4321, 4321) == 0);
+  ::chmod(real.c_str(), 01777);
+  CHECK_FALSE(usable_claims_dir(real, 1234));
+  CHECK_FALSE(usable_claims_dir(real, 0));
   CHECK(usable_claims_dir(real, 4321));
 }
