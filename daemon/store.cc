@@ -168,6 +168,11 @@ ALTER TABLE builds ADD COLUMN supplementary_gids TEXT;
     R"sql(
 ALTER TABLE units ADD COLUMN pgid_start INTEGER;
 )sql",
+    // 11 -> 12: a build's next unit number without reading every unit of
+    // it: each launched compile asks, and a build may hold 10,000.
+    R"sql(
+CREATE INDEX units_by_build_seq ON units(build_id, seq);
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -442,10 +447,10 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
     // Two calls may compile files of the same name (a/x.cu, b/x.cu). The
     // count is where the numbering starts, but a compile whose own output
     // is called "x#2" may already hold a number: the loop steps past it.
-    // A prefix compare, not LIKE: '%' and '_' in a name are not wildcards.
-    auto st =
-        db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR substr(name, 1, length(?3)) = ?3)");
-    st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#");
+    // A range, not LIKE: '%' and '_' in a name are not wildcards, and the
+    // unique index on (build_id, name) answers it ("x#" <= name < "x$").
+    auto st = db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR (name >= ? AND name < ?))");
+    st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#").bind(4, unit.name + "$");
     st.step();
     auto n = st.int64(0) + 1;
     while (taken("name", unit.name + "#" + std::to_string(n))) ++n;
@@ -460,7 +465,13 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
     if (file != unit.name || file.size() + 4 > 255)
       file = utf8_prefix(file, 255 - 4 - 12) + "~" + std::to_string(unit.seq);
     unit.log_path = log_dir + "/" + file + ".log";
-    for (int extra = 2; taken("log_path", unit.log_path); ++extra)
+    // A plain name is unique among plain names and a shortened one by its
+    // number: only a plain name that looks shortened ("o??.o~6") can meet
+    // another's log. Asked only then, since the column has no index.
+    const auto tilde = file.rfind('~');
+    const bool looks_shortened = tilde != std::string::npos && tilde + 1 < file.size() &&
+                                 file.find_first_not_of("0123456789", tilde + 1) == std::string::npos;
+    for (int extra = 2; looks_shortened && taken("log_path", unit.log_path); ++extra)
       unit.log_path = log_dir + "/" + utf8_prefix(file, 255 - 4 - 24) + "~" + std::to_string(unit.seq) + "~" +
                       std::to_string(extra) + ".log";
   }
