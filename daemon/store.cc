@@ -444,17 +444,21 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
   seq.step();
   unit.seq = static_cast<int>(seq.int64(0));
   if (taken("name", unit.name)) {
-    // Two calls may compile files of the same name (a/x.cu, b/x.cu). The
-    // count is where the numbering starts, but a compile whose own output
-    // is called "x#2" may already hold a number: the loop steps past it.
-    // A range, not LIKE: '%' and '_' in a name are not wildcards, and the
-    // unique index on (build_id, name) answers it ("x#" <= name < "x$").
-    auto st = db_.prepare("SELECT count(*) FROM units WHERE build_id = ? AND (name = ? OR (name >= ? AND name < ?))");
-    st.bind(1, build_id).bind(2, unit.name).bind(3, unit.name + "#").bind(4, unit.name + "$");
-    st.step();
-    auto n = st.int64(0) + 1;
-    while (taken("name", unit.name + "#" + std::to_string(n))) ++n;
-    unit.name += "#" + std::to_string(n);
+    // Two calls may compile files of the same name (a/x.cu, b/x.cu): the
+    // next is "x#N", N the first number free. Numbers are taken in order, so
+    // it is found by doubling, then halving: a few lookups in the unique
+    // index even when a build tool writes out.o 10,000 times. A compile
+    // whose own output is called "x#7" may leave a gap: the last loop steps
+    // past any number held all the same.
+    auto numbered = [&](std::int64_t n) { return taken("name", unit.name + "#" + std::to_string(n)); };
+    std::int64_t free = 2;
+    while (numbered(free)) free *= 2;
+    for (std::int64_t held = free / 2; free - held > 1;) {
+      const std::int64_t mid = held + (free - held) / 2;
+      (numbered(mid) ? held : free) = mid;
+    }
+    while (numbered(free)) ++free;
+    unit.name += "#" + std::to_string(free);
   }
   if (!log_dir.empty()) {
     // The name as a file name: one that would be cut (NAME_MAX is 255 bytes,

@@ -382,8 +382,8 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   auto lookalike = make_unit("o??.o~" + std::to_string(odd.seq), 0);
   store.add_unit(id, lookalike, "/state/builds/1/logs");
   CHECK(lookalike.log_path != odd.log_path);
-  // A compile whose own output is called "z#3" holds that number: a third
-  // "z" steps past it instead of failing on the unique name.
+  // A compile whose own output is called "z#3" holds that number: the "z"
+  // that would be third steps past it instead of failing on the unique name.
   auto add = [&](const std::string& name) {
     auto u = make_unit(name, 0);
     store.add_unit(id, u, "/state/builds/1/logs");
@@ -391,7 +391,9 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   };
   CHECK(add("z") == "z");
   CHECK(add("z#3") == "z#3");
+  CHECK(add("z") == "z#2");
   CHECK(add("z") == "z#4");
+  for (int i = 5; i <= 40; ++i) CHECK(add("z") == "z#" + std::to_string(i));
   std::set<std::string> logs;
   for (const auto& u : store.units(id)) logs.insert(u.log_path);
   CHECK(logs.size() == store.units(id).size());
