@@ -329,17 +329,27 @@ Store::Store(const std::string& path) : db_(checked_database_path(path)), path_(
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) dev_ = st.st_dev, ino_ = st.st_ino;
   // A damaged database is refused before fadd writes to it: writing on could
-  // turn a recoverable file into a lost history.
-  {
-    auto st = db_.prepare("PRAGMA quick_check(5)");
-    std::string problems;
-    while (st.step())
-      if (st.text(0) != "ok") problems += (problems.empty() ? "" : "; ") + st.text(0);
-    if (!problems.empty())
-      throw StoreError(path + " is damaged (quick_check: " + problems +
-                       "); fadd leaves it untouched: recover it with 'sqlite3 " + path +
-                       " .recover | sqlite3 NEW.db' and move NEW.db in its place, or move it away to start afresh");
+  // turn a recoverable file into a lost history. Damage bad enough stops the
+  // check itself; either way the user reads one line naming the file and
+  // what to do.
+  const auto damaged = [&path](const std::string& what) {
+    std::string line = what;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    return StoreError(path + " is damaged (" + line + "); fadd leaves it untouched: recover it with 'sqlite3 " + path +
+                      " .recover | sqlite3 NEW.db' and move NEW.db in its place, or move it away to start afresh");
+  };
+  std::string problems;
+  try {
+    auto check = db_.prepare("PRAGMA quick_check(5)");
+    while (check.step())
+      if (check.text(0) != "ok") problems += (problems.empty() ? "" : "; ") + check.text(0);
+  } catch (const StoreError& e) {
+    const std::string what = e.what();
+    // SQLITE_CORRUPT and SQLITE_NOTADB; a busy or unreadable file is not damaged.
+    if (what.find("malformed") == std::string::npos && what.find("not a database") == std::string::npos) throw;
+    throw damaged(what);
   }
+  if (!problems.empty()) throw damaged("quick_check: " + problems);
   // Marked as fad's, so that no other program's database is ever taken for one.
   if (application_id() != kApplicationId) db_.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   // WAL: readers (status) never block the writer; synchronous=NORMAL is durable

@@ -191,6 +191,18 @@ TEST_CASE("database check: a file that is not SQLite, and a damaged fad database
     REQUIRE_THROWS_WITH(Store(path), Contains("is not an SQLite database"));
     CHECK(bytes_of(path) == before);
   }
+  // However it is damaged, the user reads one line naming the file and what to do.
+  auto check_refused = [&path](const std::string& before) {
+    try {
+      Store store(path);
+      FAIL("a damaged database was opened");
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK_THAT(what, Contains(path + " is damaged") && Contains(".recover") && !Contains("\n"));
+    }
+    CHECK(bytes_of(path) == before);
+  };
   SECTION("a fad database with damaged pages") {
     {
       Store store(path);
@@ -211,16 +223,23 @@ TEST_CASE("database check: a file that is not SQLite, and a damaged fad database
       const std::string junk(8192, '\x5a');
       f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
     }
-    const std::string before = bytes_of(path);
-    try {
+    check_refused(bytes_of(path));
+  }
+  SECTION("a fad database whose schema page or first table page is damaged") {
+    {
       Store store(path);
-      FAIL("a damaged database was opened");
-    } catch (const StoreError& e) {
-      const std::string what = e.what();
-      INFO(what);
-      CHECK((what.find("damaged") != std::string::npos || what.find("malformed") != std::string::npos));
+      store.db().exec("PRAGMA wal_checkpoint(TRUNCATE)");
     }
-    CHECK(bytes_of(path) == before);
+    // Past the 100-byte file header: the schema's b-tree (page 1), or the
+    // start of page 2. Damage there stops the check itself.
+    const std::streamoff at = GENERATE(std::streamoff{100}, std::streamoff{4096});
+    {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(at);
+      const std::string junk(64, '\x5a');
+      f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+    check_refused(bytes_of(path));
   }
 }
 
