@@ -1,6 +1,7 @@
 // fad cache; see cache_command.h.
 #include "client/cache_command.h"
 
+#include <filesystem>
 #include <ostream>
 
 #include "client/exit_codes.h"
@@ -12,19 +13,11 @@ namespace fad::client {
 namespace {
 
 json stats_json(const CacheStats& s, bool enabled) {
-  return {{"dir", s.dir},
-          {"enabled", enabled},
-          {"shared", s.shared},
-          {"max_bytes", s.max_bytes},
-          {"size_bytes", s.size_bytes},
-          {"results", s.results},
-          {"manifests", s.manifests},
-          {"hits", s.hits},
-          {"misses", s.misses},
-          {"uncacheable", s.uncacheable},
-          {"stored", s.stored},
-          {"evicted", s.evicted},
-          {"corrupt", s.corrupt}};
+  return {{"dir", s.dir},         {"enabled", enabled},           {"exists", true},
+          {"shared", s.shared},   {"max_bytes", s.max_bytes},     {"size_bytes", s.size_bytes},
+          {"results", s.results}, {"manifests", s.manifests},     {"hits", s.hits},
+          {"misses", s.misses},   {"uncacheable", s.uncacheable}, {"stored", s.stored},
+          {"evicted", s.evicted}, {"corrupt", s.corrupt}};
 }
 
 std::string stats_text(const CacheStats& s, bool enabled) {
@@ -61,6 +54,26 @@ int run_cache(const Command& cmd, const Locations& locations, Context& ctx) {
   }
   if (cmd.cache_dir) settings->dir = *cmd.cache_dir;
   const bool enabled = settings->max_bytes > 0;
+  // Looking must not create: opening a cache makes its directory, and a
+  // mistyped --cache-dir would be reported as an empty cache (and made, as
+  // root, anywhere).
+  std::error_code ec;
+  if (!std::filesystem::is_directory(settings->dir, ec)) {
+    if (cmd.cache_dir) {
+      ctx.err << "fad: --cache-dir " << settings->dir << ": no such directory\n";
+      return kExitUsage;
+    }
+    const bool clear = cmd.kind == CommandKind::cache_clear;
+    if (cmd.json)
+      ctx.out << (clear ? json{{"dir", settings->dir}, {"cleared", false}, {"results_removed", 0}}
+                        : json{{"dir", settings->dir}, {"enabled", enabled}, {"exists", false}})
+                     .dump(2)
+              << "\n";
+    else
+      ctx.out << (clear ? "nothing to clear: " : "") << "no compile cache at " << settings->dir
+              << " yet: the first compile fad caches makes it\n";
+    return kExitOk;
+  }
   auto cache = CompileCache::open(*settings);
   if (!cache) {
     ctx.err << "fad: " << cache.error() << "\n";

@@ -269,6 +269,22 @@ TEST_CASE("fad cache stats and clear", "[integration][cache]") {
   CHECK(bad.err.find("FAD_CACHE_SIZE") != std::string::npos);
   auto usage = run({FAD_FAD_BIN, "cache", "wipe"});
   CHECK(usage.exit_code == 2);
+  // Looking creates nothing: a mistyped --cache-dir is an error, a cache
+  // not made yet is said to be so.
+  const auto typo = rig.cache.parent_path() / "no" / "such" / "cache";
+  for (const char* sub : {"stats", "clear"}) {
+    auto missing = run({FAD_FAD_BIN, "cache", sub, "--cache-dir", typo.string()});
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.err == "fad: --cache-dir " + typo.string() + ": no such directory\n");
+  }
+  auto not_yet = run({FAD_FAD_BIN, "cache", "stats", "--json"}, {{"FAD_CACHE_DIR", typo.string()}});
+  CHECK(not_yet.exit_code == 0);
+  CHECK(json::parse(not_yet.out).at("exists") == false);
+  auto nothing = run({FAD_FAD_BIN, "cache", "clear", "--json"}, {{"FAD_CACHE_DIR", typo.string()}});
+  CHECK(nothing.exit_code == 0);
+  CHECK(json::parse(nothing.out).at("cleared") == false);
+  CHECK_FALSE(fs::exists(rig.cache.parent_path() / "no"));
+  CHECK(rig.cache_stats().at("exists") == true);
 }
 
 TEST_CASE("real nvcc: a hit restores the dependency file nvcc writes, byte for byte", "[integration][cache][nvcc]") {
