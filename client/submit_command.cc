@@ -1,7 +1,11 @@
 // `fad submit`: pick the archs (flag or local GPUs), queue the build, and with
 // --wait follow it to its end (follow.cc).
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <ostream>
+#include <sstream>
 
 #include "client/commands.h"
 #include "client/exit_codes.h"
@@ -9,11 +13,23 @@
 namespace fad::client {
 namespace {
 
-// fadd runs the compiler from its own working directory, so a relative
-// --nvcc path must be made absolute here; a bare name stays a PATH lookup.
+// fadd runs the compiler from its own working directory and environment, so
+// a relative --nvcc path is made absolute here, and a bare name is looked up
+// on the user's PATH (the nvcc they would run themselves, not whichever one
+// a system fadd's PATH finds). A name not on it is left to fadd's lookup.
 std::string nvcc_for_daemon(const std::string& nvcc) {
-  if (nvcc.find('/') == std::string::npos) return nvcc;
   std::error_code ec;
+  if (nvcc.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path ? path : "");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      if (dir.empty()) continue;
+      const auto candidate = std::filesystem::absolute(std::filesystem::path(dir) / nvcc, ec).lexically_normal();
+      if (!ec && std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
+        return candidate.string();
+    }
+    return nvcc;
+  }
   auto absolute = std::filesystem::absolute(nvcc, ec);
   return ec ? nvcc : absolute.lexically_normal().string();
 }

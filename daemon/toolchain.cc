@@ -39,7 +39,8 @@ Result<std::string> resolve_executable(const std::string& name) {
     auto candidate = dir + "/" + name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  return make_error("compiler '" + name + "' not found on PATH or in /usr/local/cuda/bin; pass --nvcc PATH");
+  // Clients send a name their user's PATH lacks as it is: the PATH here is fadd's.
+  return make_error("compiler '" + name + "' not found on PATH (fadd's) or in /usr/local/cuda/bin; pass --nvcc PATH");
 }
 
 Result<Toolchain> toolchain_from_output(const std::string& path, const std::string& version_output,

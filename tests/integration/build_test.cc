@@ -203,3 +203,26 @@ TEST_CASE("a unit's end is seen when it happens, whatever else runs", "[integrat
     if (name.find("short") != std::string::npos) CHECK(u.at("duration_s").get<double>() < 3.0);
   }
 }
+
+TEST_CASE("a bare --nvcc name is the one on the submitting user's PATH, not on fadd's", "[integration]") {
+  Daemon d;
+  d.write_kernels({{"fwd_x", ""}});
+  d.start();
+  // Only the client's PATH holds "my-nvcc".
+  const auto bin = d.dir() / "user-bin";
+  fs::create_directories(bin);
+  fs::create_symlink(FAD_FAKE_NVCC_BIN, bin / "my-nvcc");
+  const std::string path = bin.string() + ":/usr/bin:/bin";
+  auto submitted = run({FAD_FAD_BIN, "submit", "--json", "--arch", "9.0", "--nvcc", "my-nvcc"},
+                       {{"FAD_SOCKET", d.socket()}, {"PATH", path}});
+  INFO(submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const json b = d.wait_final(json::parse(submitted.out).at("id").get<std::int64_t>());
+  CHECK(b.at("state") == "succeeded");
+  CHECK(b.at("nvcc") == (bin / "my-nvcc").string());
+  // A name on neither PATH is fadd's to look up, and its answer says whose PATH it searched.
+  auto missing = run({FAD_FAD_BIN, "submit", "--arch", "9.0", "--nvcc", "no-such-nvcc"},
+                     {{"FAD_SOCKET", d.socket()}, {"PATH", path}});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("compiler 'no-such-nvcc' not found on PATH (fadd's)") != std::string::npos);
+}
