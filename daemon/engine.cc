@@ -145,6 +145,7 @@ void Engine::recover() {
   if (!boot.empty()) store_.set_meta("boot_id", boot);
   trim_history();
   const std::size_t learned = load_history();
+  restore_allowances();
   for (const auto& b : store_.active_builds()) {
     if (b.kind == "external") {
       // Their launchers lost fadd and ran the compilers directly; the build
@@ -322,6 +323,20 @@ void Engine::stop_flooding_units() {
                  r.unit.build_id, format_size(size), format_size(limit));
     r.log_over = true;
     signal_unit(r, SIGKILL);
+  }
+}
+
+void Engine::restore_allowances() {
+  // The buckets live in memory: without this, a restart (or a crash a user
+  // could provoke) would hand every user a fresh hour.
+  const std::string wall = clock_.wall();
+  const auto now_epoch = parse_rfc3339(wall);
+  if (!now_epoch) return;
+  for (const auto& o : store_.opened_since(format_rfc3339(*now_epoch - 3600))) {
+    const uid_t uid = o.uid ? static_cast<uid_t>(*o.uid) : options_.daemon_uid;
+    const auto at = parse_rfc3339(o.at);
+    if (uid == 0 || !at) continue;
+    (o.launch ? launch_allowance_ : build_allowance_).take(uid, clock_.now() - (*now_epoch - *at));
   }
 }
 

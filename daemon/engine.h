@@ -300,6 +300,8 @@ class Engine {
   Ended never_started(const UnitRecord& unit, double now, ExitOutcome::Action action);
   void retry_unrecorded();
   void retry_unmarked_prunes();
+  /// Refills the hourly allowances from what users opened in the last hour.
+  void restore_allowances();
   /// When a build was pruned, counting a prune whose mark is not written yet.
   std::optional<std::string> pruned_on(const BuildRecord& b) const;
   /// Shows units in unrecorded_ as they ended, in a status about to be sent.

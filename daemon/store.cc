@@ -548,6 +548,17 @@ std::vector<BuildRecord> Store::status_builds(int recent) {
   return out;
 }
 
+std::vector<Store::Opened> Store::opened_since(const std::string& since) {
+  auto st = db_.prepare(
+      "SELECT uid, created_at, 0 FROM builds WHERE created_at >= ?1 "
+      "UNION ALL SELECT b.uid, u.started_at, 1 FROM units u JOIN builds b ON b.id = u.build_id "
+      "WHERE u.kind = 'external' AND u.started_at >= ?1 ORDER BY 2");
+  st.bind(1, since);
+  std::vector<Opened> out;
+  while (st.step()) out.push_back(Opened{st.opt_int64(0), st.text(1), st.int64(2) != 0});
+  return out;
+}
+
 std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) {
   auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
                         " FROM builds WHERE state IN ('succeeded','failed','cancelled') AND pruned_at IS NULL "

@@ -124,6 +124,14 @@ class Store {
   /// Finished builds not yet pruned whose finished_at (RFC 3339) is at or
   /// before `finished_by`, oldest first. Never a queued, running or paused one.
   std::vector<BuildRecord> prunable_builds(const std::string& finished_by);
+  /// What users opened at or after `since` (RFC 3339), oldest first: builds,
+  /// and compiles their launchers recorded. uid: nullopt = fadd's own user.
+  struct Opened {
+    std::optional<std::int64_t> uid;
+    std::string at;
+    bool launch = false;
+  };
+  std::vector<Opened> opened_since(const std::string& since);
   /// Finished builds not yet pruned that are older than their owner's newest
   /// `keep` such builds, oldest first.
   std::vector<BuildRecord> builds_past_newest(int keep);

@@ -487,6 +487,9 @@ TEST_CASE("engine users: a user's launchers record max_launches_per_user_per_hou
         "(max_launches_per_user_per_hour = 3); this one runs without fadd, the next may be recorded in 20m");
   // Refused before a session build was opened for it; a waiting launch too.
   CHECK(f.store->status_builds(100).size() == builds_before);
+  // A restart (which a user could provoke) does not hand out a fresh hour.
+  f.make_engine().recover();
+  CHECK(f.engine->launch(kAlice, cache_hit(9, 3)).message == over.message);
   auto queued = cache_hit(0, 4);
   queued.cached = false;
   CHECK_FALSE(f.engine->launch(kAlice, queued).ok);
@@ -519,6 +522,9 @@ TEST_CASE("engine users: a user opens max_builds_per_user_per_hour builds, then 
   auto launch = cache_hit(5, 0);
   CHECK(f.engine->launch(kAlice, launch).message == refused);  // its session build would be a new one
   CHECK(f.store->status_builds(100).size() == builds_before);
+  // A restart (which a user could provoke) does not hand out a fresh hour.
+  f.make_engine().recover();
+  CHECK(f.submit_as(kAlice, one_arch()).message == refused);
   // Others are not held back; root is not limited.
   submit_as(f, kBob);
   for (int i = 0; i < 4; ++i) submit_as(f, kRoot);
