@@ -6,6 +6,7 @@
 #include "common/json_fields.h"
 #include "common/size.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace fad {
@@ -147,9 +148,13 @@ Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   // They end up in every user's listing: real archs only, as many as nvcc can name.
   if (archs->size() > kMaxLaunchArchs)
     return field_error("archs", "at most " + std::to_string(kMaxLaunchArchs) + " archs");
-  for (const auto& a : *archs)
-    if (!parse_arch(a)) return field_error("archs", "archs such as \"9.0\" or \"sm_90a\"");
-  r.archs = std::move(*archs);
+  // Kept as fad writes them ("9.0"), once each: a build's listing does not
+  // show one arch two ways ("9.0,sm_90").
+  for (const auto& a : *archs) {
+    const auto arch = parse_arch(a);
+    if (!arch) return field_error("archs", "archs such as \"9.0\" or \"sm_90a\"");
+    if (std::find(r.archs.begin(), r.archs.end(), arch->display()) == r.archs.end()) r.archs.push_back(arch->display());
+  }
   auto hash =
       bounded_field(body, "content_hash", kMaxContentHashBytes, hash_char, "a hash (letters, digits and :._+/=-)");
   if (!hash) return make_error(hash.error());

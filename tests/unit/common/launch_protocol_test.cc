@@ -55,6 +55,8 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
     return LaunchRequest::from_json(body);
   };
   CHECK(with_archs({"9.0", "12.0a", "sm_100f"}));
+  // Written as fad writes them, once each.
+  CHECK(with_archs({"9.0", "sm_90", "sm_100f", "12.0a"})->archs == std::vector<std::string>{"9.0", "10.0f", "12.0a"});
   CHECK(with_archs({std::string(600000, 'x')}).error() ==
         "field \"archs\" must be archs such as \"9.0\" or \"sm_90a\"");
   CHECK(with_archs({"9.0\x1b[2J"}).error().find("\"archs\"") != std::string::npos);
