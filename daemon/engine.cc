@@ -82,7 +82,10 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
       epoch_anchor_(parse_rfc3339(clock.wall()).value_or(0) - clock.now()),
       launch_allowance_(options_.max_launches_per_user_per_hour),
       build_allowance_(options_.max_builds_per_user_per_hour) {
-  if (options_.disk_reserve_bytes > 0) reserve_.emplace(options_.state_dir + "/reserve", options_.disk_reserve_bytes);
+  if (options_.disk_reserve_bytes > 0)
+    reserve_.emplace(options_.state_dir + "/reserve", options_.disk_reserve_bytes);
+  else  // turned off: what an earlier fadd kept is given back
+    DiskReserve(options_.state_dir + "/reserve", 0).release();
   if (options_.cache.max_bytes > 0) {
     // Root restores what the cache holds into its own builds: only a cache
     // no one else can write may serve it (root_only_path.h). Judged before

@@ -807,4 +807,35 @@ TEST_CASE("engine faults: a fad run build outlives fadd, but not a pid reused by
   CHECK(f.build_state(zombie) == BuildState::failed);
 }
 
+TEST_CASE("engine faults: the reserve file is deleted by the first failed write and made again once there is room",
+          "[engine][faults]") {
+  EngineFixture f;
+  bool full = false;
+  f.options.disk_nearly_full = [&full](const std::string&) { return full; };
+  f.options.disk_reserve_bytes = 1 << 20;
+  f.make_engine().recover();
+  const auto reserve = fs::path(f.state) / "reserve";
+  f.engine->tick();
+  REQUIRE(fs::file_size(reserve) == (1u << 20));
+
+  full = true;
+  database_writable(f, false);
+  // Its failed write gives the reserve back.
+  CHECK_FALSE(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
+  CHECK_FALSE(fs::exists(reserve));
+  database_writable(f, true);
+  f.clock.advance(120);
+  f.engine->tick();
+  CHECK_FALSE(fs::exists(reserve));  // writes go through, but the disk is still nearly full
+  full = false;
+  f.clock.advance(120);
+  f.engine->tick();
+  CHECK(fs::file_size(reserve) == (1u << 20));
+
+  // Turned off, the file an earlier fadd kept is given back.
+  f.options.disk_reserve_bytes = 0;
+  f.make_engine().recover();
+  CHECK_FALSE(fs::exists(reserve));
+}
+
 }  // namespace fad
