@@ -239,17 +239,20 @@ void Engine::storage_failed(const std::string& what) {
   storage_problem_ = problem;
   // Room for the writes that cannot wait (the ends of finished compiles):
   // retried on the next tick.
-  if (reserve_ && reserve_->release())
+  if (reserve_ && reserve_->release() && !std::exchange(reserve_spent_, true))
     spdlog::warn("the disk of {} is full: deleted fadd's {} reserve file to record what finished", options_.state_dir,
                  format_size(reserve_->bytes()));
 }
 
 void Engine::keep_reserve(double now) {
-  if (!reserve_ || !storage_problem_.empty() || now - reserve_tried_at_ < kReserveRetryS || reserve_->held()) return;
+  // Spent, it is what new starts wait for: tried each tick.
+  const double every = reserve_spent_ ? 0 : kReserveRetryS;
+  if (!reserve_ || !storage_problem_.empty() || now - reserve_tried_at_ < every || reserve_->held()) return;
   reserve_tried_at_ = now;
   // Only from room to spare: taken from a nearly full disk, it would be
   // the reason the next write fails.
-  if (!options_.disk_nearly_full(options_.state_dir)) reserve_->fill();
+  if (!options_.disk_nearly_full(options_.state_dir) && reserve_->fill() && std::exchange(reserve_spent_, false))
+    spdlog::info("made fadd's reserve file in {} again; compiles start again", options_.state_dir);
 }
 
 void Engine::storage_ok() {
@@ -560,6 +563,12 @@ void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, co
       if (!full.empty()) {
         plan.wait_reasons[d.unit] =
             "waiting for room on the disk of " + full + " (a compile failed there for want of space)";
+        continue;
+      }
+      if (reserve_spent_) {
+        // Its room is for recording what runs now; a new unit's log would take it.
+        plan.wait_reasons[d.unit] =
+            "waiting for room on the disk of " + options_.state_dir + " (fadd's reserve there is in use)";
         continue;
       }
       const UnitRecord& unit = *it->second;

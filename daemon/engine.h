@@ -417,6 +417,7 @@ class Engine {
   std::string storage_problem_;
   std::optional<DiskReserve> reserve_;  ///< set when disk_reserve_bytes > 0
   double reserve_tried_at_ = -1e9;      ///< when the reserve was last made (or tried)
+  bool reserve_spent_ = false;          ///< deleted for room, not made again yet: nothing new starts
   static constexpr double kReserveRetryS = 60;
   /// The log's view of storage trouble: whether it was said (and not its
   /// end yet), when last said, when a write last failed.

@@ -827,10 +827,17 @@ TEST_CASE("engine faults: the reserve file is deleted by the first failed write 
   f.clock.advance(120);
   f.engine->tick();
   CHECK_FALSE(fs::exists(reserve));  // writes go through, but the disk is still nearly full
+  // Its room is kept for recording what runs: nothing new starts meanwhile.
+  const auto id = f.submit();
+  f.engine->tick();
+  CHECK(f.launcher.launches.empty());
+  CHECK_THAT(f.store->units(id).at(0).wait_reason, Contains("fadd's reserve there is in use"));
   full = false;
-  f.clock.advance(120);
+  f.clock.advance(1);
   f.engine->tick();
   CHECK(fs::file_size(reserve) == (1u << 20));
+  f.engine->tick();
+  CHECK_FALSE(f.launcher.launches.empty());
 
   // Turned off, the file an earlier fadd kept is given back.
   f.options.disk_reserve_bytes = 0;
