@@ -7,9 +7,15 @@ namespace fad {
 
 namespace {
 [[noreturn]] void fail(sqlite3* db, std::string_view what) {
-  throw StoreError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  throw StoreError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"),
+                   db ? sqlite3_errcode(db) : SQLITE_NOMEM);
 }
 }  // namespace
+
+bool StoreError::damaged() const {
+  const int primary = code & 0xff;  // extended codes keep the primary one in the low byte
+  return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
+}
 
 Database::Database(const std::string& path) : path_(path) {
   int rc =
@@ -18,7 +24,7 @@ Database::Database(const std::string& path) : path_(path) {
     std::string msg = "cannot open database " + path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory");
     sqlite3_close(db_);
     db_ = nullptr;
-    throw StoreError(msg);
+    throw StoreError(msg, rc);
   }
   // Another process (a second fadd, a user's sqlite3 shell) may hold a lock briefly.
   sqlite3_busy_timeout(db_, 5000);
@@ -29,10 +35,10 @@ Database::~Database() { sqlite3_close(db_); }
 void Database::exec(std::string_view sql) {
   char* err = nullptr;
   std::string s(sql);
-  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+  if (const int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = "database " + path_ + ": " + (err ? err : "error");
     sqlite3_free(err);
-    throw StoreError(msg);
+    throw StoreError(msg, rc);
   }
 }
 

@@ -16,7 +16,12 @@ struct sqlite3_stmt;
 namespace fad {
 
 struct StoreError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  /// `code` is SQLite's result code where SQLite raised it, 0 where fad did.
+  explicit StoreError(const std::string& what, int code = 0) : std::runtime_error(what), code(code) {}
+  /// The file is not a sound database (SQLITE_CORRUPT, SQLITE_NOTADB), as
+  /// opposed to one fadd cannot use just now (busy, unreadable, disk full).
+  bool damaged() const;
+  int code;
 };
 
 class Statement;

@@ -344,10 +344,8 @@ Store::Store(const std::string& path) : db_(checked_database_path(path)), path_(
     while (check.step())
       if (check.text(0) != "ok") problems += (problems.empty() ? "" : "; ") + check.text(0);
   } catch (const StoreError& e) {
-    const std::string what = e.what();
-    // SQLITE_CORRUPT and SQLITE_NOTADB; a busy or unreadable file is not damaged.
-    if (what.find("malformed") == std::string::npos && what.find("not a database") == std::string::npos) throw;
-    throw damaged(what);
+    if (!e.damaged()) throw;
+    throw damaged(e.what());
   }
   if (!problems.empty()) throw damaged("quick_check: " + problems);
   // Marked as fad's, so that no other program's database is ever taken for one.
@@ -458,8 +456,9 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
     // next is "x#N", N the first number free. Numbers are taken in order, so
     // it is found by doubling, then halving: a few lookups in the unique
     // index even when a build tool writes out.o 10,000 times. A compile
-    // whose own output is called "x#7" may leave a gap: the last loop steps
-    // past any number held all the same.
+    // whose own output is called "x#7" may leave a gap, so N is then not
+    // always the lowest free number; but the search only ever moves `free`
+    // to a number it has seen free, so the one it ends on is never taken.
     auto numbered = [&](std::int64_t n) { return taken("name", unit.name + "#" + std::to_string(n)); };
     std::int64_t free = 2;
     while (numbered(free)) free *= 2;
@@ -467,7 +466,6 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
       const std::int64_t mid = held + (free - held) / 2;
       (numbered(mid) ? held : free) = mid;
     }
-    while (numbered(free)) ++free;
     unit.name += "#" + std::to_string(free);
   }
   if (!log_dir.empty()) {
