@@ -12,9 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
+#include "common/compiler_identity.h"
 #include "common/content_hash.h"
 #include "common/file_read.h"
 #include "common/launch_protocol.h"
@@ -27,17 +29,6 @@ namespace {
 // Sources beyond this are not hashed (the unit is then known by its arguments).
 constexpr std::size_t kMaxSourceBytes = 64u << 20;
 constexpr auto kVersionTimeout = std::chrono::seconds(10);
-
-/// `name` as execvp would find it; empty when not found.
-std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  std::stringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(path, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
 
 /// stdout of `program --version`, or nullopt (cannot start, non-zero exit, too slow).
 std::optional<std::string> run_version(const std::string& program) {
@@ -122,7 +113,10 @@ std::optional<std::string> source_content_hash(const std::string& path) {
 }
 
 std::optional<std::string> compiler_version_line(const std::string& compiler, const std::string& cache_dir) {
-  const std::string program = find_program(compiler);
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
+  const char* path = std::getenv("PATH");
+  const std::string program = ec ? std::string() : find_program(compiler, path ? path : "", cwd.string());
   if (program.empty()) return std::nullopt;
   struct stat st {};
   if (::stat(program.c_str(), &st) != 0) return std::nullopt;

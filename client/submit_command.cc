@@ -1,14 +1,12 @@
 // `fad submit`: pick the archs (flag or local GPUs), queue the build, and with
 // --wait follow it to its end (follow.cc).
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
-#include <sstream>
 
 #include "client/commands.h"
 #include "client/exit_codes.h"
+#include "common/compiler_identity.h"
 
 namespace fad::client {
 namespace {
@@ -19,16 +17,11 @@ namespace {
 // a system fadd's PATH finds). A name not on it is left to fadd's lookup.
 std::string nvcc_for_daemon(const std::string& nvcc) {
   std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
   if (nvcc.find('/') == std::string::npos) {
     const char* path = std::getenv("PATH");
-    std::stringstream dirs(path ? path : "");
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-      if (dir.empty()) continue;
-      const auto candidate = std::filesystem::absolute(std::filesystem::path(dir) / nvcc, ec).lexically_normal();
-      if (!ec && std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0)
-        return candidate.string();
-    }
-    return nvcc;
+    auto found = ec ? std::string() : find_program(nvcc, path ? path : "", cwd.string());
+    return found.empty() ? nvcc : found;
   }
   auto absolute = std::filesystem::absolute(nvcc, ec);
   return ec ? nvcc : absolute.lexically_normal().string();
