@@ -179,10 +179,26 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
     est.profile = normalize(*top, key, threads).scaled(kFallbackMargin * top_share, 1.0);
     est.source = EstimateSource::family;
     est.imported = top->imported;
-    // A running sibling that went higher than every finished one raises it.
-    if (running && running->peak() > est.peak()) {
-      est.duration_guessed = running->duration_s > est.profile.duration_s;  // the longer one is taken
-      est.profile = Profile::max_of(est.profile, *running);
+    // A running sibling that went higher than every finished one raises it:
+    // its height, never its shape. The finished units' timeline is measured;
+    // the sibling's prediction is smeared over the speeds it may run at and
+    // carries the evidence margin, so laying it over the family's profile
+    // held most of a unit's life at its spike (in the simulator, estimates
+    // twice the true mean memory, and idle cores in every build that binds
+    // on memory).
+    std::uint64_t seen = 0;
+    for (const auto& k : scopes) seen = std::max(seen, siblings_.lower_bound(k, threads));
+    const auto raised = static_cast<std::uint64_t>(kFallbackMargin * static_cast<double>(seen));
+    if (raised > est.peak() && est.peak() > 0)
+      est.profile = est.profile.scaled(static_cast<double>(raised) / static_cast<double>(est.peak()), 1.0);
+    // A sibling running for longer than the family's units took says they
+    // were short ones: the shape is stretched to the sibling's age so far,
+    // and the duration is only a guess.
+    double age = 0;
+    for (const auto& k : scopes) age = std::max(age, siblings_.age_bound(k, threads));
+    if (age > est.profile.duration_s && est.profile.duration_s > 0) {
+      est.profile = est.profile.scaled(1.0, age / est.profile.duration_s);
+      est.duration_guessed = true;
     }
   } else if (running) {
     est.profile = *running;

@@ -11,7 +11,8 @@
 //   1.5x the sibling's age. Longer only costs some packing of plateaus, which
 //   measurement corrects while the unit runs.
 // - A sibling compiling in another number of turns (other threads or archs)
-//   says only how high it goes: its prediction is flat at that peak.
+//   is replayed turn by turn (rescale()) once every turn's spike is behind
+//   it; before that it says only how high it goes: flat at that peak.
 #include "policy/sibling_evidence.h"
 
 #include <algorithm>
@@ -77,7 +78,10 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
                                   Profile::max_of(s.so_far.scaled(1, 1.25), rest));
     Profile scaled = rescale(own, s.key, s.threads, key, threads);
     if (any_direct) scaled = scaled.scaled(cross_parallelism_share(s.key, s.threads, key, threads), 1.0);
-    if (arch_turns(threads, key.arch_count) != turns) scaled = Profile::flat(scaled.peak(), scaled.duration_s);
+    // Past every turn's spike, rescale() replays its turn at the target's
+    // turns; with a turn still to come, its shape is not known yet.
+    if (!all_turns && arch_turns(threads, key.arch_count) != turns)
+      scaled = Profile::flat(scaled.peak(), scaled.duration_s);
     combined = Profile::max_of(combined, scaled);
   }
   if (n == 0) return std::nullopt;
@@ -90,6 +94,15 @@ std::uint64_t SiblingEvidence::lower_bound(const UnitKey& key, int threads) cons
   std::uint64_t best = 0;
   for (const auto& s : it->second)
     best = std::max(best, rescale(Profile::flat(s.spikes.peak, 1), s.key, s.threads, key, threads).peak());
+  return best;
+}
+
+double SiblingEvidence::age_bound(const UnitKey& key, int threads) const {
+  auto it = by_family_.find(key.scoped_family());
+  if (key.family.empty() || it == by_family_.end()) return 0;
+  double best = 0;
+  for (const auto& s : it->second)
+    best = std::max(best, rescale(Profile::flat(1, s.so_far.duration_s), s.key, s.threads, key, threads).duration_s);
   return best;
 }
 

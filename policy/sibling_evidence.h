@@ -47,6 +47,9 @@ class SiblingEvidence {
   /// The highest peak any running sibling has reached so far, scaled to `key`
   /// at `threads`: no estimate of a sibling should be below it. 0 when none.
   std::uint64_t lower_bound(const UnitKey& key, int threads) const;
+  /// How long the longest-running sibling has run so far, scaled to `key` at
+  /// `threads`: no estimate of a sibling should end sooner. 0 when none.
+  double age_bound(const UnitKey& key, int threads) const;
 
   /// How many units of the family are past their spike now (`family` as
   /// UnitKey::scoped_family() gives it: siblings count only within a scope).

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "policy/spikes.h"
+
 namespace fad {
 
 namespace {
@@ -25,6 +27,18 @@ std::string UnitKey::exact() const {
   return out;
 }
 
+namespace {
+/// The part of `p` in [from, to), starting at 0.
+Profile slice(const Profile& p, double from, double to) {
+  Profile out;
+  out.duration_s = to - from;
+  out.points.emplace_back(0.0, p.at(from));
+  for (const auto& [t, v] : p.points)
+    if (t > from && t < to) out.points.emplace_back(t - from, v);
+  return out;
+}
+}  // namespace
+
 int effective_parallelism(int threads, int arch_count) {
   return std::max(1, std::min(threads, std::max(arch_count, 1)));
 }
@@ -39,7 +53,23 @@ Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, c
   time = std::max(time, per_arch);
   const double memory =
       e_to >= e_from ? static_cast<double>(e_to) / e_from : static_cast<double>(e_to + 1) / (e_from + 1);
-  return profile.scaled(memory, time);
+  const int turns_from = arch_turns(from_threads, arch_from);
+  const int turns_to = arch_turns(to_threads, arch_to);
+  if (turns_from == turns_to || profile.duration_s <= 0) return profile.scaled(memory, time);
+  // nvcc compiles the archs in turns, one cicc spike each: stretching the
+  // whole profile would make one long spike of a unit that has two short
+  // ones (and ones at the wrong time). The profile is cut into its turns,
+  // laid over each other (the highest at each moment) and played once per
+  // turn of the target.
+  const double turn = profile.duration_s / turns_from;
+  Profile one;
+  for (int k = 0; k < turns_from; ++k) one = Profile::max_of(one, slice(profile, k * turn, (k + 1) * turn));
+  one = one.scaled(memory, time * turns_from / turns_to);
+  Profile out;
+  for (int k = 0; k < turns_to; ++k)
+    for (const auto& [t, v] : one.points) out.points.emplace_back(t + k * one.duration_s, v);
+  out.duration_s = turns_to * one.duration_s;
+  return out;
 }
 
 double cross_parallelism_share(const UnitKey& from, int from_threads, const UnitKey& to, int to_threads) {

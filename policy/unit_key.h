@@ -47,7 +47,8 @@ int effective_parallelism(int threads, int arch_count);
 /// at two, ratio 1.7 < 2); scaling down linearly would under-estimate
 /// (6.89 / 2 < 4.03), so down it scales by (e + 1) / (e_from + 1). Time shrinks
 /// with parallelism and grows with the archs to compile, never below one arch's
-/// share of the measured time.
+/// share of the measured time. Compiled in another number of turns (spikes.h),
+/// the profile's turns are laid over each other and played once per turn.
 Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
 
 /// Whether a profile of `from` at `from_threads` needs no rescaling to stand

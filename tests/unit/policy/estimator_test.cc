@@ -163,6 +163,12 @@ TEST_CASE("Estimator: thread scaling by effective parallelism") {
     auto e = est.estimate(k, 1, std::nullopt);
     CHECK(e.peak() == 4 * kGiB);  // 6 * (1 + 1) / (2 + 1)
     CHECK(e.profile.duration_s == Approx(480));
+    // Both archs at once made one spike (24-48 s); one at a time makes one
+    // per arch, each as long as the measured one, not one twice as long.
+    CHECK(e.profile.at(30) == 4 * kGiB);
+    CHECK(e.profile.at(60) < 2 * kGiB);
+    CHECK(e.profile.at(150) < 2 * kGiB);
+    CHECK(e.profile.at(270) == 4 * kGiB);
   }
 }
 

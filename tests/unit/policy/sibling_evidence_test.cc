@@ -149,13 +149,13 @@ TEST_CASE("Estimator: a duration from a running sibling is a guess, also where i
   auto running = est.estimate(sibling("split1"), 1, std::nullopt);
   CHECK(running.source == EstimateSource::running_sibling);
   CHECK(running.duration_guessed);
-  // A small sibling finished in 30 s; the running one, higher, says at least
-  // the prior's 120 s: the longer is taken, and it is a guess.
+  // A small sibling finished in 30 s; the running one, higher and 70 s old,
+  // raises it to its height (with the family margin) and its age, a guess.
   est.learn({sibling("small"), 1, trace_until(400).scaled(0.5, 0.1)});
   auto raised = est.estimate(sibling("split1"), 1, std::nullopt);
   CHECK(raised.source == EstimateSource::family);
-  CHECK(raised.peak() == Approx(1.25 * 4131 * kMiB).epsilon(0.001));
-  CHECK(raised.profile.duration_s == Approx(120));
+  CHECK(raised.peak() == Approx(1.1 * 4131 * kMiB).epsilon(0.001));
+  CHECK(raised.profile.duration_s == Approx(70));
   CHECK(raised.duration_guessed);
   // One that finished in 302 s is longer than the guess: measured, not guessed.
   est.learn({sibling("long"), 1, trace_until(400).scaled(0.5, 1.0)});
@@ -187,6 +187,32 @@ TEST_CASE("Estimator: a user's running unit is evidence for that user's siblings
   // A shared (trusted) sibling informs everyone's units.
   est.observe_running({{sibling("split0"), 1, trace_until(70), 5 * kGiB}});
   CHECK(est.estimate(of("split1", "uid:4001"), 1, std::nullopt).source == EstimateSource::running_sibling);
+}
+
+}  // namespace
+}  // namespace fad
+
+namespace fad {
+namespace {
+
+TEST_CASE("Estimator: a running sibling above the finished ones raises their estimate's height, not its shape") {
+  Estimator est({5 * kGiB, 120});
+  est.learn({sibling("done"), 1, trace_until(400)});
+  const Estimate alone = est.estimate(sibling("split1"), 1, std::nullopt);
+  REQUIRE(alone.source == EstimateSource::family);
+  // A sibling 5% higher than the finished one, past its spike at 70 s: its
+  // prediction is smeared over the speeds it may run at and carries the
+  // evidence margin; the family's measured timeline is kept, 5% higher.
+  est.observe_running({{sibling("split0"), 1, trace_until(70).scaled(1.05, 1.0), 5 * kGiB}});
+  const Estimate raised = est.estimate(sibling("split1"), 1, std::nullopt);
+  CHECK(raised.source == EstimateSource::family);
+  CHECK(raised.peak() == Approx(1.05 * static_cast<double>(alone.peak())).epsilon(0.002));
+  CHECK(raised.profile.mean() == Approx(1.05 * alone.profile.mean()).epsilon(0.01));
+  CHECK(raised.profile.duration_s == Approx(alone.profile.duration_s));
+  CHECK_FALSE(raised.duration_guessed);
+  // One below the finished units changes nothing.
+  est.observe_running({{sibling("split0"), 1, trace_until(70).scaled(0.9, 1.0), 5 * kGiB}});
+  CHECK(est.estimate(sibling("split1"), 1, std::nullopt).profile.mean() == Approx(alone.profile.mean()));
 }
 
 }  // namespace
