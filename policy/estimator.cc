@@ -179,27 +179,37 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
     est.profile = normalize(*top, key, threads).scaled(kFallbackMargin * top_share, 1.0);
     est.source = EstimateSource::family;
     est.imported = top->imported;
-    // A running sibling that went higher than every finished one raises it:
-    // its height, never its shape. The finished units' timeline is measured;
-    // the sibling's prediction is smeared over the speeds it may run at and
-    // carries the evidence margin, so laying it over the family's profile
-    // held most of a unit's life at its spike (in the simulator, estimates
-    // twice the true mean memory, and idle cores in every build that binds
-    // on memory).
+    // A running sibling that went higher than every finished one raises it,
+    // and one that ran longer than they took stretches it to 1.5x its age:
+    // the finished units' measured shape, not the sibling's prediction, which
+    // is smeared over the speeds it may run at and carries the evidence
+    // margin (laid over the family's profile, it held most of a unit's life
+    // at its spike: in the simulator, estimates twice the true mean memory,
+    // and idle cores in every build that binds on memory). Either way the
+    // family's timeline is in doubt, so what such siblings measured, when and
+    // how high, is laid over it too, with the family's margin.
     std::uint64_t seen = 0;
-    for (const auto& k : scopes) seen = std::max(seen, siblings_.lower_bound(k, threads));
-    const auto raised = static_cast<std::uint64_t>(kFallbackMargin * static_cast<double>(seen));
-    if (raised > est.peak() && est.peak() > 0)
-      est.profile = est.profile.scaled(static_cast<double>(raised) / static_cast<double>(est.peak()), 1.0);
-    // A sibling running for longer than the family's units took says they
-    // were short ones: the shape is stretched to the sibling's age so far,
-    // and the duration is only a guess.
     double age = 0;
-    for (const auto& k : scopes) age = std::max(age, siblings_.age_bound(k, threads));
-    if (age > est.profile.duration_s && est.profile.duration_s > 0) {
-      est.profile = est.profile.scaled(1.0, age / est.profile.duration_s);
+    Profile timeline;
+    for (const auto& k : scopes) {
+      seen = std::max(seen, siblings_.lower_bound(k, threads));
+      age = std::max(age, siblings_.age_bound(k, threads));
+      timeline = Profile::max_of(timeline, siblings_.timeline(k, threads));
+    }
+    const auto raised = static_cast<std::uint64_t>(kFallbackMargin * static_cast<double>(seen));
+    const bool higher = raised > est.peak();
+    const bool longer = age > est.profile.duration_s;
+    if (higher)
+      est.profile = est.peak() > 0
+                        ? est.profile.scaled(static_cast<double>(raised) / static_cast<double>(est.peak()), 1.0)
+                        : Profile::flat(raised, est.profile.duration_s);
+    if (longer) {
+      const double duration = kSiblingAgeFactor * age;
+      est.profile = est.profile.duration_s > 0 ? est.profile.scaled(1.0, duration / est.profile.duration_s)
+                                               : Profile::flat(est.peak(), duration);
       est.duration_guessed = true;
     }
+    if (higher || longer) est.profile = Profile::max_of(est.profile, timeline.scaled(kFallbackMargin, 1.0));
   } else if (running) {
     est.profile = *running;
     est.source = EstimateSource::running_sibling;

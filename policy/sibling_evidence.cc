@@ -10,9 +10,10 @@
 // - The duration is unknown until one finishes: the larger of the prior's and
 //   1.5x the sibling's age. Longer only costs some packing of plateaus, which
 //   measurement corrects while the unit runs.
-// - A sibling compiling in another number of turns (other threads or archs)
-//   is replayed turn by turn (rescale()) once every turn's spike is behind
-//   it; before that it says only how high it goes: flat at that peak.
+// - A sibling compiling in more turns than the target (other threads or
+//   archs) has its turns laid over each other (rescale()) once every turn's
+//   spike is behind it; otherwise, in another number of turns, it says only
+//   how high it goes: flat at that peak.
 #include "policy/sibling_evidence.h"
 
 #include <algorithm>
@@ -22,7 +23,6 @@ namespace fad {
 namespace {
 
 constexpr double kPlateauFloor = 0.4;
-constexpr double kAgeFactor = 1.5;
 constexpr double kMinSpikeFraction = 0.25;
 constexpr std::size_t kShapePoints = 64;
 
@@ -64,7 +64,7 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
     const int arch = std::max(s.key.arch_count, 1);
     const int turns = arch_turns(s.threads, arch);
     const double age = s.so_far.duration_s;
-    const double duration = std::max(config_.prior_duration_s * turns, kAgeFactor * age);
+    const double duration = std::max(config_.prior_duration_s * turns, kSiblingAgeFactor * age);
     const bool all_turns = s.spikes.spikes >= turns;
     const std::uint64_t level =
         all_turns
@@ -78,9 +78,12 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
                                   Profile::max_of(s.so_far.scaled(1, 1.25), rest));
     Profile scaled = rescale(own, s.key, s.threads, key, threads);
     if (any_direct) scaled = scaled.scaled(cross_parallelism_share(s.key, s.threads, key, threads), 1.0);
-    // Past every turn's spike, rescale() replays its turn at the target's
-    // turns; with a turn still to come, its shape is not known yet.
-    if (!all_turns && arch_turns(threads, key.arch_count) != turns)
+    // Into fewer turns, rescale() lays its turns over each other, which is
+    // safe once every turn's spike is behind it. Into more it would replay
+    // a turn whose length is only guessed (the prior's, or 1.5x its age), and
+    // a real turn's spike could fall in the guessed plateau: flat at the peak.
+    const int target_turns = arch_turns(threads, key.arch_count);
+    if (target_turns > turns || (!all_turns && target_turns != turns))
       scaled = Profile::flat(scaled.peak(), scaled.duration_s);
     combined = Profile::max_of(combined, scaled);
   }
@@ -104,6 +107,17 @@ double SiblingEvidence::age_bound(const UnitKey& key, int threads) const {
   for (const auto& s : it->second)
     best = std::max(best, rescale(Profile::flat(1, s.so_far.duration_s), s.key, s.threads, key, threads).duration_s);
   return best;
+}
+
+Profile SiblingEvidence::timeline(const UnitKey& key, int threads) const {
+  auto it = by_family_.find(key.scoped_family());
+  if (key.family.empty() || it == by_family_.end()) return {};
+  const int target_turns = arch_turns(threads, key.arch_count);
+  Profile out;
+  for (const auto& s : it->second)
+    if (arch_turns(s.threads, s.key.arch_count) == target_turns)
+      out = Profile::max_of(out, rescale(s.so_far, s.key, s.threads, key, threads));
+  return out;
 }
 
 std::size_t SiblingEvidence::confirmed(const std::string& family) const {

@@ -50,6 +50,10 @@ class SiblingEvidence {
   /// How long the longest-running sibling has run so far, scaled to `key` at
   /// `threads`: no estimate of a sibling should end sooner. 0 when none.
   double age_bound(const UnitKey& key, int threads) const;
+  /// What the running siblings compiling in as many turns as `key` at
+  /// `threads` measured so far, scaled to it and laid over each other: when
+  /// and how high they went. Empty when none.
+  Profile timeline(const UnitKey& key, int threads) const;
 
   /// How many units of the family are past their spike now (`family` as
   /// UnitKey::scoped_family() gives it: siblings count only within a scope).
@@ -67,6 +71,10 @@ class SiblingEvidence {
   SiblingEvidenceConfig config_;
   std::map<std::string, std::vector<Sibling>> by_family_;
 };
+
+/// A running sibling's unit is assumed to last at least this multiple of its
+/// age so far (it has not finished yet).
+inline constexpr double kSiblingAgeFactor = 1.5;
 
 /// The evidence margin for `n` confirming siblings: 1.25 for one, shrinking
 /// as 1 + 0.25 / sqrt(n).

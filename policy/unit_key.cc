@@ -48,14 +48,13 @@ Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, c
   const int arch_to = std::max(to.arch_count, 1);
   const int e_from = effective_parallelism(from_threads, arch_from);
   const int e_to = effective_parallelism(to_threads, arch_to);
-  double time = static_cast<double>(e_from) / e_to * arch_to / arch_from;
-  const double per_arch = static_cast<double>(e_from) / arch_from;  // one arch's share of the measured time
-  time = std::max(time, per_arch);
   const double memory =
       e_to >= e_from ? static_cast<double>(e_to) / e_from : static_cast<double>(e_to + 1) / (e_from + 1);
   const int turns_from = arch_turns(from_threads, arch_from);
   const int turns_to = arch_turns(to_threads, arch_to);
-  if (turns_from == turns_to || profile.duration_s <= 0) return profile.scaled(memory, time);
+  // A turn compiles as many archs at once as there are threads, in about one
+  // arch's time however many that is: time goes with the number of turns.
+  if (turns_from == turns_to || profile.duration_s <= 0) return profile.scaled(memory, 1.0);
   // nvcc compiles the archs in turns, one cicc spike each: stretching the
   // whole profile would make one long spike of a unit that has two short
   // ones (and ones at the wrong time). The profile is cut into its turns,
@@ -64,7 +63,7 @@ Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, c
   const double turn = profile.duration_s / turns_from;
   Profile one;
   for (int k = 0; k < turns_from; ++k) one = Profile::max_of(one, slice(profile, k * turn, (k + 1) * turn));
-  one = one.scaled(memory, time * turns_from / turns_to);
+  one = one.scaled(memory, 1.0);
   Profile out;
   for (int k = 0; k < turns_to; ++k)
     for (const auto& [t, v] : one.points) out.points.emplace_back(t + k * one.duration_s, v);

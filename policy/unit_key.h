@@ -45,9 +45,9 @@ int effective_parallelism(int threads, int arch_count);
 /// `to` with `to_threads`. Memory grows with the archs compiled at once:
 /// scaling up linearly is safe (the traces: 4.03 GiB at one thread, 6.89 GiB
 /// at two, ratio 1.7 < 2); scaling down linearly would under-estimate
-/// (6.89 / 2 < 4.03), so down it scales by (e + 1) / (e_from + 1). Time shrinks
-/// with parallelism and grows with the archs to compile, never below one arch's
-/// share of the measured time. Compiled in another number of turns (spikes.h),
+/// (6.89 / 2 < 4.03), so down it scales by (e + 1) / (e_from + 1). Time goes
+/// with nvcc's turns (spikes.h): a turn compiles as many archs at once as there
+/// are threads in about one arch's time. Compiled in another number of turns,
 /// the profile's turns are laid over each other and played once per turn.
 Profile rescale(const Profile& profile, const UnitKey& from, int from_threads, const UnitKey& to, int to_threads);
 

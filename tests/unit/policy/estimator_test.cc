@@ -170,6 +170,15 @@ TEST_CASE("Estimator: thread scaling by effective parallelism") {
     CHECK(e.profile.at(150) < 2 * kGiB);
     CHECK(e.profile.at(270) == 4 * kGiB);
   }
+  SECTION("archs that do not divide over the threads: each turn keeps its length") {
+    // One arch measured in 200 s; three at two threads compile in two turns
+    // (two archs, then one), each about one arch's time.
+    est.learn(obs(key("one.cu", "fam"), 1, spiky(4 * kGiB, 200)));
+    auto e = est.estimate(key("three.cu", "fam", "-O3", 3), 2, std::nullopt);
+    CHECK(e.profile.duration_s == Approx(400));
+    CHECK(e.profile.at(30) == e.peak());
+    CHECK(e.profile.at(230) == e.peak());
+  }
 }
 
 TEST_CASE("Estimator: a family member measured at the asked parallelism tempers the others' linear scaling") {
