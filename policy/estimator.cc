@@ -50,6 +50,15 @@ Profile newest_max(const std::vector<Observation>& list, std::size_t n, const Un
   return out;
 }
 
+/// The first scope (the key's own, then the shared one) whose running
+/// siblings predict anything.
+std::optional<Profile> predict_from_running(const SiblingEvidence& siblings, const std::vector<UnitKey>& scopes,
+                                            int threads) {
+  for (const auto& k : scopes)
+    if (auto p = siblings.predict(k, threads)) return p;
+  return std::nullopt;
+}
+
 /// Keeps the newest kKeepPerKey, imported ones before (older than) local ones.
 void remember(std::vector<Observation>& list, const Observation& obs) {
   if (obs.imported) {
@@ -150,9 +159,6 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
   const int e = effective_parallelism(threads, arch);
   std::vector<UnitKey> scopes{key};
   if (!key.scope.empty()) scopes.push_back(key.shared());
-  std::optional<Profile> running;
-  for (const auto& k : scopes)
-    if (!running) running = siblings_.predict(k, threads);
   const std::vector<Observation>* family = nullptr;
   for (const auto& k : scopes) {
     if (family || key.family.empty()) break;
@@ -188,29 +194,28 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
     // and idle cores in every build that binds on memory). Either way the
     // family's timeline is in doubt, so what such siblings measured, when and
     // how high, is laid over it too, with the family's margin.
-    std::uint64_t seen = 0;
-    double age = 0;
-    Profile timeline;
+    SoFar seen;
     for (const auto& k : scopes) {
-      seen = std::max(seen, siblings_.lower_bound(k, threads));
-      age = std::max(age, siblings_.age_bound(k, threads));
-      timeline = Profile::max_of(timeline, siblings_.timeline(k, threads));
+      const SoFar scope = siblings_.so_far(k, threads);
+      seen.peak = std::max(seen.peak, scope.peak);
+      seen.age = std::max(seen.age, scope.age);
+      seen.timeline = Profile::max_of(seen.timeline, scope.timeline);
     }
-    const auto raised = static_cast<std::uint64_t>(kFallbackMargin * static_cast<double>(seen));
+    const auto raised = static_cast<std::uint64_t>(kFallbackMargin * static_cast<double>(seen.peak));
     const bool higher = raised > est.peak();
-    const bool longer = age > est.profile.duration_s;
+    const bool longer = seen.age > est.profile.duration_s;
     if (higher)
       est.profile = est.peak() > 0
                         ? est.profile.scaled(static_cast<double>(raised) / static_cast<double>(est.peak()), 1.0)
                         : Profile::flat(raised, est.profile.duration_s);
     if (longer) {
-      const double duration = kSiblingAgeFactor * age;
+      const double duration = kSiblingAgeFactor * seen.age;
       est.profile = est.profile.duration_s > 0 ? est.profile.scaled(1.0, duration / est.profile.duration_s)
                                                : Profile::flat(est.peak(), duration);
       est.duration_guessed = true;
     }
-    if (higher || longer) est.profile = Profile::max_of(est.profile, timeline.scaled(kFallbackMargin, 1.0));
-  } else if (running) {
+    if (higher || longer) est.profile = Profile::max_of(est.profile, seen.timeline.scaled(kFallbackMargin, 1.0));
+  } else if (auto running = predict_from_running(siblings_, scopes, threads)) {
     est.profile = *running;
     est.source = EstimateSource::running_sibling;
     est.duration_guessed = true;  // nothing of the family finished: its age, or the prior's
@@ -230,7 +235,7 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
   if (est.source == EstimateSource::manifest || est.source == EstimateSource::prior) {
     // A sibling already above the guess says the guess is too low.
     std::uint64_t floor = 0;
-    for (const auto& k : scopes) floor = std::max(floor, siblings_.lower_bound(k, threads));
+    for (const auto& k : scopes) floor = std::max(floor, siblings_.so_far(k, threads).peak);
     if (floor > est.peak()) est.profile = Profile::flat(floor, est.profile.duration_s);
   }
   est.profile = est.profile.thinned(kMaxPoints);

@@ -91,32 +91,19 @@ std::optional<Profile> SiblingEvidence::predict(const UnitKey& key, int threads)
   return combined.scaled(evidence_margin(n), 1.0);
 }
 
-std::uint64_t SiblingEvidence::lower_bound(const UnitKey& key, int threads) const {
+SoFar SiblingEvidence::so_far(const UnitKey& key, int threads) const {
+  SoFar out;
   auto it = by_family_.find(key.scoped_family());
-  if (key.family.empty() || it == by_family_.end()) return 0;
-  std::uint64_t best = 0;
-  for (const auto& s : it->second)
-    best = std::max(best, rescale(Profile::flat(s.spikes.peak, 1), s.key, s.threads, key, threads).peak());
-  return best;
-}
-
-double SiblingEvidence::age_bound(const UnitKey& key, int threads) const {
-  auto it = by_family_.find(key.scoped_family());
-  if (key.family.empty() || it == by_family_.end()) return 0;
-  double best = 0;
-  for (const auto& s : it->second)
-    best = std::max(best, rescale(Profile::flat(1, s.so_far.duration_s), s.key, s.threads, key, threads).duration_s);
-  return best;
-}
-
-Profile SiblingEvidence::timeline(const UnitKey& key, int threads) const {
-  auto it = by_family_.find(key.scoped_family());
-  if (key.family.empty() || it == by_family_.end()) return {};
+  if (key.family.empty() || it == by_family_.end()) return out;
   const int target_turns = arch_turns(threads, key.arch_count);
-  Profile out;
-  for (const auto& s : it->second)
-    if (arch_turns(s.threads, s.key.arch_count) == target_turns)
-      out = Profile::max_of(out, rescale(s.so_far, s.key, s.threads, key, threads));
+  for (const auto& s : it->second) {
+    const Profile scaled = rescale(s.so_far, s.key, s.threads, key, threads);
+    // The spike summary's peak: a step profile gives its last sample no
+    // width, and the newest sample is often the highest yet.
+    out.peak = std::max(out.peak, rescale(Profile::flat(s.spikes.peak, 1), s.key, s.threads, key, threads).peak());
+    out.age = std::max(out.age, scaled.duration_s);
+    if (arch_turns(s.threads, s.key.arch_count) == target_turns) out.timeline = Profile::max_of(out.timeline, scaled);
+  }
   return out;
 }
 

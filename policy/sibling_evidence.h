@@ -32,6 +32,15 @@ struct SiblingEvidenceConfig {
   double prior_duration_s = 120;  ///< per arch, for a sibling's duration while none finished
 };
 
+/// What a family's running units have shown so far (SiblingEvidence::so_far).
+struct SoFar {
+  std::uint64_t peak = 0;  ///< the highest any reached
+  double age = 0;          ///< how long the longest-running has run
+  /// What those compiling in as many turns as the target measured, laid over
+  /// each other: when and how high they went.
+  Profile timeline;
+};
+
 class SiblingEvidence {
  public:
   explicit SiblingEvidence(SiblingEvidenceConfig config);
@@ -44,16 +53,10 @@ class SiblingEvidence {
   /// like finished observations and with the evidence margin.
   std::optional<Profile> predict(const UnitKey& key, int threads) const;
 
-  /// The highest peak any running sibling has reached so far, scaled to `key`
-  /// at `threads`: no estimate of a sibling should be below it. 0 when none.
-  std::uint64_t lower_bound(const UnitKey& key, int threads) const;
-  /// How long the longest-running sibling has run so far, scaled to `key` at
-  /// `threads`: no estimate of a sibling should end sooner. 0 when none.
-  double age_bound(const UnitKey& key, int threads) const;
-  /// What the running siblings compiling in as many turns as `key` at
-  /// `threads` measured so far, scaled to it and laid over each other: when
-  /// and how high they went. Empty when none.
-  Profile timeline(const UnitKey& key, int threads) const;
+  /// What the family's running units have shown so far, scaled to `key` at
+  /// `threads`: no estimate of a sibling should be below `peak` or end before
+  /// `age`. All zero (and an empty timeline) when none runs.
+  SoFar so_far(const UnitKey& key, int threads) const;
 
   /// How many units of the family are past their spike now (`family` as
   /// UnitKey::scoped_family() gives it: siblings count only within a scope).

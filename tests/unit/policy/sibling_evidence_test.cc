@@ -67,7 +67,10 @@ TEST_CASE("sibling evidence: a unit past its spike predicts its siblings' peak a
   SiblingEvidence ev({120});
   ev.replace({{sibling("split0"), 1, trace_until(60), 5 * kGiB}});
   CHECK_FALSE(ev.predict(sibling("split1"), 1));  // not past its spike yet
-  CHECK(ev.lower_bound(sibling("split1"), 1) == 3840 * kMiB);
+  const SoFar seen = ev.so_far(sibling("split1"), 1);
+  CHECK(seen.peak == 3840 * kMiB);
+  CHECK(seen.age == Approx(trace_until(60).duration_s));
+  CHECK(seen.timeline.peak() == 3763 * kMiB);  // its newest sample (3840 MiB at 60 s) has no width yet
   CHECK(ev.confirmed("flash_fwd_hdim_fp_sm") == 0);
 
   ev.replace({{sibling("split0"), 1, trace_until(70), 5 * kGiB}});
