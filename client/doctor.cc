@@ -22,6 +22,7 @@
 #include "client/doctor_checks.h"
 #include "client/exit_codes.h"
 #include "client/gpu_archs.h"
+#include "common/compiler_identity.h"
 #include "common/config.h"
 #include "common/file_read.h"
 
@@ -120,24 +121,14 @@ bool exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
-// Resolves the compiler as fadd does: a name with a slash as is, else PATH,
-// then /usr/local/cuda/bin (where the toolkit installs but rarely adds to PATH).
+// Resolves the compiler as fadd does.
 std::optional<std::string> resolve_executable(const std::string& name) {
-  if (name.find('/') != std::string::npos) {
-    if (::access(name.c_str(), X_OK) != 0) return std::nullopt;
-    std::error_code ec;
-    auto abs = fs::absolute(name, ec);
-    return ec ? name : abs.string();
-  }
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  path += ":/usr/local/cuda/bin";
-  std::istringstream dirs(path);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
-  }
-  return std::nullopt;
+  std::error_code ec;
+  const auto cwd = fs::current_path(ec);
+  const char* path = std::getenv("PATH");
+  auto found = find_nvcc(name, path ? path : "", ec ? "/" : cwd.string());
+  if (found.empty()) return std::nullopt;
+  return found;
 }
 
 // --nvcc, else the config's "nvcc", else plain "nvcc".

@@ -22,21 +22,32 @@ constexpr const char* kProfileMarker = "\n--- nvcc.profile ---\n";
 
 std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd) {
   if (name.empty()) return {};
-  if (name.find('/') != std::string::npos) {
-    fs::path p(name);
-    if (!p.is_absolute()) p = fs::path(cwd) / p;
-    return ::access(p.c_str(), X_OK) == 0 ? p.lexically_normal().string() : "";
-  }
-  std::stringstream dirs(path_env);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) dir = ".";
-    fs::path p = fs::path(dir) / name;
+  auto executable = [&](fs::path p) {
     if (!p.is_absolute()) p = fs::path(cwd) / p;
     struct stat st {};
-    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0)
-      return p.lexically_normal().string();
-  }
+    const bool ok = ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+    return ok ? p.lexically_normal().string() : std::string();
+  };
+  if (name.find('/') != std::string::npos) return executable(name);
+  std::stringstream dirs(path_env);
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (auto found = executable(fs::path(dir.empty() ? "." : dir) / name); !found.empty()) return found;
   return {};
+}
+
+std::string without_empty_entries(const std::string& path_env) {
+  std::string out;
+  std::stringstream dirs(path_env);
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty()) out += (out.empty() ? "" : ":") + dir;
+  return out;
+}
+
+std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd) {
+  if (name.find('/') != std::string::npos) return find_program(name, "", cwd);
+  std::string path = without_empty_entries(path_env);
+  path += path.empty() ? "/usr/local/cuda/bin" : ":/usr/local/cuda/bin";
+  return find_program(name, path, cwd);
 }
 
 std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd) {

@@ -17,6 +17,16 @@ namespace fad {
 /// against `cwd`; "" when no such executable exists.
 std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd);
 
+/// `path_env` without its empty entries: they name the working directory,
+/// and a daemon's (or one fadd chose for it) means nothing to the user.
+std::string without_empty_entries(const std::string& path_env);
+
+/// The nvcc fadd runs for `name`: with a '/', that file (against `cwd`);
+/// else the first on `path_env`'s non-empty entries, then in
+/// /usr/local/cuda/bin, where the toolkit installs without adding itself to
+/// PATH. "" when there is none. `fad doctor` resolves it the same way.
+std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd);
+
 /// The host compiler nvcc runs: the -ccbin value (a directory means its gcc),
 /// else $NVCC_CCBIN, else gcc on PATH; "" when none is found.
 std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd);

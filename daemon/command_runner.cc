@@ -1,12 +1,10 @@
 // Commands run without blocking; see command_runner.h.
 #include "daemon/command_runner.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
+#include "common/compiler_identity.h"
 #include "daemon/memory_probe.h"
 
 namespace fad {
@@ -14,13 +12,8 @@ namespace fad {
 std::string find_program(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) return name;
   const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return name;
+  auto found = find_program(name, without_empty_entries(path ? path : "/usr/local/bin:/usr/bin:/bin"), "/");
+  return found.empty() ? name : found;
 }
 
 LauncherCommandRunner::LauncherCommandRunner(ProcessLauncher& launcher, std::string scratch_dir)

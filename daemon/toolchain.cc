@@ -15,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/compiler_identity.h"
 #include "common/launch_protocol.h"
 #include "common/text.h"
 #include "daemon/async_capture.h"
@@ -24,21 +25,12 @@ namespace fad {
 namespace asio = boost::asio;
 
 Result<std::string> resolve_executable(const std::string& name) {
-  if (name.find('/') != std::string::npos) {
-    if (::access(name.c_str(), X_OK) != 0) return make_error("compiler '" + name + "' is not an executable file");
-    std::error_code ec;
-    auto absolute = std::filesystem::absolute(name, ec);
-    if (ec) return make_error("compiler '" + name + "' cannot be resolved: " + ec.message());
-    return absolute.string();
-  }
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  path += ":/usr/local/cuda/bin";
-  std::stringstream ss(path);
-  for (std::string dir; std::getline(ss, dir, ':');) {
-    if (dir.empty()) continue;
-    auto candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
+  const char* path = std::getenv("PATH");
+  auto found = find_nvcc(name, path ? path : "", ec ? "/" : cwd.string());
+  if (!found.empty()) return found;
+  if (name.find('/') != std::string::npos) return make_error("compiler '" + name + "' is not an executable file");
   // Clients send a name their user's PATH lacks as it is: the PATH here is fadd's.
   return make_error("compiler '" + name + "' not found on PATH (fadd's) or in /usr/local/cuda/bin; pass --nvcc PATH");
 }
