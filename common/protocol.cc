@@ -203,6 +203,10 @@ Result<SubmitRequest> SubmitRequest::from_json(const json& body) {
   Result<std::optional<std::string>> nvcc = optional_string(body, "nvcc", false);
   if (!nvcc) return Error{nvcc.error()};
   if (*nvcc && (*nvcc)->find('\0') != std::string::npos) return field_error("nvcc", "a path without NUL bytes");
+  // fadd's working directory is not the client's: a path is sent absolute
+  // (fad submit makes it so), a bare name is looked up on PATH.
+  if (*nvcc && (*nvcc)->find('/') != std::string::npos && (*nvcc)->front() != '/')
+    return field_error("nvcc", "an absolute path or a bare name");
   r.nvcc = *nvcc;
   Result<std::string> name = build_name_field(body);
   if (!name) return Error{name.error()};

@@ -49,7 +49,9 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
       p.recorded_at = h.recorded_at;
       p.origin = h.origin;
       json j = history_profile_to_json(p);
-      bytes += j.dump().size();
+      // Rows written before flags were cut on a character may hold half of
+      // one: replaced, so that one row cannot fail every export.
+      bytes += j.dump(-1, ' ', false, json::error_handler_t::replace).size();
       profiles.push_back(std::move(j));
     }
     more = more || static_cast<int>(page.size()) == req.limit;

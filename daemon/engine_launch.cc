@@ -74,7 +74,7 @@ std::string key_flags(const std::vector<std::string>& argv, const std::string& s
   }
   // Only ever compared whole: past a length no real compile reaches, a digest
   // tells the same flags apart as well, and the rows stay small.
-  if (out.size() > kMaxKeyFlagsBytes) out = out.substr(0, kMaxKeyFlagsBytes / 2) + " ...sha256:" + sha256_hex(out);
+  if (out.size() > kMaxKeyFlagsBytes) out = utf8_prefix(out, kMaxKeyFlagsBytes / 2) + " ...sha256:" + sha256_hex(out);
   return out;
 }
 

@@ -160,6 +160,10 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   using namespace std::string_literals;
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "/usr/bin/nvcc\0x"s}}).error() ==
         "field \"nvcc\" must be a path without NUL bytes");
+  // Relative to what? fadd's working directory is not the caller's.
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "../bin/nvcc"}}).error() ==
+        "field \"nvcc\" must be an absolute path or a bare name");
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "nvcc"}}));
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd_*\0zzz"s}}).error() ==
         "field \"kernels\" must be printable text (no control characters)");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd\x1b[2J"}}).error() ==

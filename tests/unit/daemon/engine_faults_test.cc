@@ -12,6 +12,7 @@
 
 #include <sstream>
 
+#include "common/text.h"
 #include "daemon/engine.h"
 #include "fakes.h"
 
@@ -843,6 +844,30 @@ TEST_CASE("engine faults: the reserve file is deleted by the first failed write 
   f.options.disk_reserve_bytes = 0;
   f.make_engine().recover();
   CHECK_FALSE(fs::exists(reserve));
+}
+
+TEST_CASE("engine faults: flags long enough to be digested are cut on a character, so history still exports",
+          "[engine][faults]") {
+  // Bug: the learning key's flags were cut at a byte, halving an accented
+  // character; every later `fad history export` then failed on the bad UTF-8.
+  EngineFixture f;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 77};
+  auto l = launch_of("/w/a.cu");
+  // "-c " and "-DX=" put the two bytes of "é" across byte 1024 of the flags.
+  l.argv.insert(l.argv.begin() + 2, "-DX=" + std::string(1023 - 3 - 4, 'a') + "\xc3\xa9" + std::string(1500, 'b'));
+  const auto unit = started_launch(f, l, 31338);
+  f.launcher.memory[31338] = 300ull << 20;
+  tick_for(f, 5);
+  f.launcher.gone.insert(31338);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  const auto history = f.store->history();
+  REQUIRE(history.size() == 1);
+  CHECK(history[0].flags.find("sha256:") != std::string::npos);  // digested
+  CHECK(valid_utf8(history[0].flags));
+  const auto exported = f.engine->history_export(f.me, HistoryExportRequest{});
+  REQUIRE(exported.ok);
+  CHECK(exported.result["profiles"].size() == 1);
 }
 
 }  // namespace fad
