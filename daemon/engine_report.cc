@@ -112,7 +112,7 @@ Response Engine::report(const Caller& caller, std::int64_t id) {
   ReportInput in;
   in.build = *b;
   in.build_started_at = store_.build_started_at(id);
-  in.units = store_.units(id);
+  in.units = store_.unit_views(id);
   in.live = running_live(in.units);
   in.queued = queued_live(*b);
   in.attempts = store_.unit_attempts(id);

@@ -245,7 +245,7 @@ json Engine::owned_build_json(const BuildRecord& stored, std::size_t unit_list_b
   if (unit_list_bytes == 0) {
     j = build_json(b, listed_summary(b));
   } else {
-    auto units = store_.units(b.id);
+    auto units = store_.unit_views(b.id);
     overlay_unrecorded(units);
     const auto live = running_live(units);
     j = build_json(b, units, live);

@@ -20,7 +20,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 /// One daemon-wide memory sample.
 struct MemorySample {
@@ -141,6 +141,11 @@ class Store {
   void mark_pruned(std::int64_t id, const std::string& at);
 
   std::vector<UnitRecord> units(std::int64_t build_id);
+  /// As units(), without each unit's command line and flags (argv empty,
+  /// flags ""): what status and report show needs neither, and a build of
+  /// 10,000 launches carries up to 16 KiB of each per unit, read on fadd's
+  /// one event loop.
+  std::vector<UnitRecord> unit_views(std::int64_t build_id);
   std::optional<UnitRecord> unit(std::int64_t unit_id);
   /// A build's units counted by state, its cache hits and archs (no current_bytes).
   UnitSummary unit_summary(std::int64_t build_id);
