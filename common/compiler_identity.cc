@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/hash.h"
@@ -18,15 +19,22 @@ namespace fs = std::filesystem;
 namespace {
 constexpr int kProbeTimeoutS = 30;
 constexpr const char* kProfileMarker = "\n--- nvcc.profile ---\n";
+
+/// `p` against `cwd` when it is relative, if that is an executable regular
+/// file (a directory named like the program is none); nullopt otherwise.
+std::optional<fs::path> executable_file(fs::path p, const std::string& cwd) {
+  if (!p.is_absolute()) p = fs::path(cwd) / p;
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(p.c_str(), X_OK) != 0) return std::nullopt;
+  return p;
+}
 }  // namespace
 
 std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd) {
   if (name.empty()) return {};
-  auto executable = [&](fs::path p) {
-    if (!p.is_absolute()) p = fs::path(cwd) / p;
-    struct stat st {};
-    const bool ok = ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-    return ok ? p.lexically_normal().string() : std::string();
+  auto executable = [&](const fs::path& p) {
+    auto found = executable_file(p, cwd);
+    return found ? found->lexically_normal().string() : std::string();
   };
   if (name.find('/') != std::string::npos) return executable(name);
   std::stringstream dirs(path_env);
@@ -44,7 +52,11 @@ std::string without_empty_entries(const std::string& path_env) {
 }
 
 std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd) {
-  if (name.find('/') != std::string::npos) return find_program(name, "", cwd);
+  if (name.find('/') != std::string::npos) {
+    // As named, not lexically normalized: "dir/link/.." is not "dir".
+    auto found = executable_file(name, cwd);
+    return found ? found->string() : std::string();
+  }
   std::string path = without_empty_entries(path_env);
   path += path.empty() ? "/usr/local/cuda/bin" : ":/usr/local/cuda/bin";
   return find_program(name, path, cwd);

@@ -141,10 +141,9 @@ class Store {
   void mark_pruned(std::int64_t id, const std::string& at);
 
   std::vector<UnitRecord> units(std::int64_t build_id);
-  /// As units(), without each unit's command line and flags (argv empty,
-  /// flags ""): what status and report show needs neither, and a build of
-  /// 10,000 launches carries up to 16 KiB of each per unit, read on fadd's
-  /// one event loop.
+  /// As units(), without each unit's command line (argv empty): what status
+  /// and report show does not need it, and a build of 10,000 launches
+  /// carries up to 16 KiB of it per unit, read on fadd's one event loop.
   std::vector<UnitRecord> unit_views(std::int64_t build_id);
   std::optional<UnitRecord> unit(std::int64_t unit_id);
   /// A build's units counted by state, its cache hits and archs (no current_bytes).

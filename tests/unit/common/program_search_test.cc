@@ -52,7 +52,8 @@ TEST_CASE("find_nvcc skips PATH's empty entries and falls back to /usr/local/cud
   fs::create_directories(d / "bin");
   executable(d / "bin/nvcc-here");
   CHECK(fad::find_nvcc("nvcc-here", ":" + d / "bin", "/") == d / "bin/nvcc-here");
-  CHECK(fad::find_nvcc("../bin/nvcc-here", "", d / "bin") == d / "bin/nvcc-here");
+  CHECK(fad::find_nvcc("../bin/nvcc-here", "", d / "bin") == d / "bin/../bin/nvcc-here");  // as named
+  CHECK(fad::find_nvcc("bin", "", d.path.string()).empty());                               // a directory
   if (::access("/usr/local/cuda/bin/nvcc", X_OK) == 0) {
     CHECK(fad::find_nvcc("nvcc", "", "/") == "/usr/local/cuda/bin/nvcc");
   } else {

@@ -477,7 +477,7 @@ TEST_CASE("store: a unit restored from the compile cache is succeeded and cached
   CHECK_FALSE(store.unit(units[1].id)->cached);
 }
 
-TEST_CASE("store: unit views are the units without command lines, and counts by state read only an index", "[store]") {
+TEST_CASE("store: unit views are the units without command lines. Counts by state read only an index", "[store]") {
   // Bug: status and report of a build of 10,000 launches read every unit's
   // 16 KiB command line on fadd's one event loop (seconds, for everyone).
   TempDir tmp("fad-store");
@@ -493,7 +493,7 @@ TEST_CASE("store: unit views are the units without command lines, and counts by 
   CHECK(full[0].flags == "-O3 -DBIG");
   for (std::size_t i = 0; i < views.size(); ++i) {
     CHECK(views[i].argv.empty());
-    CHECK(views[i].flags.empty());
+    CHECK(views[i].flags == full[i].flags);  // part of the key a queued unit's estimate is shown for
     CHECK(views[i].id == full[i].id);
     CHECK(views[i].name == full[i].name);
     CHECK(views[i].state == full[i].state);
