@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "client/commands.h"
 #include "client/exit_codes.h"
 #include "common/cache_settings.h"
 #include "common/size.h"
@@ -65,8 +66,8 @@ int run_cache(const Command& cmd, const Locations& locations, Context& ctx) {
     }
     const bool clear = cmd.kind == CommandKind::cache_clear;
     if (cmd.json)
-      ctx.out << (clear ? json{{"dir", settings->dir}, {"cleared", false}, {"results_removed", 0}}
-                        : json{{"dir", settings->dir}, {"enabled", enabled}, {"exists", false}})
+      ctx.out << with_schema(clear ? json{{"dir", settings->dir}, {"cleared", false}, {"results_removed", 0}}
+                                   : json{{"dir", settings->dir}, {"enabled", enabled}, {"exists", false}})
                      .dump(2)
               << "\n";
     else
@@ -87,7 +88,8 @@ int run_cache(const Command& cmd, const Locations& locations, Context& ctx) {
     }
     const auto removed = before ? before->results : 0;
     if (cmd.json)
-      ctx.out << json{{"dir", settings->dir}, {"cleared", true}, {"results_removed", removed}}.dump(2) << "\n";
+      ctx.out << with_schema(json{{"dir", settings->dir}, {"cleared", true}, {"results_removed", removed}}).dump(2)
+              << "\n";
     else
       ctx.out << "cleared the compile cache " << settings->dir << " (" << removed << " result(s) removed)\n";
     return kExitOk;
@@ -97,7 +99,7 @@ int run_cache(const Command& cmd, const Locations& locations, Context& ctx) {
     ctx.err << "fad: " << stats.error() << "\n";
     return kExitFailed;
   }
-  ctx.out << (cmd.json ? stats_json(*stats, enabled).dump(2) + "\n" : stats_text(*stats, enabled));
+  ctx.out << (cmd.json ? with_schema(stats_json(*stats, enabled)).dump(2) + "\n" : stats_text(*stats, enabled));
   return kExitOk;
 }
 

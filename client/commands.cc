@@ -187,7 +187,7 @@ int run_prune(const Command& cmd, Context& ctx) {
   int rc = kExitOk;
   auto result = request(ctx, "prune", req.to_json(), rc);
   if (!result) return rc;
-  ctx.out << (cmd.json ? result->dump(2) + "\n" : render_prune(*result));
+  ctx.out << (cmd.json ? with_schema(*result).dump(2) + "\n" : render_prune(*result));
   return kExitOk;
 }
 

@@ -262,6 +262,8 @@ TEST_CASE("fad cache stats and clear", "[integration][cache]") {
   auto cleared = run({FAD_FAD_BIN, "cache", "clear", "--json"}, {{"FAD_CACHE_DIR", rig.cache.string()}});
   REQUIRE(cleared.exit_code == 0);
   CHECK(json::parse(cleared.out).at("results_removed") == 1);
+  CHECK(json::parse(cleared.out).at("schema_version") == 1);
+  CHECK(rig.cache_stats().at("schema_version") == 1);
   CHECK(rig.cache_stats().at("results") == 0);
   CHECK_FALSE(unit_cached(rig.compile("after-clear", rig.nvcc_call())));
   auto bad = run({FAD_FAD_BIN, "cache", "stats"}, {{"FAD_CACHE_DIR", rig.cache.string()}, {"FAD_CACHE_SIZE", "lots"}});
@@ -280,9 +282,11 @@ TEST_CASE("fad cache stats and clear", "[integration][cache]") {
   auto not_yet = run({FAD_FAD_BIN, "cache", "stats", "--json"}, {{"FAD_CACHE_DIR", typo.string()}});
   CHECK(not_yet.exit_code == 0);
   CHECK(json::parse(not_yet.out).at("exists") == false);
+  CHECK(json::parse(not_yet.out).at("schema_version") == 1);
   auto nothing = run({FAD_FAD_BIN, "cache", "clear", "--json"}, {{"FAD_CACHE_DIR", typo.string()}});
   CHECK(nothing.exit_code == 0);
   CHECK(json::parse(nothing.out).at("cleared") == false);
+  CHECK(json::parse(nothing.out).at("schema_version") == 1);
   CHECK_FALSE(fs::exists(rig.cache.parent_path() / "no"));
   CHECK(rig.cache_stats().at("exists") == true);
 }

@@ -581,6 +581,16 @@ TEST_CASE("prune sends its age and dry run and prints what went") {
   CHECK(none.seen[0].body == json{{"dry_run", false}});  // the daemon's retention
   CHECK(none.out.str() == "nothing to prune: no finished build older than 1d still has outputs\n");
 
+  ScriptedDaemon as_json;  // every --json document carries its schema version
+  as_json.ok({{"dry_run", false}, {"older_than_s", 86400}, {"bytes", 0}, {"builds", json::array()}});
+  Command json_prune = cmd(CommandKind::prune, "fad prune");
+  json_prune.json = true;
+  Context jctx = as_json.context();
+  CHECK(run_prune(json_prune, jctx) == 0);
+  const json printed = json::parse(as_json.out.str());
+  CHECK(printed.at("schema_version") == 1);
+  CHECK(printed.at("bytes") == 0);
+
   ScriptedDaemon never;
   never.error(fad::ErrorCode::usage, "no age to prune by");
   Context vctx = never.context();
