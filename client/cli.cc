@@ -321,7 +321,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   run->add_option("CMD", raw.passthrough, "the build command and its arguments, after --");
   auto* launch = app.add_subcommand("launch",
                                     "run one compiler call under fadd's memory scheduling (a compiler "
-                                    "launcher); usage: fad launch [--] COMPILER [ARGS...]");
+                                    "launcher); usage: fad launch [--socket PATH] [--] COMPILER [ARGS...]");
   launch->add_option("COMPILER", raw.passthrough, "the compiler and its arguments");
 
   auto* doctor = app.add_subcommand("doctor", "check nvcc, GPUs, host compiler, torch, memory, cgroups, disk, fadd");

@@ -21,15 +21,17 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr const char* kLaunchHelp =
-    "Usage: fad launch [--] COMPILER [ARGS...]\n"
+    "Usage: fad launch [--socket PATH] [--config FILE] [--color WHEN] [--] COMPILER [ARGS...]\n"
     "Runs one compiler call under fadd's memory scheduling (a compiler launcher:\n"
     "CMAKE_CUDA_COMPILER_LAUNCHER='fad;launch'). 'fad-nvcc ARGS' is the same with\n"
     "the real nvcc ($FAD_REAL_NVCC, PATH, /usr/local/cuda/bin). Without fadd the\n"
     "compiler runs directly.\n";
 
-std::optional<std::string> socket_path(const std::optional<std::string>& flag) {
+std::optional<std::string> socket_path(const std::optional<std::string>& flag,
+                                       const std::optional<std::string>& config = std::nullopt) {
   Command cmd;
   cmd.socket = flag;
+  cmd.config = config;
   auto locations = resolve_locations(cmd, process_env(), ::getuid());
   if (!locations) {
     std::cerr << "fad: " << locations.error() << "\n";
@@ -66,14 +68,30 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
       std::cout << kLaunchHelp;
       return kExitOk;
     }
+    // The options every subcommand takes, before the compiler: a compiler
+    // is never named --socket, --config or --color.
+    EntryOptions options;
+    std::string error;
+    while (first < args.size() && take_entry_option(args, first, &options, &error, "launch")) {
+      if (!error.empty()) {
+        std::cerr << "fad: " << error << "\n";
+        return kExitUsage;
+      }
+      ++first;
+    }
     if (first < args.size() && args[first] == "--") ++first;
     if (first >= args.size()) {
-      std::cerr << "fad: no compiler to launch (usage: fad launch [--] COMPILER [ARGS...])\n";
+      std::cerr << "fad: no compiler to launch (usage: fad launch [OPTIONS] [--] COMPILER [ARGS...])\n";
       return kExitUsage;
     }
-    auto socket = socket_path(std::nullopt);
+    const bool named = !options.socket.empty() || !options.config.empty();
+    auto socket = socket_path(options.socket.empty() ? std::nullopt : std::optional(options.socket),
+                              options.config.empty() ? std::nullopt : std::optional(options.config));
     std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(first) + 1, args.end());
     if (!socket) {
+      // A fad named wrongly is the user's to fix; one not set up at all
+      // leaves the compile to run as it would without fad.
+      if (named) return kExitUsage;
       rest.insert(rest.begin(), args[first]);
       return exec_direct(rest);
     }
@@ -93,7 +111,7 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
       return kExitUsage;
     }
     if (!options.socket.empty()) socket_flag = options.socket;
-    auto socket = socket_path(socket_flag);
+    auto socket = socket_path(socket_flag, options.config.empty() ? std::nullopt : std::optional(options.config));
     if (!socket) return kExitUsage;
     options.socket = *socket;
     return run_build_command(options);

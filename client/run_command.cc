@@ -32,6 +32,8 @@ const char* const kRunHelp =
     "  --budget SIZE   memory this build's compiles may hold together (e.g. 12G)\n"
     "  --name NAME     the build's name in 'fad status' (default: the command)\n"
     "  --socket PATH   fadd's socket\n"
+    "  --config FILE   the config file to find fadd's socket in\n"
+    "  --color WHEN    auto, always or never (fad run prints only its command's output)\n"
     "Sets PYTORCH_NVCC, CMAKE_CUDA_COMPILER_LAUNCHER, CUDACXX (when unset), an nvcc\n"
     "shim first on PATH, LD_PRELOAD (every exec of an nvcc goes through fad launch),\n"
     "MAX_JOBS (when unset, and fadd answers) and unsets NVCC_THREADS.\n";
@@ -116,6 +118,31 @@ void close_build(const std::string& socket, std::int64_t id, int code) {
 
 }  // namespace
 
+bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, EntryOptions* out, std::string* error,
+                       const std::string& mode) {
+  const std::string& a = args[i];
+  std::string name = a, value;
+  bool inline_value = false;
+  if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos)
+    name = a.substr(0, eq), value = a.substr(eq + 1), inline_value = true;
+  if (name != "--socket" && name != "--config" && name != "--color") return false;
+  const std::string see = " (see 'fad " + mode + " --help')";
+  if (!inline_value) {
+    if (i + 1 >= args.size()) {
+      *error = "option " + name + " needs a value" + see;
+      return true;
+    }
+    value = args[++i];
+  }
+  if (value.empty())
+    *error = name + " needs a non-empty value" + see;
+  else if (name == "--color" && value != "auto" && value != "always" && value != "never")
+    *error = "--color must be auto, always or never, got '" + value + "'" + see;
+  else
+    (name == "--socket" ? out->socket : name == "--config" ? out->config : value) = value;
+  return true;
+}
+
 std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out) {
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -124,7 +151,15 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       ++i;
       break;
     }
-    if (a == "--budget" || a == "--name" || a == "--socket") {
+    EntryOptions shared{out->socket, out->config};
+    std::string error;
+    if (take_entry_option(args, i, &shared, &error, "run")) {
+      if (!error.empty()) return error;
+      out->socket = shared.socket;
+      out->config = shared.config;
+      continue;
+    }
+    if (a == "--budget" || a == "--name") {
       if (i + 1 >= args.size()) return "option " + a + " needs a value (see 'fad run --help')";
       const std::string& v = args[++i];
       if (a == "--budget") {
@@ -140,8 +175,6 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
         // run, and the same line fail once fadd is back.
         if (has_control(v)) return "--name: control or invisible characters are not allowed (see 'fad run --help')";
         out->name = v;
-      } else {
-        out->socket = v;
       }
     } else if (a == "--help" || a == "-h") {
       return "help";

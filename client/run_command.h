@@ -10,8 +10,22 @@
 
 namespace fad::client {
 
+/// The options every subcommand takes, as an entry mode (fad run, fad
+/// launch) reads them ahead of its command, where CLI11 does not parse.
+struct EntryOptions {
+  std::string socket;
+  std::string config;
+};
+
+/// When args[i] is --socket, --config or --color (with its value, or as
+/// --opt=VALUE), takes it into *out, moves i past it and returns true; a
+/// missing or bad value sets *error ("see 'fad `mode` --help'").
+bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, EntryOptions* out, std::string* error,
+                       const std::string& mode);
+
 struct RunOptions {
   std::string socket;
+  std::string config;
   std::string name;
   std::string budget;  ///< size text; empty = no per-build cap
   std::vector<std::string> command;

@@ -360,3 +360,42 @@ TEST_CASE("a CMake + Ninja CUDA project builds with real nvcc through fad run an
   else
     CHECK(check.exit_code == 0);
 }
+
+TEST_CASE("fad launch and fad run take --socket, --config and --color before their command, as every command does",
+          "[integration][launcher]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  // FAD_SOCKET names no fadd: only the flag leads to d.
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", (d.dir() / "nobody.sock").string()},
+                                               {"FAD_FAKE_LOG", d.fake_log_path()}};
+  const auto src = d.dir() / "flagged.cu";
+  std::ofstream(src) << "// fake-nvcc: duration_s=0\n";
+  auto launched = run({FAD_FAD_BIN, "launch", "--socket", d.socket(), "--color=never", "--", FAD_FAKE_NVCC_BIN, "-c",
+                       src.string(), "-o", (d.dir() / "flagged.o").string()},
+                      env);
+  INFO(launched.out << launched.err);
+  CHECK(launched.exit_code == 0);
+  CHECK(fs::exists(d.dir() / "flagged.o"));
+  const auto builds = d.status_all().at("builds");
+  REQUIRE(builds.size() == 1);
+  CHECK(d.status(builds.at(0).at("id")).at("units").at("succeeded") == 1);
+
+  auto ran = run({FAD_FAD_BIN, "run", "--color", "never", "--socket=" + d.socket(), "--", "true"}, env);
+  CHECK(ran.exit_code == 0);
+  CHECK(d.status_all().at("builds").size() == 2);
+
+  // Wrong values are usage errors, and nothing runs.
+  auto color = run({FAD_FAD_BIN, "launch", "--color", "purple", "--", "touch", (d.dir() / "ran").string()}, env);
+  CHECK(color.exit_code == 2);
+  CHECK(color.err == "fad: --color must be auto, always or never, got 'purple' (see 'fad launch --help')\n");
+  auto config = run({FAD_FAD_BIN, "launch", "--config", (d.dir() / "missing.json").string(), "--", "touch",
+                     (d.dir() / "ran").string()},
+                    env);
+  CHECK(config.exit_code == 2);
+  CHECK(config.err.find("missing.json") != std::string::npos);
+  auto dangling = run({FAD_FAD_BIN, "run", "--socket"}, env);
+  CHECK(dangling.exit_code == 2);
+  CHECK(dangling.err == "fad: option --socket needs a value (see 'fad run --help')\n");
+  CHECK_FALSE(fs::exists(d.dir() / "ran"));
+}
