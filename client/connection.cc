@@ -21,6 +21,7 @@
 #include <boost/asio/write.hpp>
 
 #include "client/exit_codes.h"
+#include "client/locations.h"
 #include "common/socket_dir.h"
 
 namespace fad::client {
@@ -29,8 +30,13 @@ namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
 
 std::string unreachable_message(const std::string& socket_path, const std::string& reason) {
-  return "cannot reach fadd at " + socket_path + ": " + reason +
-         ". Start it with 'fad daemon start' (or 'systemctl --user start fadd').";
+  // The socket a plain 'fad daemon start' would use; another (named with
+  // --socket) is named in the advice too, or it would start the wrong fadd.
+  auto plain = resolve_locations(Command{}, process_env(), ::getuid());
+  const std::string start = plain && plain->socket == socket_path
+                                ? "'fad daemon start' (or 'systemctl --user start fadd')"
+                                : "'fad daemon start --socket " + socket_path + "'";
+  return "cannot reach fadd at " + socket_path + ": " + reason + ". Start it with " + start + ".";
 }
 
 namespace {

@@ -263,6 +263,14 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
       return kExitOk;
     }
     pid = pid_in_lock(lock);
+    if (locations.socket_named && !locations.state_dir_named) {
+      // The lock is the default state dir's, the socket the user's own: the
+      // fadd holding it may serve any socket, so it is not waited for.
+      ctx.out << "fadd is not running at " << ctx.socket << " (nothing answers there); the fadd holding " << lock
+              << " (pid " << (pid > 0 ? std::to_string(pid) : std::string("?"))
+              << ") serves another socket or is exiting: name its state dir with --state-dir to stop it\n";
+      return kExitOk;
+    }
     ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid "
             << (pid > 0 ? std::to_string(pid) : std::string("?")) << "); waiting for it to exit"
             << (locations.state_dir_named ? " (if it serves another socket, name it with --socket)" : "") << "\n";

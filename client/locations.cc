@@ -22,6 +22,7 @@ Result<Locations> resolve_locations(const Command& cmd, const EnvLookup& env, un
   if (auto problem = socket_path_problem(loc.socket); !problem.empty()) return make_error(problem);
   loc.state_dir = resolve_path(cmd.state_dir, env, "FAD_STATE_DIR", config_state_dir, default_state_dir(env));
   loc.state_dir_named = cmd.state_dir.has_value();
+  loc.socket_named = cmd.socket.has_value();
   return loc;
 }
 

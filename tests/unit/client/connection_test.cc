@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "client/connection.h"
+#include "client/locations.h"
 #include "client/exit_codes.h"
 
 using namespace fad::client;
@@ -83,9 +84,15 @@ TEST_CASE("nothing listening: exit 3 with how to start fadd") {
   auto* failure = std::get_if<CallFailure>(&reply);
   REQUIRE(failure);
   CHECK(failure->exit_code == kExitUnreachable);
+  // Not the socket a plain start uses: the advice names it.
   CHECK(failure->message ==
         "cannot reach fadd at /nonexistent/dir/fad.sock: No such file or directory. Start it with 'fad daemon "
-        "start' (or 'systemctl --user start fadd').");
+        "start --socket /nonexistent/dir/fad.sock'.");
+  const auto plain = fad::client::resolve_locations(fad::client::Command{}, fad::process_env(), ::getuid());
+  REQUIRE(plain);
+  CHECK(unreachable_message(plain->socket, "Connection refused") ==
+        "cannot reach fadd at " + plain->socket +
+            ": Connection refused. Start it with 'fad daemon start' (or 'systemctl --user start fadd').");
   auto too_long = call_daemon("/" + std::string(200, 'x'), fad::Request{"status", {}});
   CHECK(std::get<CallFailure>(too_long).exit_code == kExitUnreachable);
 }

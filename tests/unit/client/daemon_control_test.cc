@@ -153,6 +153,30 @@ TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is wait
   CHECK(s.types == std::vector<std::string>{"status"});  // nothing to send a shutdown to
 }
 
+TEST_CASE("daemon stop --socket S with nothing there does not wait on the default state dir's fadd") {
+  // Bug: a mistyped --socket waited 60 s for the fadd holding the default
+  // state dir's lock (which serves another socket), then said it had not
+  // exited after being asked to stop, though nothing had asked it.
+  StopScript s;
+  s.locked_checks_left = 1 << 30;
+  Context ctx = s.context();
+  Locations socket_only{"/s", "/st", std::nullopt};
+  socket_only.socket_named = true;
+  CHECK(run_daemon_stop(socket_only, ctx, s.watch()) == 0);
+  CHECK_THAT(s.out.str(), Catch::StartsWith("fadd is not running at /s (nothing answers there); the fadd "
+                                            "holding /st/fadd.lock"));
+  CHECK(s.err.str().empty());
+  CHECK(s.now == std::chrono::steady_clock::time_point{});  // no waiting
+  CHECK(s.types == std::vector<std::string>{"status"});
+
+  StopScript both;  // --state-dir too: the user means that fadd, on its way out
+  both.locked_checks_left = 3;
+  Context bctx = both.context();
+  Locations named{"/s", "/st", std::nullopt, true, true};
+  CHECK(run_daemon_stop(named, bctx, both.watch()) == 0);
+  CHECK(both.out.str().find("fadd stopped") != std::string::npos);
+}
+
 TEST_CASE("daemon stop --state-dir DIR does not stop a fadd of another state dir at the socket") {
   StopScript s;
   s.answers = {status_answer(99, "/other"), fad::Response{}};
