@@ -157,6 +157,13 @@ std::optional<std::string> find_fadd(const std::string& self, const std::string&
 
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {
   if (auto running = probe(ctx)) {
+    const std::string theirs = state_dir_of(*running);
+    if (locations.state_dir_named && !theirs.empty() && !same_dir(theirs, locations.state_dir)) {
+      // The user asked for a fadd on that state dir; this one keeps another.
+      ctx.err << "fad: the fadd at " << ctx.socket << " (pid " << pid_of(*running) << ") uses state dir " << theirs
+              << ", not " << locations.state_dir << "; give a second fadd its own socket with --socket\n";
+      return kExitFailed;
+    }
     ctx.out << "fadd is already running (pid " << pid_of(*running) << ")\n";
     return kExitOk;
   }

@@ -380,11 +380,15 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   // Its compiles were run by launchers that have ended: requeued, nothing
   // would ever run them.
   if (b->kind == "external")
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) +
-                                                 " ran compiles of fad run or fad launch; run its command again");
+    return error_response(ErrorCode::failed,
+                          "build " + std::to_string(id) +
+                              " holds the compiles of a fad run or fad launch command; run that command again");
   if (b->state != BuildState::failed && b->state != BuildState::cancelled)
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
-                                                 "; only failed or cancelled builds can be retried");
+    return error_response(ErrorCode::failed,
+                          "build " + std::to_string(id) +
+                              (b->state == BuildState::succeeded ? std::string(" succeeded")
+                                                                 : " is " + std::string(to_string(b->state))) +
+                              "; only failed or cancelled builds can be retried");
   for (const auto& [uid, r] : running_)
     if (r.unit.build_id == id)
       return error_response(ErrorCode::failed,

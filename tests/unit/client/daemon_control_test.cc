@@ -153,6 +153,23 @@ TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is wait
   CHECK(s.types == std::vector<std::string>{"status"});  // nothing to send a shutdown to
 }
 
+TEST_CASE("daemon start --state-dir DIR is no success while the fadd at the socket keeps another state dir") {
+  // Bug: "fadd is already running", exit 0, and the user believed DIR in use.
+  StopScript s;
+  s.answers = {status_answer(99, "/other")};
+  Context ctx = s.context();
+  Locations named{"/s", "/st", std::nullopt, true};
+  CHECK(run_daemon_start(Command{}, named, ctx) == 1);
+  CHECK(s.err.str() ==
+        "fad: the fadd at /s (pid 99) uses state dir /other, not /st; give a second fadd its own socket with "
+        "--socket\n");
+  StopScript same;  // the same one: already running, fine
+  same.answers = {status_answer(99, "/st/")};
+  Context sctx = same.context();
+  CHECK(run_daemon_start(Command{}, named, sctx) == 0);
+  CHECK(same.out.str() == "fadd is already running (pid 99)\n");
+}
+
 TEST_CASE("daemon stop --socket S with nothing there does not wait on the default state dir's fadd") {
   // Bug: a mistyped --socket waited 60 s for the fadd holding the default
   // state dir's lock (which serves another socket), then said it had not

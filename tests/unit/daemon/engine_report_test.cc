@@ -218,8 +218,8 @@ TEST_CASE("engine: retry says how many failed and how many cancelled units it re
   REQUIRE(f.build_state(ext) == BuildState::failed);
   auto refused = f.engine->retry(f.me, ext);
   CHECK_FALSE(refused.ok);
-  CHECK(refused.message ==
-        "build " + std::to_string(ext) + " ran compiles of fad run or fad launch; run its command again");
+  CHECK(refused.message == "build " + std::to_string(ext) +
+                               " holds the compiles of a fad run or fad launch command; run that command again");
   CHECK(f.build_state(ext) == BuildState::failed);
 }
 
