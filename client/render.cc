@@ -96,10 +96,14 @@ std::optional<double> build_seconds(const json& build) {
   return *b - *a;
 }
 
+/// Never started here: queued still, restored from the compile cache, or
+/// cancelled before it ran. It has no threads, peak or time of its own.
+bool never_ran(const json& unit) { return count(unit, "attempts") == 0; }
+
 std::string estimate_cell(const json& unit) {
   const std::string size = size_cell(unit, "estimate_bytes");
   // A unit that never ran has no estimate of its own unless fadd sent one.
-  if (size == "0 B" && text(unit, "state") == "queued") return "-";
+  if (size == "0 B" && never_ran(unit)) return "-";
   const std::string source = str(unit, "estimate_source");
   return source.empty() || size == "-" ? size : size + " (" + source + ")";
 }
@@ -107,7 +111,8 @@ std::string estimate_cell(const json& unit) {
 std::string unit_time_cell(const json& unit) {
   if (field(unit, "elapsed_s")) return duration_cell(unit, "elapsed_s");
   const std::string s = str(unit, "state");
-  if (s == "succeeded" || s == "failed") return duration_cell(unit, "duration_s");
+  if (never_ran(unit)) return "-";
+  if (s == "succeeded" || s == "failed" || s == "cancelled") return duration_cell(unit, "duration_s");
   return "-";
 }
 
@@ -194,13 +199,12 @@ std::string render_build_status(const json& status, bool color) {
   bool nodes = false;
   for (const auto& unit : list) nodes |= field(unit, "node") != nullptr;
   for (const auto& unit : list) {
-    // A unit that never started has no threads or peak yet: "-", not "0".
-    const bool never_ran = str(unit, "state") == "queued" && count(unit, "attempts") == 0;
+    // A unit that never started has no threads or peak: "-", not "0".
+    const bool ran = !never_ran(unit);
     const std::string state = state_cell(unit, color) + (is_true(unit, "cached") ? " (cached)" : "");
-    rows.push_back({text(unit, "name"), state, never_ran ? "-" : text(unit, "threads"),
-                    size_cell(unit, "current_bytes"), never_ran ? "-" : size_cell(unit, "peak_bytes"),
-                    estimate_cell(unit), text(unit, "estimate_source"), unit_time_cell(unit), text(unit, "attempts"),
-                    text(unit, "wait_reason")});
+    rows.push_back({text(unit, "name"), state, ran ? text(unit, "threads") : "-", size_cell(unit, "current_bytes"),
+                    ran ? size_cell(unit, "peak_bytes") : "-", estimate_cell(unit), text(unit, "estimate_source"),
+                    unit_time_cell(unit), text(unit, "attempts"), text(unit, "wait_reason")});
     if (nodes) rows.back().insert(rows.back().begin() + 2, {text(unit, "node"), text(unit, "peak_source")});
   }
   std::vector<std::string> header{"UNIT",     "STATE",  "THREADS", "NOW",      "PEAK",

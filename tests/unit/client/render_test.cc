@@ -142,6 +142,30 @@ TEST_CASE("status of one build: units with threads, memory now, peak, estimate a
   one["builds"][0]["unit_list"][1]["estimate_bytes"] = 0;
   one["builds"][0]["unit_list"][1].erase("estimate_source");
   CHECK_FALSE(has(line_starting(render_build_status(one), "attn_bwd_hdim256"), "0 B"));
+  // Nor does one restored from the compile cache, or cancelled before it ran;
+  // one cancelled while running shows how long it ran.
+  for (const char* state : {"succeeded", "cancelled"}) {
+    json never = one;
+    auto& u = never["builds"][0]["unit_list"][1];
+    u["state"] = state;
+    u["cached"] = std::string(state) == "succeeded";
+    u["duration_s"] = 0;
+    u["estimate_bytes"] = 0;
+    const std::string line = line_starting(render_build_status(never), "attn_bwd_hdim256");
+    INFO(line);
+    const auto row = cells_of(line);
+    const std::size_t shift = std::string(state) == "succeeded" ? 1 : 0;  // "succeeded (cached)"
+    REQUIRE(row.size() >= 5 + shift);
+    CHECK(row[2 + shift] == "-");  // threads
+    CHECK(row[4 + shift] == "-");  // peak
+    CHECK_FALSE(has(line, "0 B"));
+    CHECK_FALSE(has(line, " 0s"));
+  }
+  json stopped = one;
+  stopped["builds"][0]["unit_list"][1]["state"] = "cancelled";
+  stopped["builds"][0]["unit_list"][1]["attempts"] = 1;
+  stopped["builds"][0]["unit_list"][1]["duration_s"] = 6;
+  CHECK(has(line_starting(render_build_status(stopped), "attn_bwd_hdim256"), " 6s "));
   // A unit list fadd had to cut says so on its last line.
   CHECK_FALSE(has(render_build_status(one), "not listed"));
   one["builds"][0]["units_left_out"] = 4000;
