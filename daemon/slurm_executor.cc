@@ -221,38 +221,47 @@ ExitInfo SlurmExecutor::finish(Step& step, const ExitInfo& srun) {
   read_report(step);
   const auto messages = read_from(step.log_path, step.log_offset);
   const auto end = slurm::classify_srun(messages);
-  ExitInfo info;
+  ExitInfo info = step_exit(end, step.report, srun);
   info.peak_bytes = step.peak;
   info.peak_source = step.report.peak >= step.sstat_peak && !step.report.source.empty() ? step.report.source
                      : step.sstat_peak > 0                                              ? "sstat"
                                                                                         : "";
-  const bool wrapper_done = step.report.done && step.report.error.empty();
-  if (end == slurm::StepEnd::out_of_memory || step.report.oom_kills > 0) {
+  if (info.lost) {
+    allocation_.suspect();
+    spdlog::warn("unit {}: its Slurm step was lost ({}); it runs again", step.unit_id,
+                 end == slurm::StepEnd::normal ? "told to stop, not by fadd" : slurm::to_string(end));
+  }
+  if (!info.lost && !info.oom_killed && !step.report.error.empty())
+    std::ofstream(step.log_path, std::ios::app) << "fad: " << step.report.error << "\n";
+  journal(step, info);
+  std::error_code ec;
+  fs::remove(step.report_path, ec);
+  return info;
+}
+
+ExitInfo step_exit(slurm::StepEnd end, const StepReport& report, const ExitInfo& srun) {
+  ExitInfo info;
+  const bool wrapper_done = report.done && report.error.empty();
+  if (end == slurm::StepEnd::out_of_memory || report.oom_kills > 0) {
     // Its cgroup's limit (fad's estimate + margin) was too small: the engine
     // requeues it with the peak it reached + a margin, like a local OOM kill.
     info.signaled = true;
     info.oom_killed = true;
     info.exit_code = 128 + SIGKILL;
   } else if (end == slurm::StepEnd::node_failure || end == slurm::StepEnd::allocation_gone ||
-             end == slurm::StepEnd::controller_unreachable) {
+             end == slurm::StepEnd::controller_unreachable || (report.done && report.terminated)) {
     info.lost = true;
     info.signaled = true;
     info.exit_code = srun.exit_code;
-    allocation_.suspect();
-    spdlog::warn("unit {}: its Slurm step was lost ({}); it runs again", step.unit_id, slurm::to_string(end));
   } else if (wrapper_done) {
-    info.exit_code = step.report.exit_code;
-    info.signaled = step.report.signal != 0;
+    info.exit_code = report.exit_code;
+    info.signaled = report.signal != 0;
   } else {
     // No report: the wrapper never ran (step refused, or fad-step missing on
     // the node): srun's status and messages (in the log) are all there is.
     info.exit_code = srun.exit_code == 0 ? 1 : srun.exit_code;
     info.signaled = srun.signaled;
-    if (!step.report.error.empty()) std::ofstream(step.log_path, std::ios::app) << "fad: " << step.report.error << "\n";
   }
-  journal(step, info);
-  std::error_code ec;
-  fs::remove(step.report_path, ec);
   return info;
 }
 

@@ -21,9 +21,18 @@
 #include "daemon/clock.h"
 #include "daemon/command_runner.h"
 #include "daemon/slurm_allocation.h"
+#include "daemon/slurm_parse.h"
 #include "daemon/step_report.h"
 
 namespace fad {
+
+/// How a step ended, from srun's messages (`end`), the wrapper's report and
+/// srun's own status; peak fields are left to the caller. Lost (run again,
+/// not a failure) when Slurm says its node or allocation went, or when the
+/// wrapper was told to stop: fadd's own stops are told apart by the engine,
+/// so anyone else's (a cancelled allocation, a time limit) lost it, even
+/// when srun exits before it can say so.
+ExitInfo step_exit(slurm::StepEnd end, const StepReport& report, const ExitInfo& srun);
 
 class SlurmExecutor final : public ProcessLauncher {
  public:

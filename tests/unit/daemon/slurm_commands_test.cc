@@ -152,4 +152,38 @@ TEST_CASE("slurm: a root fadd does not start another user's compile as a step (i
   executor.shutdown();
 }
 
+TEST_CASE("a step's end: lost when Slurm says so or its wrapper was told to stop, else the program's", "[slurm]") {
+  using slurm::StepEnd;
+  StepReport report;
+  report.done = true;
+  report.exit_code = 143;
+  report.signal = SIGTERM;
+  const ExitInfo srun{143, false};
+  // Bug: a step whose allocation was cancelled, ending before srun printed
+  // why, failed its unit (and the build) instead of running again.
+  report.terminated = true;
+  auto cancelled = step_exit(StepEnd::normal, report, srun);
+  CHECK(cancelled.lost);
+  CHECK_FALSE(cancelled.oom_killed);
+  // A compiler that dies of SIGTERM by itself is its own failure.
+  report.terminated = false;
+  auto own = step_exit(StepEnd::normal, report, srun);
+  CHECK_FALSE(own.lost);
+  CHECK(own.exit_code == 143);
+  CHECK(own.signaled);
+  CHECK(step_exit(StepEnd::allocation_gone, report, srun).lost);
+  CHECK(step_exit(StepEnd::node_failure, report, srun).lost);
+  // Out of memory wins: it reruns with a higher estimate, not as lost.
+  report.oom_kills = 1;
+  auto oom = step_exit(StepEnd::normal, report, srun);
+  CHECK(oom.oom_killed);
+  CHECK_FALSE(oom.lost);
+  CHECK(oom.exit_code == 128 + SIGKILL);
+  // No report: srun's status, never a success.
+  StepReport none;
+  auto refused = step_exit(StepEnd::step_refused, none, ExitInfo{0, false});
+  CHECK_FALSE(refused.lost);
+  CHECK(refused.exit_code == 1);
+}
+
 }  // namespace fad
