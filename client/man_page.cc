@@ -42,18 +42,19 @@ void options_of(std::ostringstream& out, const CLI::App& app) {
 }
 
 std::string usage_of(const std::string& path, const CLI::App& sub) {
-  std::string line = bold(path);
+  // Options first: after a command (fad run -- CMD, fad launch COMPILER)
+  // they would be the command's own.
   bool any_option = false;
+  std::string positionals;
   for (const CLI::Option* opt : sub.get_options()) {
     if (!opt->get_positional()) {
       any_option = true;
       continue;
     }
     const std::string name = opt->get_name();
-    line += " " + (opt->get_required() ? italic(name) : "[" + italic(name) + "]");
+    positionals += " " + (opt->get_required() ? italic(name) : "[" + italic(name) + "]");
   }
-  if (any_option) line += " [" + italic("OPTIONS") + "]";
-  return line;
+  return bold(path) + (any_option ? " [" + italic("OPTIONS") + "]" : "") + positionals;
 }
 
 void commands_of(std::ostringstream& out, const CLI::App& app, const std::string& prefix) {

@@ -8,6 +8,7 @@
 
 #include "client/cli_app.h"
 #include "client/man_page.h"
+#include "common/paths.h"
 #include "daemon/options.h"
 
 namespace {
@@ -46,11 +47,16 @@ ManPage fad_page() {
         "FAD_STATE_DIR\tfadd's state directory (daemon start, doctor)",
         "NO_COLOR\twhen set and not empty, no colour (unless --color=always)",
         "FAD_REAL_NVCC\tthe nvcc that fad-nvcc and the nvcc shim of fad run stand for",
-        "FAD_BUILD_ID\tset by fad run for the command it runs: its compiles join that build"}},
+        "FAD_BUILD_ID\tset by fad run for the command it runs: its compiles join that build",
+        "FAD_TIMEOUT\tseconds a request waits for fadd's answer (1-86400, default 60); past it fad exits 3",
+        "FAD_CACHE_DIR, FAD_CACHE_SIZE\tthe compile cache's directory and size limit (0 turns it off)",
+        "FAD_CLAIMS_DIR\twhere launchers compiling without fadd share their memory claims",
+        "FAD_INTERCEPT_LIB\tthe exec interceptor fad run preloads (default: beside fad, or in its library "
+        "directory)"}},
       {"FILES",
        {"$XDG_RUNTIME_DIR/fad/fad.sock\tfadd's socket for a user (else /tmp/fad-UID/fad.sock); /run/fad/fad.sock "
         "for the system unit",
-        "~/.config/fad/fad.json\tthe config file when present; /etc/fad/fad.json for the system unit",
+        "~/.config/fad/fad.json\tthe config file when present, else " + fad::system_config_path() + " when present",
         "$XDG_STATE_HOME/fad\tfadd's state for a user (else ~/.local/state/fad): fad.db, fadd.log and "
         "builds/ID/ with each build's logs and outputs"}},
       {"EXAMPLES",
@@ -79,7 +85,8 @@ ManPage fadd_page() {
   p.sections = {
       {"SIGNALS",
        {"SIGTERM, SIGINT\tadmit nothing more, stop the running compilers, mark them queued and exit 0; the next "
-        "start resumes them"}},
+        "start resumes them",
+        "SIGHUP, SIGUSR1, SIGUSR2, SIGALRM\tchange nothing: fadd logs that it ignored them"}},
       {"CONFIGURATION",
        {"The config file is JSON; an unknown key or bad value is an error naming the key, file and line.",
         "memory_budget\t\"auto\" or a size: the most fad's units may hold together (default auto)",
@@ -89,13 +96,17 @@ ManPage fadd_page() {
         "nvcc_threads\t\"auto\" (chosen per unit) or a fixed --threads", "nvcc\tthe default compiler (default nvcc)",
         "unit_memory_prior\tsize per nvcc thread assumed for a unit nothing is known about (default 5G)",
         "poll_interval_ms\thow often fadd samples memory and decides (default 500)",
-        "log_level\ttrace, debug, info, warn or error", "socket, state_dir, kernels_dir\tpaths, as the flags"}},
+        "log_level\ttrace, debug, info, warn or error", "socket, state_dir, kernels_dir\tpaths, as the flags",
+        "The other keys (per-user limits, retention, log rotation, unit file and log limits, the socket's mode "
+        "and group, the compile cache, the state disk's reserve, the Slurm executor) are in " +
+            fad::system_config_path() + " at their defaults and in docs/contract.md, \"Config file\"."}},
       {"ENVIRONMENT",
        {"FAD_SOCKET, FAD_STATE_DIR, FAD_CONFIG, FAD_KERNELS_DIR\tthe locations, when no flag names them"}},
       {"FILES",
        {"STATE/fad.db\tthe database (SQLite, WAL): builds, units, memory samples, what the estimator learnt",
         "STATE/builds/ID/\ta build's logs/, obj/, build.log and, once linked, lib/",
-        "/etc/fad/fad.json\tthe system unit's config; ~/.config/fad/fad.json for a user"}},
+        fad::system_config_path() + "\tthe machine-wide config, every key at its default; ~/.config/fad/fad.json for "
+                                    "a user who has one"}},
       {"EXIT STATUS",
        {"0\tstopped on SIGTERM or SIGINT", "1\tanother fadd holds the state dir or socket, or startup failed",
         "2\ta bad flag or config value"}}};

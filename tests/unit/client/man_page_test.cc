@@ -52,6 +52,8 @@ TEST_CASE("the fad page lists every command with its options, from the CLI defin
   CHECK(roff.find("\\fB\\-\\-arch\\fR \\fIARCH\\fR") != std::string::npos);
   CHECK(roff.find("\\fB\\-o\\fR, \\fB\\-\\-output\\fR \\fIFILE\\fR") != std::string::npos);
   CHECK(roff.find("\\fB\\-\\-wait\\fR\n") != std::string::npos);  // a flag takes no value
+  // Options before a command's own arguments, which would otherwise take them.
+  CHECK(roff.find(".SS \\fBfad run\\fR [\\fIOPTIONS\\fR] [\\fICMD\\fR]") != std::string::npos);
   CHECK(roff.find("\\fB\\-\\-color\\fR \\fIWHEN\\fR") != std::string::npos);
   CHECK(roff.find("\\&.starts with a dot and has a back\\eslash") != std::string::npos);
   CHECK(roff.find(".TP\n\\fB2\\fR\nusage error\n") != std::string::npos);
