@@ -477,6 +477,107 @@ TEST_CASE("store: a unit restored from the compile cache is succeeded and cached
   CHECK_FALSE(store.unit(units[1].id)->cached);
 }
 
+}  // namespace fad
+
+namespace fad {
+namespace {
+
+/// What the estimator learns from `rows`, as the engine loads them at start.
+Estimator estimator_of(const std::vector<HistoryRecord>& rows) {
+  Estimator est({5ull << 30, 120});
+  for (const auto& h : rows) {
+    auto profile = Profile::parse(h.profile);
+    if (!profile) continue;
+    est.learn(
+        Observation{UnitKey{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope},
+                    h.threads, *profile, h.origin == "imported"});
+  }
+  return est;
+}
+
+}  // namespace
+
+TEST_CASE("store: history keeps the keys of each scope seen most recently, past the most one scope may have",
+          "[store]") {
+  test::TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  int mib = 0;
+  auto add = [&](const std::string& scope, const std::string& key) {
+    // Each its own profile: importing the same profile of a key twice is a no-op.
+    HistoryRecord h{key, "a.cu", "hash", "-O3", "90", "V13", "f", 1, 1, "0:" + std::to_string(++mib << 20) + ";10"};
+    h.recorded_at = "2026-01-01T00:00:00Z";
+    REQUIRE(store.import_history(h));
+    // Imports go to the shared scope; a user's own rows come from their units' ends.
+    store.db().exec("UPDATE unit_history SET scope = '" + scope + "' WHERE id = last_insert_rowid()");
+  };
+  // A user naming ever new flags: k1..k5, then k2 again (seen recently).
+  for (const char* key : {"k1", "k2", "k3", "k4", "k5", "k2"}) add("1000", key);
+  for (const char* key : {"s1", "s2"}) add("", key);  // the shared scope: under the limit
+  add("2000", "k1");                                  // another user's k1: their own scope
+  CHECK(store.trim_history(5, 3) == 2);               // k1 and k3 of user 1000
+  std::set<std::string> kept;
+  for (const auto& h : store.history()) kept.insert(h.scope + "/" + h.key);
+  CHECK(kept == std::set<std::string>{"1000/k2", "1000/k4", "1000/k5", "/s1", "/s2", "2000/k1"});
+  CHECK(store.trim_history(5, 3) == 0);
+
+  // A large import, newer than fadd's own measurements, never pushes them out:
+  // the shared scope's local keys s1 and s2 stay, and the newest imported one.
+  store.db().exec("UPDATE unit_history SET origin = 'local' WHERE scope = ''");
+  for (const char* key : {"i1", "i2", "i3"}) add("", key);
+  CHECK(store.trim_history(5, 3) == 2);
+  kept.clear();
+  for (const auto& h : store.history())
+    kept.insert(h.scope + "/" + h.key + (h.origin == "imported" ? " imported" : ""));
+  CHECK(kept == std::set<std::string>{"1000/k2 imported", "1000/k4 imported", "1000/k5 imported", "/s1", "/s2",
+                                      "/i3 imported", "2000/k1 imported"});
+}
+
+TEST_CASE("store: history is trimmed to what the estimator can use, and the estimates do not change", "[store]") {
+  test::TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  auto add = [&](const std::string& source, const std::string& family, int mib, bool imported) {
+    HistoryRecord h{
+        source + "\x1f", source, "hash", "-O3", "90",
+        "V13",           family, 1,      1,     "0:" + std::to_string(static_cast<std::int64_t>(mib) << 20) + ";10"};
+    // Imported, then made local: the store records local rows only as a
+    // unit's end, and the origin is all that differs.
+    h.recorded_at = "2026-01-01T00:00:00Z";
+    REQUIRE(store.import_history(h));
+    if (!imported) store.db().exec("UPDATE unit_history SET origin = 'local' WHERE id = last_insert_rowid()");
+  };
+  for (int i = 1; i <= 7; ++i) add("a.cu", "f", 100 * i, false);  // the two oldest go
+  add("a.cu", "f", 5000, true);                                   // imported: behind any local row, go
+  add("a.cu", "f", 6000, true);
+  for (int i = 1; i <= 2; ++i) add("b.cu", "f", 300 * i, false);  // 2 local + 3 newest imported stay
+  for (int i = 1; i <= 4; ++i) add("b.cu", "f", 1000 * i, true);
+  add("a.cu", "g", 42, false);  // the same unit in another family: its own five
+  const auto before = store.history();
+  REQUIRE(before.size() == 16);
+
+  CHECK(store.trim_history(5) == 5);
+  const auto after = store.history();
+  std::vector<std::string> kept;
+  for (const auto& h : after) kept.push_back(h.source + "/" + h.family + "/" + h.profile + "/" + h.origin);
+  CHECK(kept == std::vector<std::string>{
+                    "a.cu/f/0:314572800;10/local", "a.cu/f/0:419430400;10/local", "a.cu/f/0:524288000;10/local",
+                    "a.cu/f/0:629145600;10/local", "a.cu/f/0:734003200;10/local", "b.cu/f/0:314572800;10/local",
+                    "b.cu/f/0:629145600;10/local", "b.cu/f/0:2097152000;10/imported", "b.cu/f/0:3145728000;10/imported",
+                    "b.cu/f/0:4194304000;10/imported", "a.cu/g/0:44040192;10/local"});
+  CHECK(store.trim_history(5) == 0);
+
+  // Lossless: every estimate the old rows gave, the trimmed rows give.
+  auto full = estimator_of(before), trimmed = estimator_of(after);
+  for (const auto& h : before)
+    for (int threads : {1, 2}) {
+      const UnitKey k{h.source, h.content_hash, h.flags, h.archs, h.compiler, h.family, h.arch_count, h.scope};
+      UnitKey sibling = k;
+      sibling.source = "new.cu";  // same family, never seen: the family's estimate
+      CHECK(full.estimate(k, threads, std::nullopt).peak() == trimmed.estimate(k, threads, std::nullopt).peak());
+      CHECK(full.estimate(sibling, threads, std::nullopt).peak() ==
+            trimmed.estimate(sibling, threads, std::nullopt).peak());
+    }
+}
+
 TEST_CASE("store: unit views are the units without command lines. Counts by state read only an index", "[store]") {
   // Bug: status and report of a build of 10,000 launches read every unit's
   // 16 KiB command line on fadd's one event loop (seconds, for everyone).
