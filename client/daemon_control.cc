@@ -60,6 +60,16 @@ bool same_dir(const std::string& a, const std::string& b) {
   return norm(a) == norm(b);
 }
 
+/// The state dir of the fadd that answered, when the user named another with
+/// --state-dir (that fadd is not the one meant); nullopt otherwise.
+std::optional<std::string> other_state_dir(const Response& running, const Locations& locations) {
+  std::string theirs = state_dir_of(running);
+  if (!locations.state_dir_named || theirs.empty() || same_dir(theirs, locations.state_dir)) return std::nullopt;
+  return theirs;
+}
+
+std::string pid_text(long pid) { return pid > 0 ? std::to_string(pid) : "?"; }
+
 std::string lock_path_in(const std::string& state_dir) { return (fs::path(state_dir) / "fadd.lock").string(); }
 
 // The pid fadd wrote into its lock file; 0 when unreadable.
@@ -157,10 +167,9 @@ std::optional<std::string> find_fadd(const std::string& self, const std::string&
 
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {
   if (auto running = probe(ctx)) {
-    const std::string theirs = state_dir_of(*running);
-    if (locations.state_dir_named && !theirs.empty() && !same_dir(theirs, locations.state_dir)) {
+    if (auto theirs = other_state_dir(*running, locations)) {
       // The user asked for a fadd on that state dir; this one keeps another.
-      ctx.err << "fad: the fadd at " << ctx.socket << " (pid " << pid_of(*running) << ") uses state dir " << theirs
+      ctx.err << "fad: the fadd at " << ctx.socket << " (pid " << pid_of(*running) << ") uses state dir " << *theirs
               << ", not " << locations.state_dir << "; give a second fadd its own socket with --socket\n";
       return kExitFailed;
     }
@@ -250,14 +259,14 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
   long pid = 0;
   std::string state_dir = locations.state_dir;
   if (running) {
-    const std::string theirs = state_dir_of(*running);
-    if (locations.state_dir_named && !theirs.empty() && !same_dir(theirs, locations.state_dir)) {
+    if (auto theirs = other_state_dir(*running, locations)) {
       // --state-dir names one fadd, the socket reached another: stopping it
       // would stop the wrong one.
-      ctx.err << "fad: the fadd at " << ctx.socket << " uses state dir " << theirs << ", not " << locations.state_dir
+      ctx.err << "fad: the fadd at " << ctx.socket << " uses state dir " << *theirs << ", not " << locations.state_dir
               << "; name the socket of the one to stop with --socket\n";
       return kExitFailed;
     }
+    const std::string theirs = state_dir_of(*running);
     if (!theirs.empty()) state_dir = theirs;
     pid = std::strtol(pid_of(*running).c_str(), nullptr, 10);
   }
@@ -274,26 +283,26 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
       // The lock is the default state dir's, the socket the user's own: the
       // fadd holding it may serve any socket, so it is not waited for.
       ctx.out << "fadd is not running at " << ctx.socket << " (nothing answers there); the fadd holding " << lock
-              << " (pid " << (pid > 0 ? std::to_string(pid) : std::string("?"))
+              << " (pid " << pid_text(pid)
               << ") serves another socket or is exiting: name its state dir with --state-dir to stop it\n";
       return kExitOk;
     }
-    ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid "
-            << (pid > 0 ? std::to_string(pid) : std::string("?")) << "); waiting for it to exit"
+    ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid " << pid_text(pid)
+            << "); waiting for it to exit"
             << (locations.state_dir_named ? " (if it serves another socket, name it with --socket)" : "") << "\n";
     ctx.out.flush();
   } else {
     int rc = kExitOk;
     if (!request(ctx, "shutdown", json::object(), rc)) return rc;
   }
-  const std::string who = "fadd (pid " + (pid > 0 ? std::to_string(pid) : std::string("?")) + ")";
+  const std::string who = "fadd (pid " + pid_text(pid) + ")";
   const auto deadline = ctx.now() + kStopTimeout;
   bool alive = true, locked = true;
   while (true) {
     alive = pid > 0 && watch.alive(pid);
     locked = watch.locked(lock);
     if (!alive && !locked) {
-      ctx.out << "fadd stopped (pid " << (pid > 0 ? std::to_string(pid) : std::string("?")) << ")\n";
+      ctx.out << "fadd stopped (pid " << pid_text(pid) << ")\n";
       return kExitOk;
     }
     if (ctx.now() >= deadline) break;

@@ -123,10 +123,7 @@ bool exists(const std::string& path) {
 
 // Resolves the compiler as fadd does.
 std::optional<std::string> resolve_executable(const std::string& name) {
-  std::error_code ec;
-  const auto cwd = fs::current_path(ec);
-  const char* path = std::getenv("PATH");
-  auto found = find_nvcc(name, path ? path : "", ec ? "/" : cwd.string());
+  auto found = find_nvcc_here(name);
   if (found.empty()) return std::nullopt;
   return found;
 }

@@ -27,11 +27,11 @@ constexpr const char* kLaunchHelp =
     "the real nvcc ($FAD_REAL_NVCC, PATH, /usr/local/cuda/bin). Without fadd the\n"
     "compiler runs directly.\n";
 
-std::optional<std::string> socket_path(const std::optional<std::string>& flag,
-                                       const std::optional<std::string>& config = std::nullopt) {
+/// The socket for --socket and --config as given (empty: not given).
+std::optional<std::string> socket_path(const EntryOptions& given) {
   Command cmd;
-  cmd.socket = flag;
-  cmd.config = config;
+  if (!given.socket.empty()) cmd.socket = given.socket;
+  if (!given.config.empty()) cmd.config = given.config;
   auto locations = resolve_locations(cmd, process_env(), ::getuid());
   if (!locations) {
     std::cerr << "fad: " << locations.error() << "\n";
@@ -56,7 +56,7 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
     }
     std::vector<std::string> direct{nvcc};
     direct.insert(direct.end(), args.begin(), args.end());
-    auto socket = socket_path(std::nullopt);
+    auto socket = socket_path(EntryOptions{});
     if (!socket) return exec_direct(direct);
     return run_launch(nvcc, args, *socket);
   }
@@ -85,8 +85,7 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
       return kExitUsage;
     }
     const bool named = !options.socket.empty() || !options.config.empty();
-    auto socket = socket_path(options.socket.empty() ? std::nullopt : std::optional(options.socket),
-                              options.config.empty() ? std::nullopt : std::optional(options.config));
+    auto socket = socket_path(options);
     std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(first) + 1, args.end());
     if (!socket) {
       // A fad named wrongly is the user's to fix; one not set up at all
@@ -100,7 +99,6 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
 
   if (args[0] == "run") {
     RunOptions options;
-    std::optional<std::string> socket_flag;
     const std::string error = parse_run_args({args.begin() + 1, args.end()}, &options);
     if (error == "help") {
       std::cout << kRunHelp;
@@ -110,10 +108,9 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
       std::cerr << "fad: " << error << "\n";
       return kExitUsage;
     }
-    if (!options.socket.empty()) socket_flag = options.socket;
-    auto socket = socket_path(socket_flag, options.config.empty() ? std::nullopt : std::optional(options.config));
+    auto socket = socket_path(options.entry);
     if (!socket) return kExitUsage;
-    options.socket = *socket;
+    options.entry.socket = *socket;
     return run_build_command(options);
   }
   return std::nullopt;

@@ -151,12 +151,9 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       ++i;
       break;
     }
-    EntryOptions shared{out->socket, out->config};
     std::string error;
-    if (take_entry_option(args, i, &shared, &error, "run")) {
+    if (take_entry_option(args, i, &out->entry, &error, "run")) {
       if (!error.empty()) return error;
-      out->socket = shared.socket;
-      out->config = shared.config;
       continue;
     }
     if (a == "--budget" || a == "--name") {
@@ -205,7 +202,7 @@ int run_build_command(const RunOptions& o) {
   //    routed through launchers that wait for memory on their own.
   OpenBuildRequest open{o.name, join(o.command, " "), std::nullopt};
   if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
-  auto opened = call_daemon(o.socket, Request{"open_build", open.to_json()});
+  auto opened = call_daemon(o.entry.socket, Request{"open_build", open.to_json()});
   std::optional<std::int64_t> id;
   const auto* answer = std::get_if<Response>(&opened);
   if (answer && answer->ok) id = answer->result.at("id").get<std::int64_t>();
@@ -219,7 +216,8 @@ int run_build_command(const RunOptions& o) {
               << "')\n";
   else
     std::cerr << "fad: "
-              << (answer ? "fadd refused the build (" + answer->message + ")" : "fadd is not reachable at " + o.socket)
+              << (answer ? "fadd refused the build (" + answer->message + ")"
+                         : "fadd is not reachable at " + o.entry.socket)
               << "; running the command with its compiles admitted one at a time, more as memory allows "
                  "(MAX_JOBS is left as it is)\n";
 
@@ -229,7 +227,7 @@ int run_build_command(const RunOptions& o) {
   const char* shim = shim_dir.empty() ? nullptr : shim_dir.c_str();
   const std::string nvcc = real_nvcc(shim_dir);
   if (id) ::setenv("FAD_BUILD_ID", std::to_string(*id).c_str(), 1);
-  ::setenv("FAD_SOCKET", o.socket.c_str(), 1);
+  ::setenv("FAD_SOCKET", o.entry.socket.c_str(), 1);
   if (!nvcc.empty()) {
     ::setenv("FAD_REAL_NVCC", nvcc.c_str(), 1);
     ::setenv("CUDACXX", nvcc.c_str(), 0);  // CMake records the real compiler, not the shim
@@ -269,13 +267,13 @@ int run_build_command(const RunOptions& o) {
     struct sigaction sa {};
     sa.sa_handler = forward;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-    code = wait_and_watch(g_child, o.socket, id);
+    code = wait_and_watch(g_child, o.entry.socket, id);
   }
 
   // 4. Close the build with the command's result.
   if (id) {
-    close_build(o.socket, *id, std::min(code, 255));
-    if (auto build = build_status(o.socket, *id)) std::cerr << render_run_summary(*build);
+    close_build(o.entry.socket, *id, std::min(code, 255));
+    if (auto build = build_status(o.entry.socket, *id)) std::cerr << render_run_summary(*build);
   }
   if (shim) {
     std::error_code ec;

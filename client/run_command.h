@@ -24,8 +24,7 @@ bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, Ent
                        const std::string& mode);
 
 struct RunOptions {
-  std::string socket;
-  std::string config;
+  EntryOptions entry;  ///< socket: the resolved one once parsed and looked up
   std::string name;
   std::string budget;  ///< size text; empty = no per-build cap
   std::vector<std::string> command;

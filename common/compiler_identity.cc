@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -60,6 +61,13 @@ std::string find_nvcc(const std::string& name, const std::string& path_env, cons
   std::string path = without_empty_entries(path_env);
   path += path.empty() ? "/usr/local/cuda/bin" : ":/usr/local/cuda/bin";
   return find_program(name, path, cwd);
+}
+
+std::string find_nvcc_here(const std::string& name) {
+  std::error_code ec;
+  const auto cwd = fs::current_path(ec);
+  const char* path = std::getenv("PATH");
+  return find_nvcc(name, path ? path : "", ec ? "/" : cwd.string());
 }
 
 std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd) {

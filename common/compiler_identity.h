@@ -27,6 +27,10 @@ std::string without_empty_entries(const std::string& path_env);
 /// PATH. "" when there is none. `fad doctor` resolves it the same way.
 std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd);
 
+/// find_nvcc() with this process's PATH and working directory ("/" when that
+/// is gone).
+std::string find_nvcc_here(const std::string& name);
+
 /// The host compiler nvcc runs: the -ccbin value (a directory means its gcc),
 /// else $NVCC_CCBIN, else gcc on PATH; "" when none is found.
 std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd);

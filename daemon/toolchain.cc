@@ -25,10 +25,7 @@ namespace fad {
 namespace asio = boost::asio;
 
 Result<std::string> resolve_executable(const std::string& name) {
-  std::error_code ec;
-  const auto cwd = std::filesystem::current_path(ec);
-  const char* path = std::getenv("PATH");
-  auto found = find_nvcc(name, path ? path : "", ec ? "/" : cwd.string());
+  auto found = find_nvcc_here(name);
   if (!found.empty()) return found;
   if (name.find('/') != std::string::npos) return make_error("compiler '" + name + "' is not an executable file");
   // Clients send a name their user's PATH lacks as it is: the PATH here is fadd's.

@@ -59,6 +59,18 @@ std::optional<Profile> predict_from_running(const SiblingEvidence& siblings, con
   return std::nullopt;
 }
 
+/// What the running siblings in every scope have shown so far, together.
+SoFar so_far_in(const SiblingEvidence& siblings, const std::vector<UnitKey>& scopes, int threads) {
+  SoFar seen;
+  for (const auto& k : scopes) {
+    const SoFar scope = siblings.so_far(k, threads);
+    seen.peak = std::max(seen.peak, scope.peak);
+    seen.age = std::max(seen.age, scope.age);
+    seen.timeline = Profile::max_of(seen.timeline, scope.timeline);
+  }
+  return seen;
+}
+
 /// Keeps the newest kKeepPerKey, imported ones before (older than) local ones.
 void remember(std::vector<Observation>& list, const Observation& obs) {
   if (obs.imported) {
@@ -194,13 +206,7 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
     // and idle cores in every build that binds on memory). Either way the
     // family's timeline is in doubt, so what such siblings measured, when and
     // how high, is laid over it too, with the family's margin.
-    SoFar seen;
-    for (const auto& k : scopes) {
-      const SoFar scope = siblings_.so_far(k, threads);
-      seen.peak = std::max(seen.peak, scope.peak);
-      seen.age = std::max(seen.age, scope.age);
-      seen.timeline = Profile::max_of(seen.timeline, scope.timeline);
-    }
+    const SoFar seen = so_far_in(siblings_, scopes, threads);
     const auto raised = static_cast<std::uint64_t>(kFallbackMargin * static_cast<double>(seen.peak));
     const bool higher = raised > est.peak();
     const bool longer = seen.age > est.profile.duration_s;
@@ -235,7 +241,7 @@ Estimate Estimator::fallback(const UnitKey& key, int threads, const std::optiona
   if (est.source == EstimateSource::manifest || est.source == EstimateSource::prior) {
     // A sibling already above the guess says the guess is too low.
     std::uint64_t floor = 0;
-    for (const auto& k : scopes) floor = std::max(floor, siblings_.so_far(k, threads).peak);
+    for (const auto& k : scopes) floor = std::max(floor, siblings_.peak_so_far(k, threads));
     if (floor > est.peak()) est.profile = Profile::flat(floor, est.profile.duration_s);
   }
   est.profile = est.profile.thinned(kMaxPoints);

@@ -98,13 +98,25 @@ SoFar SiblingEvidence::so_far(const UnitKey& key, int threads) const {
   const int target_turns = arch_turns(threads, key.arch_count);
   for (const auto& s : it->second) {
     const Profile scaled = rescale(s.so_far, s.key, s.threads, key, threads);
-    // The spike summary's peak: a step profile gives its last sample no
-    // width, and the newest sample is often the highest yet.
-    out.peak = std::max(out.peak, rescale(Profile::flat(s.spikes.peak, 1), s.key, s.threads, key, threads).peak());
+    out.peak = std::max(out.peak, scaled_peak(s, key, threads));
     out.age = std::max(out.age, scaled.duration_s);
     if (arch_turns(s.threads, s.key.arch_count) == target_turns) out.timeline = Profile::max_of(out.timeline, scaled);
   }
   return out;
+}
+
+std::uint64_t SiblingEvidence::peak_so_far(const UnitKey& key, int threads) const {
+  std::uint64_t peak = 0;
+  auto it = by_family_.find(key.scoped_family());
+  if (key.family.empty() || it == by_family_.end()) return peak;
+  for (const auto& s : it->second) peak = std::max(peak, scaled_peak(s, key, threads));
+  return peak;
+}
+
+std::uint64_t SiblingEvidence::scaled_peak(const Sibling& s, const UnitKey& key, int threads) {
+  // The spike summary's peak: a step profile gives its last sample no width,
+  // and the newest sample is often the highest yet.
+  return rescale(Profile::flat(s.spikes.peak, 1), s.key, s.threads, key, threads).peak();
 }
 
 std::size_t SiblingEvidence::confirmed(const std::string& family) const {

@@ -57,6 +57,8 @@ class SiblingEvidence {
   /// `threads`: no estimate of a sibling should be below `peak` or end before
   /// `age`. All zero (and an empty timeline) when none runs.
   SoFar so_far(const UnitKey& key, int threads) const;
+  /// so_far(key, threads).peak without laying the timelines over each other.
+  std::uint64_t peak_so_far(const UnitKey& key, int threads) const;
 
   /// How many units of the family are past their spike now (`family` as
   /// UnitKey::scoped_family() gives it: siblings count only within a scope).
@@ -71,6 +73,8 @@ class SiblingEvidence {
     Profile so_far;  ///< thinned
     SpikeSummary spikes;
   };
+  /// The sibling's highest sample, scaled to `key` at `threads`.
+  static std::uint64_t scaled_peak(const Sibling& s, const UnitKey& key, int threads);
   SiblingEvidenceConfig config_;
   std::map<std::string, std::vector<Sibling>> by_family_;
 };

@@ -69,6 +69,8 @@ TEST_CASE("sibling evidence: a unit past its spike predicts its siblings' peak a
   CHECK_FALSE(ev.predict(sibling("split1"), 1));  // not past its spike yet
   const SoFar seen = ev.so_far(sibling("split1"), 1);
   CHECK(seen.peak == 3840 * kMiB);
+  CHECK(ev.peak_so_far(sibling("split1"), 1) == seen.peak);
+  CHECK(ev.peak_so_far(sibling("split1"), 2) == ev.so_far(sibling("split1"), 2).peak);
   CHECK(seen.age == Approx(trace_until(60).duration_s));
   CHECK(seen.timeline.peak() == 3763 * kMiB);  // its newest sample (3840 MiB at 60 s) has no width yet
   CHECK(ev.confirmed("flash_fwd_hdim_fp_sm") == 0);
