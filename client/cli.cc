@@ -411,12 +411,19 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   // `fad help [COMMAND...]`, as git and cargo have it: COMMAND's --help.
   if (!args.empty() && args.front() == "help") {
     args.erase(args.begin());
-    if (!args.empty()) {
-      try {
-        app.get_subcommand(args.front());
-      } catch (const CLI::OptionNotFound&) {
-        return EarlyExit{kExitUsage, "fad: unknown command '" + args.front() + "' (see 'fad --help')\n", true};
-      }
+    // Each word must name a command of the one before ("fad help daemon
+    // strat" is no help for "daemon").
+    std::string path = "fad";
+    const CLI::App* at = &app;
+    for (const auto& word : args) {
+      std::vector<std::string> commands;
+      for (const CLI::App* sub : at->get_subcommands({})) commands.push_back(sub->get_name());
+      if (commands.empty()) break;
+      const auto found = std::find(commands.begin(), commands.end(), word);
+      if (found == commands.end())
+        return usage("unknown command '" + word + "'" + did_you_mean(suggest(word, commands)), path);
+      at = at->get_subcommand(word);
+      path += " " + word;
     }
     args.push_back("--help");
   }

@@ -297,4 +297,7 @@ TEST_CASE("fad help shows the overview, fad help COMMAND that command's help, an
   auto bad = early({"help", "nosuch"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.text == "fad: unknown command 'nosuch' (see 'fad --help')\n");
+  CHECK(early({"help", "stauts"}).text == "fad: unknown command 'stauts'; did you mean 'status'? (see 'fad --help')\n");
+  CHECK(early({"help", "daemon", "strat"}).text ==
+        "fad: unknown command 'strat'; did you mean 'start'? (see 'fad daemon --help')\n");
 }
