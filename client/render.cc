@@ -88,6 +88,11 @@ std::string done_of_total(const json& build) {
 
 std::string state_cell(const json& j, bool color) { return color_state(text(j, "state"), color); }
 
+// A pruned build's outputs and logs are gone; its record stays.
+std::string build_state_cell(const json& b, bool color) {
+  return state_cell(b, color) + (field(b, "pruned_at") ? " (pruned)" : "");
+}
+
 // Created to finished, when both are known.
 std::optional<double> build_seconds(const json& build) {
   auto a = parse_rfc3339(str(build, "created_at"));
@@ -160,8 +165,7 @@ std::string render_status(const json& status, bool color) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : builds) {
     const json& u = object_of(b, "units");
-    // A pruned build's outputs and logs are gone; its record stays.
-    const std::string state = state_cell(b, color) + (field(b, "pruned_at") ? " (pruned)" : "");
+    const std::string state = build_state_cell(b, color);
     rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
                     std::to_string(count(u, "running")), std::to_string(count(u, "queued")),
                     std::to_string(count(u, "failed")), size_cell(b, "peak_bytes"), text(b, "created_at")});
@@ -182,6 +186,8 @@ std::string render_build_status(const json& status, bool color) {
   const json& u = object_of(b, "units");
   out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + state_cell(b, color) + ", archs " +
          archs_cell(b) + ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
+  if (field(b, "pruned_at"))
+    out += "pruned " + text(b, "pruned_at") + ": its outputs and logs are deleted; its record stays\n";
   out +=
       "units: " + done_of_total(b) + " succeeded" +
       (count(b, "cache_hits") > 0 ? " (" + std::to_string(count(b, "cache_hits")) + " from the compile cache)" : "") +
@@ -223,8 +229,7 @@ std::string render_history(const json& history, bool color) {
   for (const auto& b : builds) {
     // Older daemons send only duration_s: it was all "run" to them.
     const std::string run = field(b, "run_s") ? duration_cell(b, "run_s") : duration_cell(b, "duration_s");
-    // A pruned build's outputs and logs are gone; its record stays.
-    const std::string state = state_cell(b, color) + (field(b, "pruned_at") ? " (pruned)" : "");
+    const std::string state = build_state_cell(b, color);
     rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
                     std::to_string(count(b, "cache_hits")), duration_cell(b, "queue_s"), run,
                     size_cell(b, "peak_bytes"), text(b, "finished_at")});

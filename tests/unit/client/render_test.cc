@@ -117,6 +117,12 @@ TEST_CASE("status of one build: units with threads, memory now, peak, estimate a
   cancelled["builds"][0]["units"]["queued"] = 40;
   cancelled["builds"][0]["units"]["cancelled"] = 4;
   CHECK(has(render_build_status(cancelled), "3/49 succeeded, 2 running, 40 queued, 0 failed, 4 cancelled\n"));
+  CHECK_FALSE(has(text, "pruned"));
+  json pruned = one;
+  pruned["builds"][0]["state"] = "succeeded";
+  pruned["builds"][0]["pruned_at"] = "2026-11-20T10:00:00Z";
+  CHECK(has(render_build_status(pruned),
+            "\npruned 2026-11-20T10:00:00Z: its outputs and logs are deleted; its record stays\n"));
   std::string header = line_starting(text, "UNIT");
   for (const char* col : {"STATE", "THREADS", "NOW", "PEAK", "ESTIMATE", "TIME", "ATTEMPTS", "WAITING FOR"})
     CHECK(has(header, col));
