@@ -39,7 +39,7 @@ std::string unit_log_tail(Context& ctx, std::int64_t id, const std::string& unit
   auto tail_reply = ctx.send(Request{"logs", req.to_json()});
   auto* tail = std::get_if<Response>(&tail_reply);
   if (!tail || !tail->ok) return "";
-  return last_lines(str(tail->result, "data"), kFailureLines);
+  return last_lines(last_attempt(str(tail->result, "data")), kFailureLines);
 }
 
 }  // namespace

@@ -194,6 +194,11 @@ json first_failed_unit(const json& build) {
   return first ? *first : json(nullptr);
 }
 
+std::string_view last_attempt(std::string_view log) {
+  const auto at = log.rfind("\n$ ");
+  return at == std::string_view::npos ? log : log.substr(at + 1);
+}
+
 std::string render_failure(const json& build, const std::string& log_tail) {
   const std::string id = text(build, "id");
   const json& counts = object_of(build, "units");

@@ -40,6 +40,12 @@ std::string progress_line_key(const json& status);
 /// The first failed unit of a build (earliest to finish), or null.
 json first_failed_unit(const json& build);
 
+/// The part of a unit's log (or of its tail) that its last attempt wrote:
+/// from the last line fadd began an attempt with ("$ " and the command), or
+/// all of it when there is none. A retried unit's log holds every attempt,
+/// and an earlier one's error is not why the build failed now.
+std::string_view last_attempt(std::string_view log);
+
 /// The lines a failed build prints: which unit failed with which exit code,
 /// the tail of its output (`log_tail`, already cut to the last lines), and the
 /// exact `fad logs ID UNIT` command. Without a failed unit, the build's error.

@@ -157,6 +157,17 @@ TEST_CASE("a failed build names its first failed unit, its exit code, its last l
   CHECK(render_failure(b, "").rfind("build 15 failed: it's x.o#2 was killed by signal 9 (SIGKILL) (2 of 5", 0) == 0);
 }
 
+TEST_CASE("a retried unit's failure shows its last attempt's lines, not the earlier attempts'") {
+  CHECK(last_attempt("$ nvcc -c a.cu\nerror: first\n$ nvcc -c a.cu\nerror: second\n") ==
+        "$ nvcc -c a.cu\nerror: second\n");
+  CHECK(last_attempt("$ nvcc -c a.cu\nerror: only\n") == "$ nvcc -c a.cu\nerror: only\n");
+  // A tail that begins inside an attempt, and one with no attempt line at all.
+  CHECK(last_attempt("rror: first\n$ nvcc\nok\n") == "$ nvcc\nok\n");
+  CHECK(last_attempt("no header\nerror\n") == "no header\nerror\n");
+  // "$ " inside a line is output, not a new attempt.
+  CHECK(last_attempt("$ nvcc\nprice $ 5\n") == "$ nvcc\nprice $ 5\n");
+}
+
 TEST_CASE("wait notes say what a compile waits for and where to look") {
   CHECK(wait_note("needs 6.2 GiB, 3.1 GiB free", 12) ==
         "waiting for memory: needs 6.2 GiB, 3.1 GiB free; fad status 12");
