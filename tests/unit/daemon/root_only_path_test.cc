@@ -57,8 +57,14 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
   REQUIRE(::chown((cache + "/o/planted").c_str(), 0, 0) == 0);
   CHECK(only_root_can_write(cache));
 
-  // Not there yet: judged by the directory that will hold it.
+  // Not there yet: judged by the directory that will hold it, not by what
+  // else that directory holds (root's home has links and more).
   CHECK(only_root_can_write(cache + "/not/yet"));
+  REQUIRE(::symlink("/etc", (cache + "/o/link").c_str()) == 0);
+  CHECK_FALSE(only_root_can_write(cache));
+  CHECK(only_root_can_write(cache + "/not/yet"));
+  CHECK(only_root_can_write(cache + "/not"));
+  ::unlink((cache + "/o/link").c_str());
 
   // Another user's directory.
   REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);
