@@ -446,6 +446,11 @@ std::int64_t Store::create_build(BuildRecord build, std::vector<UnitRecord> unit
   return id;
 }
 
+namespace {
+/// Where add_unit stops doubling: far above any real build's repeats of a name.
+constexpr std::int64_t kMaxDoubledNumber = std::int64_t{1} << 40;
+}  // namespace
+
 std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std::string& log_dir) {
   Transaction tx(db_);
   auto taken = [&](const char* column, const std::string& value) {
@@ -467,10 +472,18 @@ std::int64_t Store::add_unit(std::int64_t build_id, UnitRecord& unit, const std:
     // to a number it has seen free, so the one it ends on is never taken.
     auto numbered = [&](std::int64_t n) { return taken("name", unit.name + "#" + std::to_string(n)); };
     std::int64_t free = 2;
-    while (numbered(free)) free *= 2;
-    for (std::int64_t held = free / 2; free - held > 1;) {
-      const std::int64_t mid = held + (free - held) / 2;
-      (numbered(mid) ? held : free) = mid;
+    while (free < kMaxDoubledNumber && numbered(free)) free *= 2;
+    if (numbered(free)) {
+      // Only outputs named to fill the powers of two ("x#2" ... "x#2^40",
+      // a client's choice) get here; doubling on would overflow. Counting
+      // up from the unit's place in the build ends within as many steps as
+      // the build has units, each of which can hold one number.
+      for (free = unit.seq + 2; numbered(free);) ++free;
+    } else {
+      for (std::int64_t held = free / 2; free - held > 1;) {
+        const std::int64_t mid = held + (free - held) / 2;
+        (numbered(mid) ? held : free) = mid;
+      }
     }
     unit.name += "#" + std::to_string(free);
   }

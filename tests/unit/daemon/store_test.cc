@@ -394,6 +394,13 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   CHECK(add("z") == "z#2");
   CHECK(add("z") == "z#4");
   for (int i = 5; i <= 40; ++i) CHECK(add("z") == "z#" + std::to_string(i));
+  // Outputs named to take every power of two (a client's choice): the next
+  // "w" still gets a number of its own, with no overflow on the way.
+  CHECK(add("w") == "w");
+  for (int k = 1; k <= 62; ++k) add("w#" + std::to_string(std::int64_t{1} << k));
+  const std::string w = add("w");
+  CHECK(w.rfind("w#", 0) == 0);
+  CHECK(add("w") != w);
   std::set<std::string> logs;
   for (const auto& u : store.units(id)) logs.insert(u.log_path);
   CHECK(logs.size() == store.units(id).size());
