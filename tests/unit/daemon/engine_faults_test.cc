@@ -870,4 +870,32 @@ TEST_CASE("engine faults: flags long enough to be digested are cut on a characte
   CHECK(exported.result["profiles"].size() == 1);
 }
 
+TEST_CASE("engine faults: history export leaves out a profile its import would refuse, so the file still imports",
+          "[engine][faults]") {
+  // Bug: a launch's flags (or compiler version) with a tab or a bidi
+  // override were recorded as they came; the export wrote them, and import,
+  // all or nothing, refused the whole file.
+  EngineFixture f;
+  f.make_engine().recover();
+  f.launcher.processes[f.me.pid] = ProcessInfo{1, f.me.pid, f.me.uid, 77};
+  const std::vector<std::string> defines{"-DX=plain", "-DX=a\tb", "-DX=\xe2\x80\xae"};
+  for (std::size_t i = 0; i < defines.size(); ++i) {
+    auto l = launch_of("/w/a" + std::to_string(i) + ".cu");
+    l.argv.insert(l.argv.begin() + 2, defines[i]);
+    const int pid = 31400 + static_cast<int>(i);
+    const auto unit = started_launch(f, l, pid);
+    f.launcher.memory[pid] = 300ull << 20;
+    tick_for(f, 5);
+    f.launcher.gone.insert(pid);
+    REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  }
+  REQUIRE(f.store->history().size() == 3);
+  const auto exported = f.engine->history_export(f.me, HistoryExportRequest{});
+  REQUIRE(exported.ok);
+  const json& profiles = exported.result["profiles"];
+  REQUIRE(profiles.size() == 1);
+  CHECK(profiles[0]["flags"].get<std::string>().find("-DX=plain") != std::string::npos);
+  CHECK(history_profile_from_json(profiles[0]));
+}
+
 }  // namespace fad
