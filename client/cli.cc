@@ -169,6 +169,12 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
 
   if (!fadd_args.empty() && cmd.kind != CommandKind::daemon_start && cmd.kind != CommandKind::daemon_restart)
     return usage("arguments after '--' are only for 'fad daemon start' and 'fad daemon restart'", cmd.path);
+  // fad passes these to fadd itself, and waits for fadd where they say: given
+  // to fadd alone, fadd would refuse them twice, or fad wait at the wrong socket.
+  for (const auto& a : fadd_args)
+    for (const char* own : {"--socket", "--state-dir", "--config"})
+      if (a == own || a.rfind(std::string(own) + "=", 0) == 0)
+        return usage(std::string(own) + " goes before '--': '" + cmd.path + " " + own + " ...'", cmd.path);
   cmd.fadd_args = std::move(fadd_args);
 
   if (!raw.socket.empty()) cmd.socket = raw.socket;

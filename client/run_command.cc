@@ -183,6 +183,7 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
   }
   out->command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (out->command.empty()) return "no command to run (usage: fad run [OPTIONS] -- CMD [ARGS...])";
+  if (out->command.front().empty()) return "the command to run is empty (usage: fad run [OPTIONS] -- CMD [ARGS...])";
   return {};
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "client/cli.h"
+#include "client/run_command.h"
 #include "client/exit_codes.h"
 
 using namespace fad::client;
@@ -160,6 +161,13 @@ TEST_CASE("daemon restart takes start's arguments") {
   CHECK(restart.path == "fad daemon restart");
   CHECK(restart.state_dir == "/st");
   CHECK(restart.fadd_args == std::vector<std::string>{"--cores", "2"});
+  // fad gives fadd its socket, state dir and config itself: named after '--'
+  // too, fadd would refuse them twice.
+  CHECK(usage_error({"daemon", "start", "--", "--config", "/c.json"}) ==
+        "fad: --config goes before '--': 'fad daemon start --config ...' (see 'fad daemon start --help')\n");
+  CHECK(usage_error({"daemon", "restart", "--", "--socket=/s"}).find("--socket goes before '--'") != std::string::npos);
+  CHECK(usage_error({"daemon", "start", "--", "--state-dir", "/d"}).find("--state-dir goes before") !=
+        std::string::npos);
   CHECK(command({"daemon", "stop", "--state-dir", "/st"}).state_dir == "/st");
 }
 
@@ -300,4 +308,13 @@ TEST_CASE("fad help shows the overview, fad help COMMAND that command's help, an
   CHECK(early({"help", "stauts"}).text == "fad: unknown command 'stauts'; did you mean 'status'? (see 'fad --help')\n");
   CHECK(early({"help", "daemon", "strat"}).text ==
         "fad: unknown command 'strat'; did you mean 'start'? (see 'fad daemon --help')\n");
+}
+
+TEST_CASE("fad run: an empty command is a usage error, before any build is opened") {
+  fad::client::RunOptions options;
+  CHECK(fad::client::parse_run_args({"--", ""}, &options).rfind("the command to run is empty", 0) == 0);
+  CHECK(fad::client::parse_run_args({"--"}, &options).rfind("no command to run", 0) == 0);
+  fad::client::RunOptions ok;
+  CHECK(fad::client::parse_run_args({"--name", "n", "--", "ninja", ""}, &ok).empty());
+  CHECK(ok.command == std::vector<std::string>{"ninja", ""});  // the command's own empty argument is its business
 }
