@@ -222,7 +222,13 @@ std::string render_failure(const json& build, const std::string& log_tail) {
     if (log_tail.back() != '\n') out += "\n";
     out += "---\n";
   }
-  out += "all of its output: fad logs " + id + " " + shell_word(name) + "\n";
+  // A fad run or fad launch compile wrote to the terminal of the command that
+  // ran it: fadd has only its command line.
+  if (str(build, "kind") == "external")
+    out += "its output went to the terminal of the build command that ran it (its command: fad logs " + id + " " +
+           shell_word(name) + ")\n";
+  else
+    out += "all of its output: fad logs " + id + " " + shell_word(name) + "\n";
   return out;
 }
 

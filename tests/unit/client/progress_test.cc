@@ -146,6 +146,13 @@ TEST_CASE("a failed build names its first failed unit, its exit code, its last l
         "build 15 failed: bwd_bad exited with code 3 (2 of 5 units failed)\n"
         "--- last lines of bwd_bad ---\nline 1\nerror: boom\n---\n"
         "all of its output: fad logs 15 bwd_bad\n");
+  // A fad run compile's output went to its build command's terminal, not to fadd.
+  json external = b;
+  external["kind"] = "external";
+  CHECK(render_failure(external, "")
+            .find("its output went to the terminal of the build command that ran it (its "
+                  "command: fad logs 15 bwd_bad)\n") != std::string::npos);
+  CHECK(render_failure(external, "").find("all of its output") == std::string::npos);
   // A name that is not one shell word is quoted so the command can be pasted.
   b["unit_list"][2]["name"] = "it's x.o#2";
   CHECK(render_failure(b, "").find("fad logs 15 'it'\\''s x.o#2'\n") != std::string::npos);
