@@ -277,6 +277,8 @@ std::string render_run_summary(const json& build) {
   if (created && finished && *finished >= *created) line += " in " + format_duration(*finished - *created);
   line += ", peak " + format_size(static_cast<std::uint64_t>(std::max(0.0, number(build, "peak_bytes"))));
   if (count(counts, "failed")) line += ", " + std::to_string(count(counts, "failed")) + " failed";
+  // Compiles the build was stopped before: counted in the total, never run.
+  if (count(counts, "cancelled")) line += ", " + std::to_string(count(counts, "cancelled")) + " cancelled";
   line += reruns == 0 ? ", no reruns" : ", " + std::to_string(reruns) + (reruns == 1 ? " rerun" : " reruns");
   return line + "\n";
 }

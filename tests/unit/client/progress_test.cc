@@ -208,6 +208,12 @@ TEST_CASE("fad run's summary: compiles, time, peak, reruns") {
   CHECK(render_run_summary(b) == "fad run: build 12 succeeded: 24 compiles in 3m 05s, peak 9.8 GiB, 2 reruns\n");
   b["unit_list"][0]["attempts"] = 1;
   CHECK(render_run_summary(b) == "fad run: build 12 succeeded: 24 compiles in 3m 05s, peak 9.8 GiB, no reruns\n");
+  // Stopped before they ran: said, so that the count does not read as work done.
+  json stopped = b;
+  stopped["state"] = "failed";
+  stopped["units"] = {{"total", 2}, {"cancelled", 2}};
+  CHECK(render_run_summary(stopped) ==
+        "fad run: build 12 failed: 2 compiles in 3m 05s, peak 9.8 GiB, 2 cancelled, no reruns\n");
   b["units"]["total"] = 0;
   CHECK(render_run_summary(b).find("no compile went through fad (does the command call nvcc?") != std::string::npos);
   // A command that could not run (exit 127) is not told to look for nvcc.
