@@ -266,6 +266,10 @@ TEST_CASE("engine: the report request returns the build, attempts with samples, 
   const json& d = r.result;
   CHECK(d.at("build").at("id") == id);
   CHECK_FALSE(d.at("build").contains("unit_list"));
+  // fad status's build object: whose build it is, too.
+  const auto status = f.engine->status(f.me, StatusRequest{id});
+  CHECK(d.at("build").at("uid") == status.result.at("builds")[0].at("uid"));
+  CHECK(d.at("build").at("user") == status.result.at("builds")[0].at("user"));
   REQUIRE(d.at("units").size() == 5);
   const json& a_one = d.at("units")[0];
   CHECK(a_one.at("name") == "a_one");
