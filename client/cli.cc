@@ -12,6 +12,7 @@
 #include "client/cli_app.h"
 #include "client/exit_codes.h"
 #include "common/duration.h"
+#include "common/paths.h"
 #include "common/text.h"
 
 namespace fad::client {
@@ -21,9 +22,11 @@ namespace {
 void add_locations(CLI::App* sub, RawArgs& raw) {
   sub->add_option("--socket", raw.socket,
                   "fadd's Unix socket (default: $FAD_SOCKET, config, "
-                  "$XDG_RUNTIME_DIR/fad/fad.sock)")
+                  "$XDG_RUNTIME_DIR/fad/fad.sock, else /tmp/fad-UID/fad.sock)")
       ->type_name("PATH");
-  sub->add_option("--config", raw.config, "config file (default: $FAD_CONFIG, ~/.config/fad/fad.json)")
+  sub->add_option(
+         "--config", raw.config,
+         "config file (default: $FAD_CONFIG, ~/.config/fad/fad.json, else " + system_config_path() + ", where present)")
       ->type_name("FILE");
   sub->add_option("--color", raw.color, "colour states: auto (on a terminal, unless NO_COLOR is set), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
