@@ -39,8 +39,8 @@ CallResult send_following(Context& ctx, const Request& request, const std::funct
   const auto* failure = std::get_if<CallFailure>(&reply);
   if (!failure || !failure->retryable) return reply;
   if (before_saying) before_saying();
-  ctx.err << "fad: lost contact with fadd (" << failure->message << "); retrying for up to " << kReconnectWindow.count()
-          << " s\n";
+  ctx.err << "fad: lost contact with fadd: " << (failure->cause.empty() ? failure->message : failure->cause)
+          << "; retrying for up to " << kReconnectWindow.count() << " s\n";
   ctx.err.flush();
   const auto deadline = ctx.now() + kReconnectWindow;
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetry);

@@ -32,11 +32,19 @@ using stream = asio::local::stream_protocol;
 std::string unreachable_message(const std::string& socket_path, const std::string& reason) {
   // The socket a plain 'fad daemon start' would use; another (named with
   // --socket) is named in the advice too, or it would start the wrong fadd.
-  auto plain = resolve_locations(Command{}, process_env(), ::getuid());
-  const std::string start = plain && plain->socket == socket_path
-                                ? "'fad daemon start' (or 'systemctl --user start fadd')"
-                                : "'fad daemon start --socket " + socket_path + "'";
-  return "cannot reach fadd at " + socket_path + ": " + reason + ". Start it with " + start + ".";
+  // The user service knows nothing of $FAD_SOCKET: it is no way to start a
+  // fadd there.
+  const auto env = process_env();
+  auto plain = resolve_locations(Command{}, env, ::getuid());
+  const bool plain_socket = plain && plain->socket == socket_path;
+  const std::string start = !plain_socket       ? "'fad daemon start --socket " + socket_path + "'"
+                            : env("FAD_SOCKET") ? std::string("'fad daemon start'")
+                                                : "'fad daemon start' (or 'systemctl --user start fadd')";
+  return unreachable_cause(socket_path, reason) + ". Start it with " + start + ".";
+}
+
+std::string unreachable_cause(const std::string& socket_path, const std::string& reason) {
+  return "cannot reach fadd at " + socket_path + ": " + reason;
 }
 
 namespace {
@@ -103,7 +111,11 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   }
   if (ec == boost::system::errc::permission_denied || ec == boost::system::errc::operation_not_permitted)
     return CallFailure{kExitUnreachable, permission_message(socket_path), false};
-  if (ec) return CallFailure{kExitUnreachable, unreachable_message(socket_path, ec.message())};
+  if (ec) {
+    CallFailure failure{kExitUnreachable, unreachable_message(socket_path, ec.message())};
+    failure.cause = unreachable_cause(socket_path, ec.message());
+    return failure;
+  }
   if (answered_by) {
     ucred cred{};
     socklen_t len = sizeof cred;

@@ -26,6 +26,9 @@ struct CallFailure {
   /// fadd answered, refusing the connection: too many are open. Its own
   /// connections close within seconds, so a moment later it is served.
   bool busy = false;
+  /// The failure without advice, for a message that gives its own ("lost
+  /// contact with fadd: ...; retrying"); empty when `message` is all there is.
+  std::string cause{};
 };
 
 using CallResult = std::variant<Response, CallFailure>;
@@ -36,6 +39,8 @@ using Sender = std::function<CallResult(const Request&)>;
 
 /// The one-line message for a daemon that cannot be reached, telling how to start it.
 std::string unreachable_message(const std::string& socket_path, const std::string& reason);
+/// The same without the advice: "cannot reach fadd at PATH: REASON".
+std::string unreachable_cause(const std::string& socket_path, const std::string& reason);
 
 /// The one-line message for a socket this user may not connect to: who may,
 /// and what to ask for (the socket's group when it is group-accessible).

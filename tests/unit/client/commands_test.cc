@@ -62,7 +62,11 @@ struct ScriptedDaemon {
     };
     return ctx;
   }
-  void unreachable() { answers.push_back(CallFailure{kExitUnreachable, "cannot reach fadd at /s: refused"}); }
+  void unreachable() {
+    CallFailure failure{kExitUnreachable, "cannot reach fadd at /s: refused. Start it with 'fad daemon start'."};
+    failure.cause = "cannot reach fadd at /s: refused";
+    answers.push_back(failure);
+  }
   void ok(json result) { answers.push_back(fad::Response{true, std::move(result), fad::ErrorCode::internal, ""}); }
   void error(fad::ErrorCode code, std::string message) {
     answers.push_back(fad::Response{false, json::object(), code, std::move(message)});
@@ -450,7 +454,7 @@ TEST_CASE("submit --wait rides out a daemon restart: says so once, then follows 
   Context ctx = d.context();
   CHECK(run_submit(c, ctx) == 0);
   CHECK(d.err.str() ==
-        "fad: lost contact with fadd (cannot reach fadd at /s: refused); retrying for up to 60 s\n"
+        "fad: lost contact with fadd: cannot reach fadd at /s: refused; retrying for up to 60 s\n"
         "fad: fadd answers again\n");
   CHECK(d.out.str().find("build 7 succeeded") != std::string::npos);
   // Backoff: 250 ms, then doubling.

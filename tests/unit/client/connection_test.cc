@@ -93,6 +93,17 @@ TEST_CASE("nothing listening: exit 3 with how to start fadd") {
   CHECK(unreachable_message(plain->socket, "Connection refused") ==
         "cannot reach fadd at " + plain->socket +
             ": Connection refused. Start it with 'fad daemon start' (or 'systemctl --user start fadd').");
+  CHECK(failure->cause == "cannot reach fadd at /nonexistent/dir/fad.sock: No such file or directory");
+  // With $FAD_SOCKET set, the user service (which does not see it) is no way to start that fadd.
+  const char* before = std::getenv("FAD_SOCKET");
+  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("FAD_SOCKET", plain->socket.c_str(), 1);
+  CHECK(unreachable_message(plain->socket, "Connection refused") ==
+        "cannot reach fadd at " + plain->socket + ": Connection refused. Start it with 'fad daemon start'.");
+  if (saved)
+    ::setenv("FAD_SOCKET", saved->c_str(), 1);
+  else
+    ::unsetenv("FAD_SOCKET");
   auto too_long = call_daemon("/" + std::string(200, 'x'), fad::Request{"status", {}});
   CHECK(std::get<CallFailure>(too_long).exit_code == kExitUnreachable);
 }
