@@ -184,8 +184,10 @@ std::string render_build_status(const json& status, bool color) {
   if (builds.empty() || !builds.front().is_object()) return out + "no such build\n";
   const json& b = builds.front();
   const json& u = object_of(b, "units");
-  out += "\nbuild " + text(b, "id") + " (" + text(b, "name") + "): " + state_cell(b, color) + ", archs " +
-         archs_cell(b) + ", created " + text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
+  // An unnamed build (fad submit without --name) is just its number.
+  const std::string name = str(b, "name").empty() ? "" : " (" + text(b, "name") + ")";
+  out += "\nbuild " + text(b, "id") + name + ": " + state_cell(b, color) + ", archs " + archs_cell(b) + ", created " +
+         text(b, "created_at") + ", peak " + size_cell(b, "peak_bytes") + "\n";
   if (field(b, "pruned_at"))
     out += "pruned " + text(b, "pruned_at") + ": its outputs and logs are deleted; its record stays\n";
   out +=

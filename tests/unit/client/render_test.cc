@@ -118,6 +118,9 @@ TEST_CASE("status of one build: units with threads, memory now, peak, estimate a
   cancelled["builds"][0]["units"]["cancelled"] = 4;
   CHECK(has(render_build_status(cancelled), "3/49 succeeded, 2 running, 40 queued, 0 failed, 4 cancelled\n"));
   CHECK_FALSE(has(text, "pruned"));
+  json unnamed = one;
+  unnamed["builds"][0]["name"] = "";
+  CHECK(has(render_build_status(unnamed), "\nbuild 7: running"));
   json pruned = one;
   pruned["builds"][0]["state"] = "succeeded";
   pruned["builds"][0]["pruned_at"] = "2026-11-20T10:00:00Z";
