@@ -23,7 +23,9 @@ json unit_json(const UnitRecord& u, const LiveUnit* live) {
       {"attempts", u.attempts},
       {"threads", u.threads},
       {"estimate_bytes", u.estimate_bytes},
-      {"peak_bytes", running ? std::max(u.peak_bytes, live->peak_bytes) : u.peak_bytes},
+      // A running unit's is this attempt's: one retried or requeued would
+      // otherwise show the last attempt's peak beside this one's memory now.
+      {"peak_bytes", running ? live->peak_bytes : u.peak_bytes},
       {"current_bytes", running ? json(live->current_bytes) : json(nullptr)},
       {"elapsed_s", running ? json(live->elapsed_s) : json(nullptr)},
       {"started_at", opt(u.started_at)},

@@ -203,6 +203,9 @@ TEST_CASE("engine: retry says how many failed and how many cancelled units it re
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
+  f.launcher.memory[f.launcher.pgid_of("a_one")] = 3ull << 30;
+  f.clock.advance(1);
+  f.engine->tick();
   f.launcher.exit("a_one", 2);  // fails; the three queued compiles and the link are cancelled
   REQUIRE(f.build_state(id) == BuildState::failed);
   auto r = f.engine->retry(f.me, id);
@@ -210,6 +213,18 @@ TEST_CASE("engine: retry says how many failed and how many cancelled units it re
   CHECK(r.result.at("requeued") == 5);
   CHECK(r.result.at("requeued_failed") == 1);
   CHECK(r.result.at("requeued_cancelled") == 4);
+
+  // Running again, a_one shows this attempt's peak, not the failed one's.
+  f.engine->tick();
+  const int again = f.launcher.pgid_of("a_one");
+  f.launcher.memory[again] = 50ull << 20;
+  f.clock.advance(1);
+  f.engine->tick();
+  const json status = build_status(f, id);
+  const json* rerun = unit_named(status, "a_one");
+  REQUIRE(rerun);
+  CHECK(rerun->at("state") == "running");
+  CHECK(rerun->at("peak_bytes") == 50ull << 20);
 
   // A fad run build's compiles belong to launchers that have ended: no retry.
   auto opened = f.engine->open_build(f.me, OpenBuildRequest{"ext", "ninja", std::nullopt});
