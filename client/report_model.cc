@@ -32,6 +32,20 @@ void add_event_spans(const json& events, const char* on, const char* off, const 
   if (open) unit.spans.push_back({*open, std::max(*open, until), kind, why});
 }
 
+/// The time covered by a unit's suspended and paused spans, overlaps once.
+double frozen_seconds(const std::vector<Span>& spans) {
+  std::vector<std::pair<double, double>> frozen;
+  for (const auto& s : spans)
+    if (s.kind == "suspended" || s.kind == "paused") frozen.emplace_back(s.start, s.end);
+  std::sort(frozen.begin(), frozen.end());
+  double total = 0, reached = -1e300;
+  for (const auto& [start, end] : frozen) {
+    total += std::max(0.0, end - std::max(start, reached));
+    reached = std::max(reached, end);
+  }
+  return total;
+}
+
 }  // namespace
 
 std::uint64_t Samples::at(double t) const {
@@ -139,6 +153,9 @@ ReportModel build_report_model(const json& report, std::size_t grid_points) {
                      [](const json& x, const json& y) { return number(x, "at") < number(y, "at"); });
     add_event_spans(events, "suspend", "resume", "suspended", m.created, m.duration, m.units[i]);
     add_event_spans(events, "pause", "unpause", "paused", m.created, m.duration, m.units[i]);
+    // Run time is compile time, as fad status counts it: frozen stretches
+    // (suspended, paused, or both at once) are not part of it.
+    m.units[i].run_s = std::max(0.0, m.units[i].run_s - frozen_seconds(m.units[i].spans));
   }
   std::stable_sort(m.units.begin(), m.units.end(), [](const UnitTimeline& x, const UnitTimeline& y) {
     if ((x.first_start < 0) != (y.first_start < 0)) return y.first_start < 0;

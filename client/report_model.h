@@ -45,7 +45,7 @@ struct UnitTimeline {
   std::uint64_t estimate_bytes = 0;
   std::string estimate_source;
   std::uint64_t peak_bytes = 0;
-  double run_s = 0;  ///< summed over attempts
+  double run_s = 0;  ///< summed over attempts, less the time it was suspended or paused
   std::optional<int> exit_code;
   std::vector<Span> spans;
   std::vector<Samples> samples;

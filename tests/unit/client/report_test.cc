@@ -123,7 +123,13 @@ TEST_CASE("report model: waits, runs, suspensions and reruns on one time axis") 
   CHECK(fwd.spans[0].end == Approx(10));
   CHECK(fwd.spans[2].start == Approx(40));
   CHECK(fwd.spans[2].end == Approx(50));
-  CHECK(fwd.run_s == Approx(60));
+  CHECK(fwd.run_s == Approx(50));  // 60 s from start to end, 10 of them suspended
+  // Paused from 45 to 55 as well: the 5 s both suspended and paused count once.
+  json paused = report();
+  auto& events = paused["units"][0]["events"];
+  events.push_back({{"at", kT0 + 45}, {"kind", "pause"}, {"detail", ""}});
+  events.push_back({{"at", kT0 + 55}, {"kind", "unpause"}, {"detail", ""}});
+  CHECK(unit(build_report_model(paused, 101), "fwd").run_s == Approx(45));
 
   const auto& bwd = unit(m, "bwd<1>");
   CHECK(kinds(bwd) == std::vector<std::string>{"run:oom", "wait:queued", "run:succeeded"});
