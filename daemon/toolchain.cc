@@ -24,12 +24,30 @@ namespace fad {
 
 namespace asio = boost::asio;
 
+namespace {
+Error not_on_path(const std::string& name) {
+  // Clients send a name their user's PATH lacks as it is: the PATH here is fadd's.
+  return Error{"compiler '" + name + "' not found on PATH (fadd's) or in /usr/local/cuda/bin; pass --nvcc PATH"};
+}
+
+/// Whether any user may reach and run `path`: every directory above it
+/// searchable by others, and the file executable by them.
+bool others_can_run(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  for (auto dir = path.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (::stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+    if (dir == dir.root_path()) break;
+  }
+  return true;
+}
+}  // namespace
+
 Result<std::string> resolve_executable(const std::string& name) {
   auto found = find_nvcc_here(name);
   if (!found.empty()) return found;
   if (name.find('/') != std::string::npos) return make_error("compiler '" + name + "' is not an executable file");
-  // Clients send a name their user's PATH lacks as it is: the PATH here is fadd's.
-  return make_error("compiler '" + name + "' not found on PATH (fadd's) or in /usr/local/cuda/bin; pass --nvcc PATH");
+  return not_on_path(name);
 }
 
 Result<Toolchain> toolchain_from_output(const std::string& path, const std::string& version_output,
@@ -68,6 +86,10 @@ Result<CompilerFile> locate_compiler(const std::string& name, bool as_other) {
   std::error_code ec;
   if (!path && as_other && name.find('/') != std::string::npos) path = std::filesystem::absolute(name, ec).string();
   if (!path) return Error{path.error()};
+  // A name found on fadd's PATH in a directory the user may not enter would
+  // fail their probe with "Permission denied", telling them it is there: to
+  // them it is not on that PATH.
+  if (as_other && name.find('/') == std::string::npos && !others_can_run(*path)) return not_on_path(name);
   struct stat st {};
   if (::stat(path->c_str(), &st) != 0 && !as_other) return make_error("compiler '" + *path + "' cannot be examined");
   return CompilerFile{*path, static_cast<std::int64_t>(st.st_size),

@@ -243,4 +243,36 @@ TEST_CASE("toolchain: a user learns nothing of a path they cannot reach", "[tool
   CHECK(probe(io, prober, there));
 }
 
+TEST_CASE("locate_compiler: a bare name is found for another user only where they could run it", "[toolchain]") {
+  // fadd's PATH may lead into directories its users cannot enter (root's
+  // ~/.cargo/bin): what is there must read as absent to them, not as
+  // "Permission denied", which tells them it exists.
+  TempDir tmp("fad-locate");
+  ::chmod(tmp.str().c_str(), 0755);
+  const std::string open_dir = tmp / "open", closed_dir = tmp / "closed";
+  ::mkdir(open_dir.c_str(), 0755);
+  ::mkdir(closed_dir.c_str(), 0700);
+  fake_nvcc(tmp, "open/fad-open-cc");
+  fake_nvcc(tmp, "closed/fad-closed-cc");
+  ::chmod((open_dir + "/fad-open-cc").c_str(), 0755);
+  ::chmod((closed_dir + "/fad-closed-cc").c_str(), 0755);
+  const char* before = std::getenv("PATH");
+  const std::string saved = before ? before : "";
+  ::setenv("PATH", (closed_dir + ":" + open_dir + ":" + saved).c_str(), 1);
+  const auto closed_other = locate_compiler("fad-closed-cc", true);
+  const auto closed_own = locate_compiler("fad-closed-cc", false);
+  const auto open_other = locate_compiler("fad-open-cc", true);
+  const auto absent = locate_compiler("fad-no-such-cc", true);
+  ::setenv("PATH", saved.c_str(), 1);
+  REQUIRE_FALSE(closed_other);
+  REQUIRE_FALSE(absent);
+  CHECK(closed_other.error() ==
+        "compiler 'fad-closed-cc' not found on PATH (fadd's) or in /usr/local/cuda/bin; pass "
+        "--nvcc PATH");
+  REQUIRE(closed_own);
+  CHECK(closed_own->path == closed_dir + "/fad-closed-cc");
+  REQUIRE(open_other);
+  CHECK(open_other->path == open_dir + "/fad-open-cc");
+}
+
 }  // namespace fad
