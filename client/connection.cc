@@ -32,6 +32,9 @@ using stream = asio::local::stream_protocol;
 std::string unreachable_message(const std::string& socket_path, const std::string& reason) {
   // The socket a plain 'fad daemon start' would use; another (named with
   // --socket) is named in the advice too, or it would start the wrong fadd.
+  // Resolved here, not by the command that holds its Locations, because every
+  // sender (launchers, fad run, the commands) phrases this failure alike; it
+  // costs a config read on a path that ends the command.
   // The user service knows nothing of $FAD_SOCKET: it is no way to start a
   // fadd there.
   const auto env = process_env();
