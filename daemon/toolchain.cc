@@ -30,9 +30,8 @@ Error not_on_path(const std::string& name) {
   return Error{"compiler '" + name + "' not found on PATH (fadd's) or in /usr/local/cuda/bin; pass --nvcc PATH"};
 }
 
-/// Whether any user may reach and run `path`: every directory above it
-/// searchable by others, and the file executable by them.
-bool others_can_run(const std::filesystem::path& path) {
+/// The file and every directory above it searchable (executable) by others.
+bool others_can_pass(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
   for (auto dir = path.parent_path(); !dir.empty(); dir = dir.parent_path()) {
@@ -40,6 +39,29 @@ bool others_can_run(const std::filesystem::path& path) {
     if (dir == dir.root_path()) break;
   }
   return true;
+}
+
+/// Whether any user may reach and run `path`, by the way it is named and,
+/// through a link, where it leads.
+bool others_can_run(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto target = std::filesystem::canonical(path, ec);
+  return !ec && others_can_pass(path) && others_can_pass(target);
+}
+
+/// A bare name on fadd's PATH (then /usr/local/cuda/bin) as another user
+/// finds it: the first that every user may run. Skipping the others, not
+/// stopping at them, keeps a closed directory early on fadd's PATH from
+/// hiding an open toolkit later on it.
+Result<std::string> resolve_for_others(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(without_empty_entries(path ? path : "") + ":/usr/local/cuda/bin");
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (auto found = find_program(name, dir, ec ? "/" : cwd.string()); !found.empty() && others_can_run(found))
+      return found;
+  return not_on_path(name);
 }
 }  // namespace
 
@@ -82,14 +104,14 @@ std::string compiler_file_identity(const std::string& path) {
 }
 
 Result<CompilerFile> locate_compiler(const std::string& name, bool as_other) {
-  auto path = resolve_executable(name);
-  std::error_code ec;
-  if (!path && as_other && name.find('/') != std::string::npos) path = std::filesystem::absolute(name, ec).string();
-  if (!path) return Error{path.error()};
   // A name found on fadd's PATH in a directory the user may not enter would
   // fail their probe with "Permission denied", telling them it is there: to
   // them it is not on that PATH.
-  if (as_other && name.find('/') == std::string::npos && !others_can_run(*path)) return not_on_path(name);
+  const bool bare = name.find('/') == std::string::npos;
+  auto path = as_other && bare ? resolve_for_others(name) : resolve_executable(name);
+  std::error_code ec;
+  if (!path && as_other && !bare) path = std::filesystem::absolute(name, ec).string();
+  if (!path) return Error{path.error()};
   struct stat st {};
   if (::stat(path->c_str(), &st) != 0 && !as_other) return make_error("compiler '" + *path + "' cannot be examined");
   return CompilerFile{*path, static_cast<std::int64_t>(st.st_size),

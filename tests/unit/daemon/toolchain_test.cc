@@ -252,18 +252,35 @@ TEST_CASE("locate_compiler: a bare name is found for another user only where the
   const std::string open_dir = tmp / "open", closed_dir = tmp / "closed";
   ::mkdir(open_dir.c_str(), 0755);
   ::mkdir(closed_dir.c_str(), 0700);
+  const std::string linked_dir = tmp / "linked";
+  ::mkdir(linked_dir.c_str(), 0755);
   fake_nvcc(tmp, "open/fad-open-cc");
   fake_nvcc(tmp, "closed/fad-closed-cc");
-  ::chmod((open_dir + "/fad-open-cc").c_str(), 0755);
-  ::chmod((closed_dir + "/fad-closed-cc").c_str(), 0755);
+  // The same name closed early on the PATH and open later: the open one.
+  fake_nvcc(tmp, "closed/fad-both-cc");
+  fake_nvcc(tmp, "open/fad-both-cc");
+  for (const std::string& f : {open_dir + "/fad-open-cc", closed_dir + "/fad-closed-cc", closed_dir + "/fad-both-cc",
+                               open_dir + "/fad-both-cc"})
+    ::chmod(f.c_str(), 0755);
+  // An open directory's link into the closed one tells as much as the file.
+  REQUIRE(::symlink((closed_dir + "/fad-closed-cc").c_str(), (linked_dir + "/fad-linked-cc").c_str()) == 0);
   const char* before = std::getenv("PATH");
   const std::string saved = before ? before : "";
-  ::setenv("PATH", (closed_dir + ":" + open_dir + ":" + saved).c_str(), 1);
+  ::setenv("PATH", (closed_dir + ":" + linked_dir + ":" + open_dir + ":" + saved).c_str(), 1);
   const auto closed_other = locate_compiler("fad-closed-cc", true);
   const auto closed_own = locate_compiler("fad-closed-cc", false);
   const auto open_other = locate_compiler("fad-open-cc", true);
   const auto absent = locate_compiler("fad-no-such-cc", true);
+  const auto both_other = locate_compiler("fad-both-cc", true);
+  const auto both_own = locate_compiler("fad-both-cc", false);
+  const auto linked_other = locate_compiler("fad-linked-cc", true);
   ::setenv("PATH", saved.c_str(), 1);
+  REQUIRE(both_other);
+  CHECK(both_other->path == open_dir + "/fad-both-cc");
+  REQUIRE(both_own);
+  CHECK(both_own->path == closed_dir + "/fad-both-cc");
+  REQUIRE_FALSE(linked_other);
+  CHECK_THAT(linked_other.error(), Contains("not found on PATH"));
   REQUIRE_FALSE(closed_other);
   REQUIRE_FALSE(absent);
   CHECK(closed_other.error() ==
