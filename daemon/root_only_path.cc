@@ -71,7 +71,10 @@ Status check_path(const std::string& path, uid_t owner, fs::path& checked) {
   std::error_code ec;
   fs::path p = fs::absolute(path, ec);
   if (ec) return make_error("cannot resolve " + path + ": " + ec.message());
-  while (p.has_relative_path() && ::access(p.c_str(), F_OK) != 0 && errno == ENOENT) p = p.parent_path();
+  // lstat, not access: a dangling link is there (and judged, and refused as
+  // unresolvable), not a path fadd may create through.
+  struct stat st {};
+  while (p.has_relative_path() && ::lstat(p.c_str(), &st) != 0 && errno == ENOENT) p = p.parent_path();
   checked = p;
   if (auto ok = check_one(p, false, owner); !ok) return ok;
   if (p.has_relative_path())

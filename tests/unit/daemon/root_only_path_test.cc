@@ -65,6 +65,12 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
   CHECK(only_root_can_write(cache + "/not/yet"));
   CHECK(only_root_can_write(cache + "/not"));
   ::unlink((cache + "/o/link").c_str());
+  // A dangling link where the path would be made is no path not there yet:
+  // fadd would create what it names, wherever that is.
+  REQUIRE(::symlink((top + "/nowhere").c_str(), (cache + "/dangling").c_str()) == 0);
+  CHECK_FALSE(only_root_can_write(cache + "/dangling"));
+  CHECK_FALSE(only_root_can_write(cache + "/dangling/below"));
+  ::unlink((cache + "/dangling").c_str());
 
   // Another user's directory.
   REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);
