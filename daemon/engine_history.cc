@@ -48,14 +48,15 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
       p.points = profile->points;
       p.recorded_at = h.recorded_at;
       p.origin = h.origin;
-      json j = history_profile_to_json(p);
-      // Only what an import takes back: a compiler version or flags with a
-      // control character (a client's choice, recorded as it came) would make
-      // the whole file fail to import.
-      if (!history_profile_from_json(j)) continue;
       // Rows written before flags were cut on a character may hold half of
       // one: replaced, so that one row cannot fail every export.
-      bytes += j.dump(-1, ' ', false, json::error_handler_t::replace).size();
+      const std::string text = history_profile_to_json(p).dump(-1, ' ', false, json::error_handler_t::replace);
+      json j = json::parse(text);
+      // Only what an import takes back, as it will read it: a compiler
+      // version or flags with a control character (a client's choice,
+      // recorded as it came) would make the whole file fail to import.
+      if (!history_profile_from_json(j)) continue;
+      bytes += text.size();
       profiles.push_back(std::move(j));
     }
     more = more || static_cast<int>(page.size()) == req.limit;

@@ -399,7 +399,10 @@ TEST_CASE("store: add_unit numbers units after the last and keeps names and logs
   CHECK(add("w") == "w");
   for (int k = 1; k <= 62; ++k) add("w#" + std::to_string(std::int64_t{1} << k));
   const std::string w = add("w");
-  CHECK(w.rfind("w#", 0) == 0);
+  REQUIRE(w.rfind("w#", 0) == 0);
+  const long long n = std::stoll(w.substr(2));
+  CHECK(n > 2);     // not an overflowed, negative number
+  CHECK(n < 1000);  // counted up from its place in the build
   CHECK(add("w") != w);
   std::set<std::string> logs;
   for (const auto& u : store.units(id)) logs.insert(u.log_path);
