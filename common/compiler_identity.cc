@@ -31,11 +31,13 @@ std::optional<fs::path> executable_file(fs::path p, const std::string& cwd) {
 }
 }  // namespace
 
-std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd) {
+std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd,
+                         const ProgramFilter& accept) {
   if (name.empty()) return {};
   auto executable = [&](const fs::path& p) {
     auto found = executable_file(p, cwd);
-    return found ? found->lexically_normal().string() : std::string();
+    std::string path = found ? found->lexically_normal().string() : std::string();
+    return path.empty() || !accept || accept(path) ? path : std::string();
   };
   if (name.find('/') != std::string::npos) return executable(name);
   std::stringstream dirs(path_env);
@@ -52,7 +54,8 @@ std::string without_empty_entries(const std::string& path_env) {
   return out;
 }
 
-std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd) {
+std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd,
+                      const ProgramFilter& accept) {
   if (name.find('/') != std::string::npos) {
     // As named, not lexically normalized: "dir/link/.." is not "dir".
     auto found = executable_file(name, cwd);
@@ -60,14 +63,14 @@ std::string find_nvcc(const std::string& name, const std::string& path_env, cons
   }
   std::string path = without_empty_entries(path_env);
   path += path.empty() ? "/usr/local/cuda/bin" : ":/usr/local/cuda/bin";
-  return find_program(name, path, cwd);
+  return find_program(name, path, cwd, accept);
 }
 
-std::string find_nvcc_here(const std::string& name) {
+std::string find_nvcc_here(const std::string& name, const ProgramFilter& accept) {
   std::error_code ec;
   const auto cwd = fs::current_path(ec);
   const char* path = std::getenv("PATH");
-  return find_nvcc(name, path ? path : "", ec ? "/" : cwd.string());
+  return find_nvcc(name, path ? path : "", ec ? "/" : cwd.string(), accept);
 }
 
 std::string host_compiler_program(const std::string& ccbin, const EnvLookup& env, const std::string& cwd) {

@@ -5,6 +5,7 @@
 // modification time: a reinstalled or upgraded compiler is probed again.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "common/compile_cache.h"
@@ -13,9 +14,13 @@
 
 namespace fad {
 
+/// Whether a found executable will do; a search goes on past one that will not.
+using ProgramFilter = std::function<bool(const std::string& path)>;
+
 /// `name` searched on `path_env` (a name without '/'), or made absolute
-/// against `cwd`; "" when no such executable exists.
-std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd);
+/// against `cwd`; "" when no such executable exists (or none `accept` takes).
+std::string find_program(const std::string& name, const std::string& path_env, const std::string& cwd,
+                         const ProgramFilter& accept = {});
 
 /// `path_env` without its empty entries: they name the working directory,
 /// and a daemon's (or one fadd chose for it) means nothing to the user.
@@ -25,11 +30,14 @@ std::string without_empty_entries(const std::string& path_env);
 /// else the first on `path_env`'s non-empty entries, then in
 /// /usr/local/cuda/bin, where the toolkit installs without adding itself to
 /// PATH. "" when there is none. `fad doctor` resolves it the same way.
-std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd);
+/// `accept` narrows a search by name (fadd looking for the copy another user
+/// may run); a path with '/' is taken as named.
+std::string find_nvcc(const std::string& name, const std::string& path_env, const std::string& cwd,
+                      const ProgramFilter& accept = {});
 
 /// find_nvcc() with this process's PATH and working directory ("/" when that
 /// is gone).
-std::string find_nvcc_here(const std::string& name);
+std::string find_nvcc_here(const std::string& name, const ProgramFilter& accept = {});
 
 /// The host compiler nvcc runs: the -ccbin value (a directory means its gcc),
 /// else $NVCC_CCBIN, else gcc on PATH; "" when none is found.

@@ -54,13 +54,8 @@ bool others_can_run(const std::filesystem::path& path) {
 /// stopping at them, keeps a closed directory early on fadd's PATH from
 /// hiding an open toolkit later on it.
 Result<std::string> resolve_for_others(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(without_empty_entries(path ? path : "") + ":/usr/local/cuda/bin");
-  std::error_code ec;
-  const auto cwd = std::filesystem::current_path(ec);
-  for (std::string dir; std::getline(dirs, dir, ':');)
-    if (auto found = find_program(name, dir, ec ? "/" : cwd.string()); !found.empty() && others_can_run(found))
-      return found;
+  auto found = find_nvcc_here(name, others_can_run);
+  if (!found.empty()) return found;
   return not_on_path(name);
 }
 }  // namespace
