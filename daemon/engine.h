@@ -335,6 +335,8 @@ class Engine {
   /// Signals the unit's process group, unless its id now names another's.
   void signal_unit(const Running& r, int sig);
   uid_t owner_of(const BuildRecord& b) const { return b.uid ? static_cast<uid_t>(*b.uid) : options_.daemon_uid; }
+  /// Names a build object's owner ("uid", "user"), as status and report show it.
+  void add_owner(json& j, const BuildRecord& b) const;
   /// Who a build's compiles run as: its owner when fadd is root and the owner is not.
   std::optional<Credentials> run_as(const BuildRecord& b);
   void finish_submit(const Caller& caller, const SubmitRequest& req, const std::vector<Arch>& archs,

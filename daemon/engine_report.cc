@@ -151,10 +151,7 @@ Response Engine::report(const Caller& caller, std::int64_t id) {
     samples = std::max<std::size_t>(64, static_cast<std::size_t>(static_cast<double>(samples) * scale));
     data = report_json(in, points, samples, kReportBytes / 2);
   }
-  // The build object of fad status, whose owner it names.
-  const uid_t owner = owner_of(*b);
-  data["build"]["uid"] = owner;
-  data["build"]["user"] = user_name(owner);
+  add_owner(data["build"], *b);
   return ok_response(std::move(data));
 }
 

@@ -255,10 +255,14 @@ json Engine::owned_build_json(const BuildRecord& stored, std::size_t unit_list_b
     if (rows.left_out) j["units_left_out"] = rows.left_out;
   }
   j["started_at"] = opt_json(store_.build_started_at(b.id));
+  add_owner(j, b);
+  return j;
+}
+
+void Engine::add_owner(json& j, const BuildRecord& b) const {
   const uid_t owner = owner_of(b);
   j["uid"] = owner;
   j["user"] = user_name(owner);
-  return j;
 }
 
 json Engine::daemon_json() {
