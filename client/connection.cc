@@ -34,21 +34,23 @@ std::string unreachable_message(const std::string& socket_path, const std::strin
   // --socket) is named in the advice too, or it would start the wrong fadd.
   // Resolved here, not by the command that holds its Locations, because every
   // sender (launchers, fad run, the commands) phrases this failure alike; a
-  // follower retrying for a minute reads the config once per try, which is
-  // small beside its backoff.
+  // follower retrying for a minute reads the config at most twice per try,
+  // which is small beside its backoff.
   const auto env = process_env();
   auto plain = resolve_locations(Command{}, env, ::getuid());
   // The user service sees neither $FAD_SOCKET nor $FAD_CONFIG: it starts a
-  // fadd at the socket those would leave.
+  // fadd at the socket those would leave (resolved only when it may matter).
   const EnvLookup service_env = [env](std::string_view name) -> std::optional<std::string> {
     if (name == "FAD_SOCKET" || name == "FAD_CONFIG") return std::nullopt;
     return env(name);
   };
-  auto service = resolve_locations(Command{}, service_env, ::getuid());
-  const std::string start = !(plain && plain->socket == socket_path) ? "'fad daemon start --socket " + socket_path + "'"
-                            : service && service->socket == socket_path
-                                ? "'fad daemon start' (or 'systemctl --user start fadd')"
-                                : std::string("'fad daemon start'");
+  std::string start = "'fad daemon start'";
+  if (!(plain && plain->socket == socket_path)) {
+    start = "'fad daemon start --socket " + socket_path + "'";
+  } else if (auto service = resolve_locations(Command{}, service_env, ::getuid());
+             service && service->socket == socket_path) {
+    start = "'fad daemon start' (or 'systemctl --user start fadd')";
+  }
   return unreachable_cause(socket_path, reason) + ". Start it with " + start + ".";
 }
 
