@@ -45,6 +45,7 @@ int usage_error(Context& ctx, const std::string& message) {
 int run_history_export(const Command& cmd, Context& ctx) {
   json profiles = json::array();
   HistoryExportRequest req;
+  std::int64_t left_out = 0;
   while (true) {
     int rc = kExitOk;
     auto page = request(ctx, "history_export", req.to_json(), rc);
@@ -52,22 +53,29 @@ int run_history_export(const Command& cmd, Context& ctx) {
     const json* list = page->contains("profiles") ? &(*page)["profiles"] : nullptr;
     if (list && list->is_array())
       for (const auto& p : *list) profiles.push_back(p);
+    if (const auto n = page->value("left_out", json()); n.is_number_integer() && n.get<std::int64_t>() > 0)
+      left_out += n.get<std::int64_t>();
     const json next = page->value("next_after", json());
     if (!next.is_number_integer() || next.get<std::int64_t>() <= req.after) break;
     req.after = next.get<std::int64_t>();
   }
   const std::size_t count = profiles.size();
+  // Said, or a shorter file than the history looks like lost profiles.
+  const std::string note =
+      left_out == 0 ? std::string()
+                    : " (" + std::to_string(left_out) +
+                          " left out: a compiler version or flags with a control character, which import refuses)";
   const std::string document = history_document(std::move(profiles), utc_now()).dump(1) + "\n";
   // "-": the document on stdout (to pipe it to another machine's import),
   // so what is said about it goes to stderr.
   if (cmd.file == "-") {
     ctx.out << document << std::flush;
-    ctx.err << "exported " << count << " unit profile(s) to stdout\n";
+    ctx.err << "exported " << count << " unit profile(s) to stdout" << note << "\n";
     return kExitOk;
   }
   Status written = write_file_atomically(cmd.file, document);
   if (!written) return usage_error(ctx, "cannot write " + written.error());
-  ctx.out << "exported " << count << " unit profile(s) to " << cmd.file << "\n";
+  ctx.out << "exported " << count << " unit profile(s) to " << cmd.file << note << "\n";
   return kExitOk;
 }
 

@@ -25,6 +25,7 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
   std::size_t bytes = 0;
   std::int64_t last = req.after;
   bool more = false;
+  int left_out = 0;  // told to the user: a silently shorter file looks like lost history
   try {
     const auto page = store_.history_page(req.after, req.limit);
     for (const auto& h : page) {
@@ -55,7 +56,10 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
       // Only what an import takes back, as it will read it: a compiler
       // version or flags with a control character (a client's choice,
       // recorded as it came) would make the whole file fail to import.
-      if (!history_profile_from_json(j)) continue;
+      if (!history_profile_from_json(j)) {
+        ++left_out;
+        continue;
+      }
       bytes += text.size();
       profiles.push_back(std::move(j));
     }
@@ -63,7 +67,8 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
   } catch (const StoreError& e) {
     return error_response(ErrorCode::internal, std::string("cannot read the history: ") + e.what());
   }
-  return ok_response({{"profiles", std::move(profiles)}, {"next_after", more ? json(last) : json(nullptr)}});
+  return ok_response(
+      {{"profiles", std::move(profiles)}, {"left_out", left_out}, {"next_after", more ? json(last) : json(nullptr)}});
 }
 
 Response Engine::history_import(const Caller& caller, const HistoryImportRequest& req) {

@@ -89,14 +89,17 @@ TEST_CASE("history export and import parse their FILE") {
 TEST_CASE("history export pages through fadd and writes a versioned file that import reads back") {
   TempFile file;
   Scripted d;
-  d.answers = {json{{"profiles", {profile("a.cu", 100), profile("b.cu", 200)}}, {"next_after", 2}},
-               json{{"profiles", {profile("c.cu", 300)}}, {"next_after", nullptr}}};
+  d.answers = {json{{"profiles", {profile("a.cu", 100), profile("b.cu", 200)}}, {"left_out", 1}, {"next_after", 2}},
+               json{{"profiles", {profile("c.cu", 300)}}, {"left_out", 2}, {"next_after", nullptr}}};
   auto ctx = d.context();
   REQUIRE(run_history_export(file_command(CommandKind::history_export, file.path.string()), ctx) == kExitOk);
   REQUIRE(d.seen.size() == 2);
   CHECK(d.seen[0].type == "history_export");
   CHECK(d.seen[1].body["after"] == 2);
-  CHECK(d.out.str() == "exported 3 unit profile(s) to " + file.path.string() + "\n");
+  // What fadd left out (import would refuse it) is counted over every page.
+  CHECK(d.out.str() == "exported 3 unit profile(s) to " + file.path.string() +
+                           " (3 left out: a compiler version or flags with a control character, which import "
+                           "refuses)\n");
   json doc = json::parse(std::ifstream(file.path));
   CHECK(doc["format"] == "fad-history");
   CHECK(doc["version"] == 1);
@@ -124,7 +127,7 @@ TEST_CASE("history export pages through fadd and writes a versioned file that im
 
 TEST_CASE("history export - writes the document to stdout, and says so on stderr") {
   Scripted d;
-  d.answers = {json{{"profiles", {profile("a.cu", 100)}}, {"next_after", nullptr}}};
+  d.answers = {json{{"profiles", {profile("a.cu", 100)}}, {"left_out", 0}, {"next_after", nullptr}}};
   auto ctx = d.context();
   const fs::path dash = fs::current_path() / "-";
   REQUIRE_FALSE(fs::exists(dash));

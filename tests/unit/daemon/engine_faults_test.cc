@@ -896,6 +896,7 @@ TEST_CASE("engine faults: history export leaves out a profile its import would r
   REQUIRE(profiles.size() == 1);
   CHECK(profiles[0]["flags"].get<std::string>().find("-DX=plain") != std::string::npos);
   CHECK(history_profile_from_json(profiles[0]));
+  CHECK(exported.result["left_out"] == 2);  // counted, for the user to be told
 }
 
 }  // namespace fad
