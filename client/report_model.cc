@@ -32,17 +32,25 @@ void add_event_spans(const json& events, const char* on, const char* off, const 
   if (open) unit.spans.push_back({*open, std::max(*open, until), kind, why});
 }
 
-/// The time covered by a unit's suspended and paused spans, overlaps once.
+/// The run time covered by a unit's suspended and paused spans, overlaps
+/// once. Clipped to its runs: a unit recorded before attempts were kept shows
+/// its last run only, and may have been suspended in an earlier one.
 double frozen_seconds(const std::vector<Span>& spans) {
   std::vector<std::pair<double, double>> frozen;
   for (const auto& s : spans)
     if (s.kind == "suspended" || s.kind == "paused") frozen.emplace_back(s.start, s.end);
   std::sort(frozen.begin(), frozen.end());
-  double total = 0, reached = -1e300;
-  for (const auto& [start, end] : frozen) {
-    total += std::max(0.0, end - std::max(start, reached));
-    reached = std::max(reached, end);
-  }
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& [start, end] : frozen)
+    if (!merged.empty() && start <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, end);
+    else
+      merged.emplace_back(start, end);
+  double total = 0;
+  for (const auto& run : spans)
+    if (run.kind == "run")
+      for (const auto& [start, end] : merged)
+        total += std::max(0.0, std::min(run.end, end) - std::max(run.start, start));
   return total;
 }
 

@@ -182,6 +182,15 @@ TEST_CASE("report model: a unit recorded before attempts were kept runs from its
   CHECK(kinds(unit(m, "fwd")) == std::vector<std::string>{"wait:queued", "run:succeeded"});
   CHECK(unit(m, "fwd").spans[1].start == Approx(5));
   CHECK(unit(m, "fwd").spans[1].end == Approx(35));
+  CHECK(unit(m, "fwd").run_s == Approx(30));
+
+  // Suspended in an earlier run (not shown: only the last one was kept) and
+  // for 5 s of this one: only those 5 s are out of its run time.
+  r["units"][0]["events"] = {{{"at", kT0 + 1}, {"kind", "suspend"}, {"detail", "memory pressure"}},
+                             {{"at", kT0 + 3}, {"kind", "resume"}, {"detail", ""}},
+                             {{"at", kT0 + 20}, {"kind", "suspend"}, {"detail", "memory pressure"}},
+                             {{"at", kT0 + 25}, {"kind", "resume"}, {"detail", ""}}};
+  CHECK(unit(build_report_model(r), "fwd").run_s == Approx(25));
 }
 
 TEST_CASE("report model: missing and mistyped fields are skipped") {
