@@ -11,6 +11,7 @@
 #include "client/doctor.h"
 #include "client/exit_codes.h"
 #include "client/render.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -135,7 +136,8 @@ int run_logs(const Command& cmd, Context& ctx) {
     if (!response || !response->ok) return report(ctx, reply);
     const json* result = &response->result;
     std::string data = result->value("data", "");
-    ctx.out << data;
+    // On a terminal, escape sequences in a log would act; piped, it goes as written.
+    ctx.out << (ctx.out_is_tty ? printable_log(data) : data);
     ctx.out.flush();
     req.offset = result->value("offset", req.offset + data.size());
     if (result->value("done", true)) return kExitOk;

@@ -13,6 +13,7 @@
 #include "client/json_access.h"
 #include "client/progress.h"
 #include "client/render.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -39,7 +40,7 @@ std::string unit_log_tail(Context& ctx, std::int64_t id, const std::string& unit
   auto tail_reply = ctx.send(Request{"logs", req.to_json()});
   auto* tail = std::get_if<Response>(&tail_reply);
   if (!tail || !tail->ok) return "";
-  return last_lines(last_attempt(str(tail->result, "data")), kFailureLines);
+  return printable_log(last_lines(last_attempt(str(tail->result, "data")), kFailureLines));
 }
 
 }  // namespace

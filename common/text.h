@@ -53,12 +53,15 @@ inline std::size_t format_control_at(std::string_view s, std::size_t i) {
 /// UTF-8, e.g. U+009B, a CSI to some terminals, bidirectional formatting and
 /// line separators) become '?'. Names and commands come from other users: an
 /// escape sequence in one must not rewrite your screen, clipboard or title.
-inline std::string printable(std::string_view s) {
+/// The C0 characters in `keep` (a log's '\n') pass as they are.
+inline std::string printable(std::string_view s, std::string_view keep = {}) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 && keep.find(static_cast<char>(c)) != std::string_view::npos) {
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
       out += '?';
     } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
                static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
@@ -76,17 +79,12 @@ inline std::string printable(std::string_view s) {
 
 /// printable() line by line, the line breaks kept: text of several lines
 /// (a log) with no other control character.
-inline std::string printable_lines(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t start = 0; start < s.size();) {
-    const auto end = std::min(s.find('\n', start), s.size());
-    out += printable(s.substr(start, end - start));
-    if (end < s.size()) out += '\n';
-    start = end + 1;
-  }
-  return out;
-}
+inline std::string printable_lines(std::string_view s) { return printable(s, "\n"); }
+
+/// Compiler output shown on a terminal: printable_lines() that keeps tabs
+/// too. A compiler prints what its sources make it print (a #warning, a file
+/// name), and a log its owner can edit may be read by root.
+inline std::string printable_log(std::string_view s) { return printable(s, "\n\t"); }
 
 /// Another program's output as part of a one-line message: its lines joined
 /// by " / ", controls as '?', at most `max_bytes` (then "...").

@@ -414,6 +414,22 @@ TEST_CASE("logs without --follow stops once nothing more is there") {
   CHECK(d.sleeps == 0);
 }
 
+TEST_CASE("logs on a terminal shows escape sequences as '?' and keeps tabs, and in a pipe writes the log as it is") {
+  // A log is compiler output, and its owner may edit the file: root reading
+  // another user's log must not have its terminal retitled or cleared.
+  const std::string log = "a.cu(3):\twarning\n\x1b]0;owned\x07\x1b[2Jroot# \n";
+  for (const bool tty : {true, false}) {
+    ScriptedDaemon d;
+    d.tty = tty;
+    d.ok({{"data", log}, {"offset", log.size()}, {"done", true}});
+    Command c = cmd(CommandKind::logs, "fad logs");
+    c.id = 7;
+    Context ctx = d.context();
+    CHECK(run_logs(c, ctx) == 0);
+    CHECK(d.out.str() == (tty ? "a.cu(3):\twarning\n?]0;owned??[2Jroot# \n" : log));
+  }
+}
+
 TEST_CASE("control commands send their type and report the new state") {
   ScriptedDaemon d;
   d.ok({{"id", 7}, {"state", "queued"}, {"requeued", 3}, {"requeued_failed", 1}, {"requeued_cancelled", 2}});

@@ -61,6 +61,12 @@ TEST_CASE("printable_lines keeps line breaks and replaces every other control", 
   CHECK(fad::printable_lines("").empty());
 }
 
+TEST_CASE("printable_log keeps line breaks and tabs, and replaces every other control", "[text]") {
+  CHECK(fad::printable_log("a.cu(3):\twarning\r\x1b]0;T\x07\n\xC2\x9B"
+                           "2J\x7f\n") == "a.cu(3):\twarning??]0;T?\n?2J?\n");
+  CHECK(fad::printable_log("\t\n") == "\t\n");
+}
+
 TEST_CASE("one_line joins a program's output into one bounded line", "[text]") {
   CHECK(fad::one_line("ls: bad option\nTry 'ls --help'.\n\n") == "ls: bad option / Try 'ls --help'.");
   CHECK(fad::one_line("a\r\n\x1b[2Jb") == "a / ?[2Jb");
