@@ -72,7 +72,7 @@ Result<int> BoostLauncher::launch(const LaunchSpec& spec, std::function<void(Exi
   // The launcher's error_code overload: basic_process's constructor would throw.
   // stdin from our own /dev/null, close-on-exec (Boost's nullptr binding opens one without).
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const ChildEnvironment env(setup.run_as);
+  const ChildEnvironment env(setup.run_as, spec.temp_dir);
   bp::default_process_launcher launcher;
   launcher.env = env.envp();
   bp::process proc = launcher(io_.get_executor(), ec, bp::filesystem::path(argv[0]), args,

@@ -28,27 +28,33 @@ bool ChildEnvironment::passed_on(const std::string& name) {
   return in(kPassed) || in(kCompilerEnvironment);
 }
 
-ChildEnvironment::ChildEnvironment(const Credentials* run_as) : own_(run_as == nullptr || run_as->uid == ::geteuid()) {
+ChildEnvironment::ChildEnvironment(const Credentials* run_as, const std::string& temp_dir)
+    : own_((run_as == nullptr || run_as->uid == ::geteuid()) && temp_dir.empty()) {
   if (own_) return;
+  const bool as_fadd = run_as == nullptr || run_as->uid == ::geteuid();
   for (char** e = environ; e && *e; ++e) {
     const std::string_view var(*e);
     const auto eq = var.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string name(var.substr(0, eq));
-    if (passed_on(name)) vars_.emplace_back(var);
+    if (!temp_dir.empty() && name == "TMPDIR") continue;
+    if (as_fadd || passed_on(name)) vars_.emplace_back(var);
   }
-  // Looked up here, in fadd: the child may only make system calls.
-  std::string home = "/", user = std::to_string(run_as->uid);
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  if (::getpwuid_r(run_as->uid, &pw, buf.data(), buf.size(), &found) == 0 && found) {
-    if (found->pw_dir && *found->pw_dir) home = found->pw_dir;
-    if (found->pw_name && *found->pw_name) user = found->pw_name;
+  if (!temp_dir.empty()) vars_.push_back("TMPDIR=" + temp_dir);
+  if (!as_fadd) {
+    // Looked up here, in fadd: the child may only make system calls.
+    std::string home = "/", user = std::to_string(run_as->uid);
+    std::vector<char> buf(16384);
+    passwd pw{};
+    passwd* found = nullptr;
+    if (::getpwuid_r(run_as->uid, &pw, buf.data(), buf.size(), &found) == 0 && found) {
+      if (found->pw_dir && *found->pw_dir) home = found->pw_dir;
+      if (found->pw_name && *found->pw_name) user = found->pw_name;
+    }
+    vars_.push_back("HOME=" + home);
+    vars_.push_back("USER=" + user);
+    vars_.push_back("LOGNAME=" + user);
   }
-  vars_.push_back("HOME=" + home);
-  vars_.push_back("USER=" + user);
-  vars_.push_back("LOGNAME=" + user);
   for (const auto& v : vars_) ptrs_.push_back(v.c_str());
   ptrs_.push_back(nullptr);
 }

@@ -16,10 +16,11 @@ namespace fad {
 
 class ChildEnvironment {
  public:
-  /// From `environ`, for a child running as `run_as` (none: as fadd).
-  explicit ChildEnvironment(const Credentials* run_as);
+  /// From `environ`, for a child running as `run_as` (none: as fadd), with
+  /// TMPDIR set to `temp_dir` unless that is "".
+  explicit ChildEnvironment(const Credentials* run_as, const std::string& temp_dir = "");
   /// For execve: null-terminated, valid while this object lives; fadd's own
-  /// `environ` when the child runs as fadd.
+  /// `environ` when the child runs as fadd with nothing changed.
   const char* const* envp() const;
   /// The variables, for tests.
   const std::vector<std::string>& variables() const { return vars_; }

@@ -644,10 +644,13 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   }
   write_owned_file(unit.log_path, "$ " + join(argv, " ") + "\n", owner);
   const auto id = unit.id;
-  auto pgid = launcher_.launch(
-      LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes, options_.unit_max_file_size},
-      [this, id](ExitInfo info) { on_exit(id, info); });
+  const std::string temp_dir = unit_temp_dir(unit, unit.attempts + 1, node);
+  if (!temp_dir.empty()) make_owned_dir(temp_dir, owner);
+  auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes,
+                                          options_.unit_max_file_size, temp_dir},
+                               [this, id](ExitInfo info) { on_exit(id, info); });
   if (!pgid) {
+    discard_temp_dirs({temp_dir});
     spdlog::error("unit {}: {}", unit.name, pgid.error());
     write_owned_file(unit.log_path, "fad: " + pgid.error() + "\n", owner);
     // Recorded like any failed end, so a full disk now cannot leave it shown running.
@@ -659,6 +662,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.unit.estimate_source = source;
   r.pgid = *pgid;
   r.node = node;
+  r.temp_dir = temp_dir;
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
@@ -763,6 +767,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
   e.duration = e.run.run_time(clock_.now());
   e.finished_at = clock_.wall();
   if (wake_) wake_();
+  discard_temp_dirs({e.run.temp_dir});
   prepare_end(e);
   record_end(unit_id, std::move(e));
 }

@@ -86,7 +86,36 @@ void Engine::set_tree_remover(TreeRemover remover) {
   });
 }
 
+std::string Engine::unit_temp_dir(const UnitRecord& unit, int attempt, const std::string& node) const {
+  if (!node.empty()) return "";
+  // Per attempt: a compiler of the last one may still be on its way out.
+  return build_dir(unit.build_id) + "/tmp/" + std::to_string(unit.id) + "-" + std::to_string(attempt);
+}
+
+void Engine::discard_temp_dirs(std::vector<std::string> dirs) {
+  std::vector<std::string> moved;
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    if (dir.empty()) continue;
+    // Renamed at once (its name is free for nothing else), deleted by the
+    // worker: nvcc's temporaries of a big unit are thousands of files.
+    const std::string to =
+        trash_dir() + "/tmp-" + fs::path(dir).filename().string() + "-" + std::to_string(++trash_serial_);
+    fs::create_directories(trash_dir(), ec);
+    if (::rename(dir.c_str(), to.c_str()) == 0)
+      moved.push_back(to);
+    else if (errno != ENOENT)
+      spdlog::warn("cannot move {} to the trash: {}", dir, std::strerror(errno));
+  }
+  if (moved.empty() || !remove_trees_) return;
+  remove_trees_(std::move(moved), false, trash_dir(), 0, [](std::vector<TreeResult> results) {
+    for (const auto& r : results)
+      if (!r.error.empty()) spdlog::warn("deleting a unit's temporary files: {}", r.error);
+  });
+}
+
 void Engine::discard_stale_build_dirs() {
+  // A known build's tmp/ holds what the compilers of a stopped fadd left.
   // A directory under builds/ that no build of the database owns is another
   // database's (fad.db deleted or replaced while builds existed): the new
   // build given its number, perhaps another user's, must not find the old
@@ -97,7 +126,15 @@ void Engine::discard_stale_build_dirs() {
   for (fs::directory_iterator it(builds, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (store_.build(std::stoll(name))) continue;
+    if (store_.build(std::stoll(name))) {
+      // What the compilers of a stopped fadd left: none of them runs now.
+      std::vector<std::string> temps;
+      std::error_code tec;
+      for (fs::directory_iterator t(it->path() / "tmp", tec), end_t; !tec && t != end_t; t.increment(tec))
+        temps.push_back(t->path().string());
+      discard_temp_dirs(std::move(temps));
+      continue;
+    }
     const std::string moved = trash_dir() + "/stale-" + name + "-" + std::to_string(++trash_serial_);
     fs::create_directories(trash_dir(), ec);
     if (::rename(it->path().c_str(), moved.c_str()) != 0) {

@@ -34,6 +34,10 @@ struct LaunchSpec {
   /// The largest file it may write, its log included (RLIMIT_FSIZE; past it
   /// the kernel sends SIGXFSZ); 0 = no limit beyond fadd's own.
   std::uint64_t max_file_bytes = 0;
+  /// Its TMPDIR (a directory of its own, which fadd deletes when it ends):
+  /// a compiler killed mid-run (cancelled, OOM, stopped under pressure)
+  /// leaves its temporary files there, not in /tmp for ever. "": as fadd's.
+  std::string temp_dir{};
 };
 
 struct ExitInfo {

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
 
 #include "daemon/engine.h"
 #include "fakes.h"
@@ -277,6 +280,39 @@ TEST_CASE("engine: cancel terminates running groups and cancels the build", "[en
   CHECK_FALSE(twice.ok);
   CHECK(twice.code == ErrorCode::failed);
   CHECK(f.engine->cancel(f.me, id + 1).code == ErrorCode::not_found);
+}
+
+TEST_CASE("engine: each run of a unit has a TMPDIR of its own, deleted when it ends and by the next fadd", "[engine]") {
+  // nvcc killed mid-run (cancel, OOM, pressure) leaves its tmpxft files
+  // behind: in /tmp they would pile up for ever (in RAM, where /tmp is tmpfs).
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.launches.size() == 4);
+  std::set<std::string> dirs;
+  for (const auto& l : f.launcher.launches) {
+    const auto unit = f.store->unit(l.spec.unit_id);
+    REQUIRE(unit);
+    CHECK(l.spec.temp_dir == f.state + "/builds/" + std::to_string(id) + "/tmp/" + std::to_string(unit->id) + "-1");
+    CHECK(fs::is_directory(l.spec.temp_dir));
+    dirs.insert(l.spec.temp_dir);
+  }
+  CHECK(dirs.size() == 4);
+  const std::string one = f.launcher.launches[0].spec.temp_dir;
+  const std::string first = f.store->unit(f.launcher.launches[0].spec.unit_id)->name;
+  std::ofstream(one + "/tmpxft_0001.cpp1.ii") << "left by a killed nvcc";
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  f.launcher.exit(first, 128 + SIGTERM, true);
+  CHECK_FALSE(fs::exists(one));
+  for (const auto& d : dirs) CHECK(fs::exists(d) == (d != one));  // the others still run
+
+  // A fadd that stopped before its compilers ended: the next one deletes what they left.
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  f.make_engine().recover();
+  for (const auto& d : dirs) CHECK_FALSE(fs::exists(d));
+  CHECK(fs::is_empty(f.state + "/trash"));
 }
 
 TEST_CASE("engine: retry right after cancel, before the stopped units exit, can still finish", "[engine]") {

@@ -99,6 +99,26 @@ TEST_CASE("process group: a launcher without cgroups measures its running units 
   for (int pgid : groups) launcher.signal_group(pgid, SIGKILL);
 }
 
+TEST_CASE("process group: a unit with a temp dir of its own gets it as TMPDIR, and fadd's environment besides",
+          "[process_group]") {
+  TempDir tmp("fad-proc");
+  boost::asio::io_context io;
+  BoostLauncher launcher(io, nullptr);
+  const std::string log = (tmp.path() / "unit.log").string();
+  bool ended = false;
+  LaunchSpec spec{1, {"/bin/sh", "-c", "echo \"$TMPDIR|$PATH\""}, log};
+  spec.temp_dir = (tmp.path() / "t").string();
+  REQUIRE(launcher.launch(spec, [&](ExitInfo info) {
+    ended = true;
+    CHECK(info.exit_code == 0);
+  }));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!ended && std::chrono::steady_clock::now() < deadline) io.run_for(std::chrono::milliseconds(50));
+  REQUIRE(ended);
+  const char* path = std::getenv("PATH");
+  CHECK(test::slurp(log) == spec.temp_dir + "|" + (path ? path : "") + "\n");
+}
+
 TEST_CASE("process group: parse_process_info reads parent, group, owner and start time", "[process_group]") {
   const std::string status = "Name:\tfad\nUid:\t1000\t1000\t1000\t1000\n";
   auto info =
