@@ -119,27 +119,40 @@ void Engine::recover() {
     if (!same_boot || left.pgid <= 1) continue;
     // Its compiler may have ended since, and the kernel may have given its
     // id to someone else's process: a leader running as another user than
-    // the unit ran as is not killed.
+    // the unit ran as is not signalled.
     const int pgid = static_cast<int>(left.pgid);
     const auto build = store_.build(left.build_id);
     const auto creds = build ? run_as(*build) : std::nullopt;
-    const unsigned ran_as = creds ? creds->uid : options_.daemon_uid;
-    // The leader itself died with the previous fadd (its parent-death
-    // signal), so a live one is another process given the id since; without
-    // a leader the members may still be another user's new group whose
-    // leader has exited (a shell pipeline): fadd, often root, never kills those.
-    if (const auto leader = launcher_.process_info(pgid);
-        leader && (leader->uid != ran_as ||
+    const unsigned ran_as = left.external && build ? owner_of(*build) : creds ? creds->uid : options_.daemon_uid;
+    // fadd's own leader died with the previous fadd (its parent-death
+    // signal), so a live one is another process given the id since, unless
+    // its start time says otherwise; without a leader the members may still
+    // be another user's new group whose leader has exited (a shell
+    // pipeline): fadd, often root, never signals those.
+    const auto leader = launcher_.process_info(pgid);
+    if (leader && (leader->uid != ran_as ||
                    (left.leader_start && static_cast<std::int64_t>(leader->start_ticks) != *left.leader_start))) {
-      spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {} has it", pgid,
+      spdlog::warn("not signalling process group {}: a previous fadd's compiler had that id, now {} has it", pgid,
                    leader->uid != ran_as ? user_name(leader->uid) + "'s process" : "a process started since");
       continue;
     }
     const auto owners = launcher_.group_owners(pgid);
     if (auto other = std::find_if(owners.begin(), owners.end(), [&](unsigned uid) { return uid != ran_as; });
         other != owners.end()) {
-      spdlog::warn("not killing process group {}: a previous fadd's compiler had that id, now {}'s processes have it",
-                   pgid, user_name(*other));
+      spdlog::warn(
+          "not signalling process group {}: a previous fadd's compiler had that id, now {}'s processes have it", pgid,
+          user_name(*other));
+      continue;
+    }
+    if (left.external) {
+      // A launcher's compile runs on without fadd, but one fadd froze
+      // (memory pressure, fad pause) would wait for a SIGCONT from it for
+      // ever, and its build tool with it: a SIGTERM'd fadd continues them,
+      // a crashed one cannot.
+      if (leader && left.leader_start) {
+        spdlog::warn("continuing launched compile process group {} a previous fadd may have stopped", pgid);
+        launcher_.signal_group(pgid, SIGCONT);
+      }
       continue;
     }
     spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);

@@ -830,9 +830,9 @@ std::vector<LeftRunning> Store::recover_running_units() {
   Transaction tx(db_);
   std::vector<LeftRunning> pgids;
   auto st = db_.prepare(
-      "SELECT pgid, build_id, pgid_start FROM units WHERE state = 'running' AND pgid IS NOT NULL AND "
-      "kind != 'external' ORDER BY pgid");
-  while (st.step()) pgids.push_back(LeftRunning{st.int64(0), st.int64(1), st.opt_int64(2)});
+      "SELECT pgid, build_id, pgid_start, kind = 'external' FROM units WHERE state = 'running' AND pgid IS NOT NULL "
+      "ORDER BY pgid");
+  while (st.step()) pgids.push_back(LeftRunning{st.int64(0), st.int64(1), st.opt_int64(2), st.int64(3) != 0});
   db_.exec(
       "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL WHERE state = 'running'");
   tx.commit();

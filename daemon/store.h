@@ -67,6 +67,8 @@ struct LeftRunning {
   std::int64_t pgid = 0;
   std::int64_t build_id = 0;
   std::optional<std::int64_t> leader_start;
+  /// A launcher's compile (fad launch, fad run): its launcher's to run on.
+  bool external{};
   bool operator==(const LeftRunning& o) const = default;
 };
 
@@ -182,8 +184,9 @@ class Store {
   void set_wait_reasons(const std::map<std::int64_t, std::string>& reasons);
 
   /// At startup: units left running by a crash go back to the queue. Returns
-  /// the process groups of those fadd started itself, so the daemon can kill
-  /// leftover compilers (a launcher's compiler is its launcher's business).
+  /// their process groups, so the daemon can kill the leftover compilers it
+  /// started itself and continue launchers' ones it may have frozen (they are
+  /// their launchers' business).
   std::vector<LeftRunning> recover_running_units();
 
   void add_sample(const MemorySample& sample);

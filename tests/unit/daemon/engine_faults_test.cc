@@ -12,6 +12,7 @@
 
 #include <sstream>
 
+#include "common/file_read.h"
 #include "common/text.h"
 #include "daemon/engine.h"
 #include "fakes.h"
@@ -230,18 +231,29 @@ TEST_CASE("engine faults: compiles left to their launchers by a restart are canc
   EngineFixture f;
   f.make_engine().recover();
   const auto waiting = queued_launch(f, f.me, launch_of("/w/a.cu"));
-  const auto running = started_launch(f, launch_of("/w/b.cu"), f.me.pid + 50);
+  const auto running = started_launch(f, launch_of("/w/b.cu"), f.me.pid + 50, 4100);
+  const auto reused = started_launch(f, launch_of("/w/d.cu"), f.me.pid + 60, 4200);
   const auto build = f.store->unit(waiting)->build_id;
   f.engine.reset();  // fadd goes away; its launchers compile without it
+  f.launcher.forget_callbacks();
+  f.launcher.processes[f.me.pid + 60].start_ticks = 4300;  // d.cu's compiler ended, its id was given again
   f.make_engine().recover();
   CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
   CHECK(f.store->unit(running)->state == UnitState::cancelled);
+  CHECK(f.store->unit(reused)->state == UnitState::cancelled);
+  if (!read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    // A compile the crashed fadd may have frozen (pause, memory pressure) is
+    // continued, never killed: its launcher runs it on, its build tool waits
+    // for it. A process that only has its id now is not signalled at all.
+    CHECK(f.launcher.signals_to(f.me.pid + 50) == std::vector<int>{SIGCONT});
+    CHECK(f.launcher.signals_to(f.me.pid + 60).empty());
+  }
   LogsRequest log;
   log.id = build;
   const auto r = f.engine->logs(f.me, log);
   REQUIRE(r.ok);
   CHECK_THAT(r.result["data"].get<std::string>(),
-             Contains("fadd restarted: 2 compile(s) it had not seen end were left to their launchers"));
+             Contains("fadd restarted: 3 compile(s) it had not seen end were left to their launchers"));
   CHECK_THAT(r.result["data"].get<std::string>(), Contains("a launcher still waiting launches its compile again"));
   // A launcher still waiting that asks the new fadd learns why, and launches
   // it again; a compile cancelled by anyone else is only cancelled.
