@@ -323,7 +323,12 @@ Status Server::listen(const std::string& socket_path) {
   if ((group_access && !(facts->mode & 0010)) || (other_access && !(facts->mode & 0001)))
     spdlog::warn("the socket directory {} (mode {:o}) keeps out users the socket mode {:o} lets in", dir.string(),
                  facts->mode, options_.socket_mode);
-  if (fs::exists(fs::symlink_status(path, ec))) {
+  if (const auto st = fs::symlink_status(path, ec); fs::exists(st)) {
+    // Only a socket is fadd's to replace: a file or a directory there is
+    // someone's mistake (a --socket naming the wrong path), not a stale socket.
+    if (st.type() != fs::file_type::socket)
+      return make_error(socket_path + " exists and is not a socket; fadd replaces only a stale socket there: move it "
+                                      "away, or choose another path with --socket");
     local::socket probe(io_);
     boost::system::error_code cec;
     probe.connect(local::endpoint(socket_path), cec);

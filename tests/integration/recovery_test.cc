@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "harness.h"
@@ -156,4 +158,23 @@ TEST_CASE("a stale socket left by a killed fadd is cleaned up on start", "[integ
   CHECK(d.fad({"status"}).exit_code == 3);
   d.start();
   CHECK(d.fad({"status"}).exit_code == 0);
+}
+
+TEST_CASE("fadd never deletes a file or a directory where its socket goes, and says why it does not start",
+          "[integration]") {
+  // Only a socket is a stale socket: a --socket naming the wrong path must not cost a file.
+  Daemon d;
+  d.write_kernels(slowish_units(1, ""));
+  fs::create_directories(fs::path(d.socket()).parent_path());
+  ::chmod(fs::path(d.socket()).parent_path().c_str(), 0700);
+  std::ofstream(d.socket()) << "important\n";
+  std::string log;
+  CHECK(d.start_expect_exit({}, &log) == 1);
+  CHECK(log.find(d.socket() + " exists and is not a socket") != std::string::npos);
+  CHECK(slurp(d.socket()) == "important\n");
+  fs::remove(d.socket());
+  fs::create_directories(fs::path(d.socket()) / "x");
+  CHECK(d.start_expect_exit({}, &log) == 1);
+  CHECK(log.find("is not a socket") != std::string::npos);
+  CHECK(fs::is_directory(fs::path(d.socket()) / "x"));
 }
