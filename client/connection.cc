@@ -23,6 +23,7 @@
 #include "client/exit_codes.h"
 #include "client/locations.h"
 #include "common/socket_dir.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -178,6 +179,9 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   auto response = parse_response(buffer);
   if (!response)
     return CallFailure{kExitFailed, "fadd sent a response fad does not understand: " + response.error(), false};
+  // One line, as every message: fadd quotes what clients sent it (a path, a
+  // name), and whatever it quotes must not break the line or act on a terminal.
+  response->message = printable(response->message);
   // Too many connections open: for now fadd cannot be reached, as when it
   // restarts, so a follower rides it out and a script sees 3, worth a retry.
   if (!response->ok && response->code == ErrorCode::busy)

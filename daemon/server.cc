@@ -327,8 +327,9 @@ Status Server::listen(const std::string& socket_path) {
     // Only a socket is fadd's to replace: a file or a directory there is
     // someone's mistake (a --socket naming the wrong path), not a stale socket.
     if (st.type() != fs::file_type::socket)
-      return make_error(socket_path + " exists and is not a socket; fadd replaces only a stale socket there: move it "
-                                      "away, or choose another path with --socket");
+      return make_error(socket_path +
+                        " exists and is not a socket; fadd replaces only a stale socket there: move it "
+                        "away, or choose another path with --socket");
     local::socket probe(io_);
     boost::system::error_code cec;
     probe.connect(local::endpoint(socket_path), cec);

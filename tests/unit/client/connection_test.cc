@@ -125,6 +125,19 @@ TEST_CASE("one request line out, one response line back") {
   CHECK(request->type == "submit");
 }
 
+TEST_CASE("an error message is one printable line, whatever it quotes") {
+  // fadd quotes what clients sent (a --nvcc path): a line break or an escape
+  // sequence in it must not split the message or act on the terminal.
+  OneShotServer server(socket_path(),
+                       "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"usage\",\"message\":"
+                       "\"compiler '/tmp/x\\ny\\u001b[31m' is not an executable file\"}}\n");
+  auto reply = call_daemon(socket_path(), fad::Request{"submit", {{"archs", {"9.0"}}}});
+  auto* response = std::get_if<fad::Response>(&reply);
+  REQUIRE(response);
+  CHECK_FALSE(response->ok);
+  CHECK(response->message == "compiler '/tmp/x?y?[31m' is not an executable file");
+}
+
 TEST_CASE("a daemon that hangs up without answering is unreachable, garbage is a failure") {
   {
     OneShotServer server(socket_path(), "");
