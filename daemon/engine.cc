@@ -251,8 +251,11 @@ void Engine::storage_failed(const std::string& what) {
   }
   storage_problem_ = problem;
   // Room for the writes that cannot wait (the ends of finished compiles):
-  // retried on the next tick.
-  if (reserve_ && reserve_->release() && !std::exchange(reserve_spent_, true))
+  // retried on the next tick. Only for a full disk: another program holding
+  // the database locked is not one, and the reserve would be lost to it.
+  const bool disk_full =
+      what.find("disk is full") != std::string::npos || options_.disk_nearly_full(options_.state_dir);
+  if (disk_full && reserve_ && reserve_->release() && !std::exchange(reserve_spent_, true))
     spdlog::warn("the disk of {} is full: deleted fadd's {} reserve file to record what finished", options_.state_dir,
                  format_size(reserve_->bytes()));
 }

@@ -858,6 +858,26 @@ TEST_CASE("engine faults: the reserve file is deleted by the first failed write 
   CHECK_FALSE(fs::exists(reserve));
 }
 
+TEST_CASE("engine faults: a database another program holds locked keeps the reserve: the disk is not full",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.options.disk_nearly_full = [](const std::string&) { return false; };
+  f.options.disk_reserve_bytes = 1 << 20;
+  f.make_engine().recover();
+  const auto reserve = fs::path(f.state) / "reserve";
+  f.engine->tick();
+  REQUIRE(fs::file_size(reserve) == (1u << 20));
+  f.store->db().exec(
+      "CREATE TEMP TRIGGER locked BEFORE INSERT ON builds BEGIN SELECT RAISE(FAIL, 'database is locked'); END");
+  CHECK_FALSE(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
+  CHECK(fs::file_size(reserve) == (1u << 20));
+  // A full disk does give it back.
+  f.store->db().exec("DROP TRIGGER temp.locked");
+  refuse_writes(f, "INSERT ON builds");
+  CHECK_FALSE(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
+  CHECK_FALSE(fs::exists(reserve));
+}
+
 TEST_CASE("engine faults: flags long enough to be digested are cut on a character, so history still exports",
           "[engine][faults]") {
   // Bug: the learning key's flags were cut at a byte, halving an accented
