@@ -323,12 +323,13 @@ Response Engine::cancel(const Caller& caller, std::int64_t id) {
   if (is_final(b->state))
     return error_response(ErrorCode::failed,
                           "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
+  // Recorded first, all at once: a database that cannot take it (a full
+  // disk) leaves the build as it was, its compilers running, and says so.
+  store_.cancel_build(id, clock_.wall(), "cancelled by user");
   const double now = clock_.now();
   for (auto& [uid, r] : running_)
     if (r.unit.build_id == id) stop_unit(r, StopReason::cancel, now);
-  store_.set_pending_units(id, UnitState::cancelled, true);
-  store_.set_build_state(id, BuildState::cancelled, clock_.wall(), "cancelled by user");
-  append_build_log(id, "build cancelled\n");
+  best_effort([&] { append_build_log(id, "build cancelled\n"); });
   return ok_response({{"id", id}, {"state", "cancelled"}});
 }
 
@@ -339,6 +340,8 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
   if (is_final(b->state) || b->state == BuildState::paused)
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
                                                  ", not running or queued");
+  // Recorded first: a database that cannot take it leaves the build running.
+  store_.set_build_state(id, BuildState::paused, std::nullopt);
   // Running units are frozen (SIGSTOP of their process group), keeping their
   // memory; nothing new starts until resume.
   for (auto& [uid, r] : running_) {
@@ -348,8 +351,7 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
     if (!r.suspended) signal_unit(r, SIGSTOP);
     record_event(uid, "pause");
   }
-  store_.set_build_state(id, BuildState::paused, std::nullopt);
-  append_build_log(id, "build paused\n");
+  best_effort([&] { append_build_log(id, "build paused\n"); });
   return ok_response({{"id", id}, {"state", "paused"}});
 }
 

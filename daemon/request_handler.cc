@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/responses.h"
+#include "daemon/sqlite.h"
 
 namespace fad {
 
@@ -116,6 +117,11 @@ void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLi
       once(encode(r));
       if (stop && on_shutdown_) on_shutdown_();
     });
+  } catch (const StoreError& e) {
+    // The usual cause is a full disk, which the user can act on.
+    spdlog::error("request '{}' failed: {}", type, e.what());
+    once(encode_error(ErrorCode::internal, "fadd cannot write its database (" + std::string(e.what()) + "), so the " +
+                                               type + " was not recorded; try again once it can"));
   } catch (const std::exception& e) {
     spdlog::error("request '{}' failed: {}", type, e.what());
     once(encode_error(ErrorCode::internal, std::string("internal error: ") + e.what()));

@@ -807,6 +807,13 @@ int Store::set_pending_units(std::int64_t build_id, UnitState state, bool includ
   return db_.changes();
 }
 
+void Store::cancel_build(std::int64_t build_id, const std::string& finished_at, const std::string& why) {
+  Transaction tx(db_);
+  set_pending_units(build_id, UnitState::cancelled, true);
+  set_build_state(build_id, BuildState::cancelled, finished_at, why);
+  tx.commit();
+}
+
 int Store::requeue_failed_units(std::int64_t build_id) {
   db_.prepare(
          "UPDATE units SET state = 'queued', exit_code = NULL, finished_at = NULL "

@@ -178,6 +178,10 @@ class Store {
   void requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak);
   /// Sets every queued (and, if `include_running`, running) unit of a build to `state`.
   int set_pending_units(std::int64_t build_id, UnitState state, bool include_running);
+  /// A cancel, all or nothing: the build and its queued and running units
+  /// cancelled in one transaction (half of it would leave a build whose link
+  /// waits for ever for compiles that were cancelled).
+  void cancel_build(std::int64_t build_id, const std::string& finished_at, const std::string& why);
   /// failed/cancelled -> queued for a build; returns how many.
   int requeue_failed_units(std::int64_t build_id);
   /// A tick's worth of wait reasons, by unit id, in one transaction.

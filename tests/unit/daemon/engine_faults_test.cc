@@ -858,6 +858,29 @@ TEST_CASE("engine faults: the reserve file is deleted by the first failed write 
   CHECK_FALSE(fs::exists(reserve));
 }
 
+TEST_CASE("engine faults: a cancel or pause the database cannot take changes nothing, and works once it can",
+          "[engine][faults]") {
+  // Bug: cancel stopped the compilers, then failed to record the build
+  // cancelled: the rest ran on, and its link waited for ever for the
+  // compiles that were cancelled. Pause froze them and left the build running.
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.launches.size() == 4);
+  refuse_writes(f, "UPDATE ON builds");
+  CHECK_THROWS_AS(f.engine->cancel(f.me, id), StoreError);
+  CHECK_THROWS_AS(f.engine->pause(f.me, id), StoreError);
+  CHECK(f.launcher.signals.empty());
+  CHECK(f.build_state(id) == BuildState::running);
+  for (const auto& u : f.store->units(id)) CHECK((u.state == UnitState::running || u.kind == UnitKind::link));
+  lift(f);
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  CHECK(f.build_state(id) == BuildState::cancelled);
+  for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
+  CHECK(f.launcher.signals.size() == 4);
+}
+
 TEST_CASE("engine faults: a database another program holds locked keeps the reserve: the disk is not full",
           "[engine][faults]") {
   EngineFixture f;

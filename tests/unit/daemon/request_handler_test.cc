@@ -129,6 +129,19 @@ TEST_CASE("request handler: other failures keep their own codes", "[request_hand
   CHECK(r.code == ErrorCode::not_found);
 }
 
+TEST_CASE("request handler: a database that cannot be written is named as the cause, not as an internal error",
+          "[request_handler]") {
+  HandlerFixture f;
+  const auto id = f.submit();
+  f.store->db().exec(
+      "CREATE TEMP TRIGGER full BEFORE UPDATE ON builds BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
+  auto r = f.call(R"({"v":1,"type":"cancel","body":{"id":)" + std::to_string(id) + "}}\n");
+  CHECK_FALSE(r.ok);
+  CHECK(r.message ==
+        "fadd cannot write its database (step: database or disk is full), so the cancel was not "
+        "recorded; try again once it can");
+}
+
 TEST_CASE("request handler: shutdown is answered, then the callback runs", "[request_handler]") {
   HandlerFixture f;
   auto r = f.call(R"({"v":1,"type":"shutdown","body":{}})"
