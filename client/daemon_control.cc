@@ -176,6 +176,14 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
     ctx.out << "fadd is already running (pid " << pid_of(*running) << ")\n";
     return kExitOk;
   }
+  // A fadd on this state dir at another socket: said here, before its
+  // fadd.out (its crash report) is emptied for a fadd that would be refused.
+  if (const std::string lock = lock_path_in(locations.state_dir); real_daemon_watch().locked(lock)) {
+    ctx.err << "fad: another fadd (pid " << pid_text(pid_in_lock(lock)) << ") holds state dir " << locations.state_dir
+            << " but does not answer at " << ctx.socket
+            << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
+    return kExitFailed;
+  }
   const char* path_env = std::getenv("PATH");
   auto fadd = find_fadd(self_exe(), path_env ? path_env : "");
   if (!fadd) {
@@ -189,7 +197,7 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   // each start and never grows.
   const std::string log_path = (fs::path(locations.state_dir) / "fadd.log").string();
   const std::string out_path = (fs::path(locations.state_dir) / "fadd.out").string();
-  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out_fd < 0) {
     ctx.err << "fad: cannot open " << out_path << ": " << std::strerror(errno) << "\n";
     return kExitFailed;

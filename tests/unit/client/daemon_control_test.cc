@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "client/daemon_control.h"
@@ -168,6 +170,31 @@ TEST_CASE("daemon start --state-dir DIR is no success while the fadd at the sock
   Context sctx = same.context();
   CHECK(run_daemon_start(Command{}, named, sctx) == 0);
   CHECK(same.out.str() == "fadd is already running (pid 99)\n");
+}
+
+TEST_CASE("daemon start on a state dir a fadd at another socket holds says so, and leaves its fadd.out alone") {
+  // Bug: fadd refused to start, but fad had emptied the running fadd's
+  // fadd.out (its crash report) first.
+  char tmpl[] = "/tmp/fad-start-lock-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/fadd.out") << "what the running fadd printed\n";
+  std::ofstream(dir + "/fadd.lock") << "4321\n";
+  const int held = ::open((dir + "/fadd.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(held >= 0);
+  REQUIRE(::flock(held, LOCK_EX | LOCK_NB) == 0);  // as the running fadd holds it
+  StopScript s;
+  Context ctx = s.context();
+  CHECK(run_daemon_start(Command{}, Locations{"/s", dir, std::nullopt}, ctx) == kExitFailed);
+  CHECK(s.err.str() == "fad: another fadd (pid 4321) holds state dir " + dir +
+                           " but does not answer at /s (it serves another socket, or is stopped); stop it first, or "
+                           "give this one its own --state-dir\n");
+  std::ifstream out(dir + "/fadd.out");
+  std::string line;
+  std::getline(out, line);
+  CHECK(line == "what the running fadd printed");
+  ::close(held);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("daemon stop --socket S with nothing there does not wait on the default state dir's fadd") {
