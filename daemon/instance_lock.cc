@@ -48,17 +48,35 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
     return make_error("another fadd is already running (pid " + (holder.empty() ? std::string("?") : holder) +
                       ") on the state dir " + state_dir + "; stop it with 'fad daemon stop'");
   }
+  // The file's lock is gone with the file when something deletes it (a
+  // cleaner of old files): the directory's stays with the fadd holding it.
+  const int dir_fd = ::open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    ::close(fd);
+    return make_error("cannot open the state dir " + state_dir + ": " + std::strerror(errno));
+  }
+  while (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    ::close(dir_fd);
+    ::close(fd);
+    return make_error("another fadd is already running on the state dir " + state_dir + " (its " + path +
+                      " was deleted; 'fuser " + state_dir + "' names it); stop it with 'fad daemon stop'");
+  }
   if (::ftruncate(fd, 0) == 0) {
     const std::string pid = std::to_string(::getpid()) + "\n";
     if (::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
       // The pid is only informational; the lock is what counts.
     }
   }
-  return InstanceLock(fd);
+  return InstanceLock(fd, dir_fd);
 }
 
 InstanceLock::~InstanceLock() {
   if (fd_ >= 0) ::close(fd_);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 }  // namespace fad

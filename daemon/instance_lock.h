@@ -1,5 +1,6 @@
 // One fadd per state directory: an exclusive flock on STATE/fadd.lock, held for
-// the daemon's life and released by the kernel even on kill -9.
+// the daemon's life and released by the kernel even on kill -9, and one on the
+// directory itself, which a cleaner deleting the lock file cannot take away.
 //
 // A child fadd forked an instant before it died holds a copy of the lock until
 // it execs (the fd is close-on-exec) or notices fadd is gone and exits; that
@@ -19,13 +20,16 @@ class InstanceLock {
   /// Takes the lock or fails naming the pid that holds it. Fails at once when
   /// that pid lives; waits up to `dead_holder_wait_s` when it does not.
   static Result<InstanceLock> acquire(const std::string& state_dir, double dead_holder_wait_s = 5.0);
-  InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_), dir_fd_(other.dir_fd_) {
+    other.fd_ = other.dir_fd_ = -1;
+  }
   InstanceLock& operator=(InstanceLock&&) = delete;
   ~InstanceLock();
 
  private:
-  explicit InstanceLock(int fd) : fd_(fd) {}
+  InstanceLock(int fd, int dir_fd) : fd_(fd), dir_fd_(dir_fd) {}
   int fd_ = -1;
+  int dir_fd_ = -1;
 };
 
 }  // namespace fad

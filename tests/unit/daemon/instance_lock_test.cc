@@ -82,6 +82,22 @@ TEST_CASE("instance lock: a live holder is refused at once, naming its pid", "[i
   CHECK_THAT(second.error(), Catch::Contains("another fadd is already running (pid " + std::to_string(::getpid())));
 }
 
+TEST_CASE("instance lock: deleting the lock file does not let a second fadd in", "[instance_lock]") {
+  // Bug: a cleaner deleting STATE/fadd.lock let a second fadd start on the
+  // state dir, and it killed the first one's compilers as left behind.
+  TempDir dir;
+  {
+    auto first = InstanceLock::acquire(dir.path.string());
+    REQUIRE(first);
+    std::filesystem::remove(dir.path / "fadd.lock");
+    auto second = InstanceLock::acquire(dir.path.string(), 0.2);
+    REQUIRE_FALSE(second);
+    CHECK_THAT(second.error(), Catch::Contains("another fadd is already running on the state dir"));
+    CHECK_THAT(second.error(), Catch::Contains("fadd.lock was deleted"));
+  }
+  CHECK(InstanceLock::acquire(dir.path.string(), 0));  // gone with its holder
+}
+
 TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it", "[instance_lock]") {
   TempDir dir;
   DeadHolder holder(dir.path.string());
