@@ -96,9 +96,11 @@ void Engine::discard_temp_dirs(std::vector<std::string> dirs) {
   std::vector<std::string> moved;
   std::error_code ec;
   for (const auto& dir : dirs) {
-    if (dir.empty()) continue;
-    // Renamed at once (its name is free for nothing else), deleted by the
-    // worker: nvcc's temporaries of a big unit are thousands of files.
+    // Empty, as nvcc leaves it when it ends by itself: removed here. Else (a
+    // killed compiler's files) renamed at once, deleted by the worker: a
+    // big unit's temporaries are large, and the user may have made it a tree
+    // of any shape.
+    if (dir.empty() || ::rmdir(dir.c_str()) == 0 || errno == ENOENT) continue;
     const std::string to =
         trash_dir() + "/tmp-" + fs::path(dir).filename().string() + "-" + std::to_string(++trash_serial_);
     fs::create_directories(trash_dir(), ec);

@@ -128,8 +128,12 @@ TEST_CASE("migration: a v2 database keeps its external build and session", "[sto
   CHECK_FALSE(ext->uid.has_value());
   CHECK_FALSE(store.session_build(4242, 0).has_value());
   // A unit left running by a crash of that release is requeued as usual.
-  // Its process group is its launcher's, not fadd's to kill.
-  CHECK(store.recover_running_units().empty());
+  // Its process group is its launcher's, not fadd's to kill, and with no
+  // leader start recorded, not fadd's to continue either.
+  const auto left = store.recover_running_units();
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].external);
+  CHECK_FALSE(left[0].leader_start);
   CHECK(store.units(3).at(0).state == UnitState::queued);
 }
 
