@@ -50,12 +50,15 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
   }
   // The file's lock is gone with the file when something deletes it (a
   // cleaner of old files): the directory's stays with the fadd holding it.
-  const int dir_fd = ::open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) {
-    ::close(fd);
-    return make_error("cannot open the state dir " + state_dir + ": " + std::strerror(errno));
-  }
-  while (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+  // A file system that cannot lock a directory (NFS locks need a file open
+  // for writing) keeps the file's lock alone.
+  int dir_fd = ::open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  while (dir_fd >= 0 && ::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) {
+      ::close(dir_fd);
+      dir_fd = -1;
+      break;
+    }
     if (std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
