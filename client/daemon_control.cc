@@ -178,7 +178,11 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   }
   // A fadd on this state dir at another socket: said here, before its
   // fadd.out (its crash report) is emptied for a fadd that would be refused.
-  if (const std::string lock = lock_path_in(locations.state_dir); real_daemon_watch().locked(lock)) {
+  // A lock whose recorded fadd is dead is a crashed one's child letting go:
+  // fadd itself waits for that.
+  const std::string lock = lock_path_in(locations.state_dir);
+  const auto watch = real_daemon_watch();
+  if ((watch.locked(lock) && watch.alive(pid_in_lock(lock))) || watch.locked(locations.state_dir)) {
     ctx.err << "fad: another fadd (pid " << pid_text(pid_in_lock(lock)) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";

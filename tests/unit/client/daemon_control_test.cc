@@ -179,14 +179,14 @@ TEST_CASE("daemon start on a state dir a fadd at another socket holds says so, a
   REQUIRE(::mkdtemp(tmpl));
   const std::string dir = tmpl;
   std::ofstream(dir + "/fadd.out") << "what the running fadd printed\n";
-  std::ofstream(dir + "/fadd.lock") << "4321\n";
+  std::ofstream(dir + "/fadd.lock") << ::getpid() << "\n";
   const int held = ::open((dir + "/fadd.lock").c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(held >= 0);
   REQUIRE(::flock(held, LOCK_EX | LOCK_NB) == 0);  // as the running fadd holds it
   StopScript s;
   Context ctx = s.context();
   CHECK(run_daemon_start(Command{}, Locations{"/s", dir, std::nullopt}, ctx) == kExitFailed);
-  CHECK(s.err.str() == "fad: another fadd (pid 4321) holds state dir " + dir +
+  CHECK(s.err.str() == "fad: another fadd (pid " + std::to_string(::getpid()) + ") holds state dir " + dir +
                            " but does not answer at /s (it serves another socket, or is stopped); stop it first, or "
                            "give this one its own --state-dir\n");
   std::ifstream out(dir + "/fadd.out");
@@ -194,6 +194,15 @@ TEST_CASE("daemon start on a state dir a fadd at another socket holds says so, a
   std::getline(out, line);
   CHECK(line == "what the running fadd printed");
   ::close(held);
+  // Its lock file deleted (a cleaner of old files): the directory's lock still tells.
+  std::filesystem::remove(dir + "/fadd.lock");
+  const int dir_held = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(::flock(dir_held, LOCK_EX | LOCK_NB) == 0);
+  StopScript again;
+  Context actx = again.context();
+  CHECK(run_daemon_start(Command{}, Locations{"/s", dir, std::nullopt}, actx) == kExitFailed);
+  CHECK(again.err.str().find("holds state dir " + dir) != std::string::npos);
+  ::close(dir_held);
   std::filesystem::remove_all(dir);
 }
 
