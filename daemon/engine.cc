@@ -111,7 +111,6 @@ Engine::Engine(EngineOptions options, Store& store, Clock& clock, MemoryProbe& p
 }
 
 void Engine::recover() {
-  best_effort([&] { discard_stale_build_dirs(); });
   // Process groups are only meaningful within the boot that created them.
   const auto boot = boot_id();
   const bool same_boot = !boot.empty() && store_.meta("boot_id") == boot;
@@ -159,6 +158,8 @@ void Engine::recover() {
     launcher_.signal_group(pgid, SIGKILL);
   }
   if (!boot.empty()) store_.set_meta("boot_id", boot);
+  // After the leftover compilers are killed: they wrote in their TMPDIRs.
+  best_effort([&] { discard_stale_build_dirs(); });
   trim_history();
   const std::size_t learned = load_history();
   restore_allowances();
@@ -665,8 +666,9 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   auto pgid = launcher_.launch(LaunchSpec{id, argv, unit.log_path, creds, node, d.threads, d.estimate_bytes,
                                           options_.unit_max_file_size, temp_dir},
                                [this, id](ExitInfo info) { on_exit(id, info); });
+  const uid_t owner_uid = build ? owner_of(*build) : options_.daemon_uid;
   if (!pgid) {
-    discard_temp_dirs({temp_dir});
+    discard_temp_dirs({temp_dir}, owner_uid);
     spdlog::error("unit {}: {}", unit.name, pgid.error());
     write_owned_file(unit.log_path, "fad: " + pgid.error() + "\n", owner);
     // Recorded like any failed end, so a full disk now cannot leave it shown running.
@@ -679,6 +681,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.pgid = *pgid;
   r.node = node;
   r.temp_dir = temp_dir;
+  r.owner = owner_uid;
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
@@ -783,7 +786,7 @@ void Engine::on_exit(std::int64_t unit_id, ExitInfo info) {
   e.duration = e.run.run_time(clock_.now());
   e.finished_at = clock_.wall();
   if (wake_) wake_();
-  discard_temp_dirs({e.run.temp_dir});
+  discard_temp_dirs({e.run.temp_dir}, e.run.owner);
   prepare_end(e);
   record_end(unit_id, std::move(e));
 }

@@ -224,6 +224,7 @@ class Engine {
     std::uint64_t estimate_bytes = 0;  ///< the peak it was admitted with
     std::string node;                  ///< the cluster node it runs on ("" = this machine)
     std::string temp_dir;              ///< its TMPDIR, deleted when it ends ("" = none of its own)
+    uid_t owner = 0;                   ///< its build's owner, in whose turn the tree remover deletes its leftovers
     std::vector<std::string> step;     ///< external on a cluster: what its launcher runs the compiler under
     /// External, admitted, no compiler yet: the launcher that was told so
     /// (none when fadd cannot see it), so that a launcher that died then
@@ -374,8 +375,10 @@ class Engine {
   /// A unit's TMPDIR, for the compiler's temporary files; "" on a cluster
   /// node, where the state dir may not be.
   std::string unit_temp_dir(const UnitRecord& unit, int attempt, const std::string& node) const;
-  /// Moves `dirs` (what ended compilers left, or nothing) to the trash and deletes them there.
-  void discard_temp_dirs(std::vector<std::string> dirs);
+  /// Moves `dirs` (what ended compilers of `owner`'s build left, or nothing)
+  /// to the trash and deletes them there, in `owner`'s turn: a user's
+  /// leftovers must not jump the queue root's prunes have.
+  void discard_temp_dirs(std::vector<std::string> dirs, uid_t owner);
   /// The units ready to be scheduled, from the queue mirror; `by_id` points at their records.
   std::vector<QueuedUnit> collect_queue(double now, QueuedRecords& by_id);
   /// Writes the wait reasons that differ from what the units' rows already

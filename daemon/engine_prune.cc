@@ -92,7 +92,7 @@ std::string Engine::unit_temp_dir(const UnitRecord& unit, int attempt, const std
   return build_dir(unit.build_id) + "/tmp/" + std::to_string(unit.id) + "-" + std::to_string(attempt);
 }
 
-void Engine::discard_temp_dirs(std::vector<std::string> dirs) {
+void Engine::discard_temp_dirs(std::vector<std::string> dirs, uid_t owner) {
   std::vector<std::string> moved;
   std::error_code ec;
   for (const auto& dir : dirs) {
@@ -110,7 +110,7 @@ void Engine::discard_temp_dirs(std::vector<std::string> dirs) {
       spdlog::warn("cannot move {} to the trash: {}", dir, std::strerror(errno));
   }
   if (moved.empty() || !remove_trees_) return;
-  remove_trees_(std::move(moved), false, trash_dir(), 0, [](std::vector<TreeResult> results) {
+  remove_trees_(std::move(moved), false, trash_dir(), owner, [](std::vector<TreeResult> results) {
     for (const auto& r : results)
       if (!r.error.empty()) spdlog::warn("deleting a unit's temporary files: {}", r.error);
   });
@@ -128,13 +128,13 @@ void Engine::discard_stale_build_dirs() {
   for (fs::directory_iterator it(builds, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (store_.build(std::stoll(name))) {
+    if (const auto build = store_.build(std::stoll(name))) {
       // What the compilers of a stopped fadd left: none of them runs now.
       std::vector<std::string> temps;
       std::error_code tec;
       for (fs::directory_iterator t(it->path() / "tmp", tec), end_t; !tec && t != end_t; t.increment(tec))
         temps.push_back(t->path().string());
-      discard_temp_dirs(std::move(temps));
+      discard_temp_dirs(std::move(temps), owner_of(*build));
       continue;
     }
     const std::string moved = trash_dir() + "/stale-" + name + "-" + std::to_string(++trash_serial_);

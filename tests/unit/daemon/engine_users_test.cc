@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "common/json_fields.h"
 #include "daemon/engine.h"
 #include "fakes.h"
@@ -124,6 +127,33 @@ TEST_CASE("engine users: only root or fadd's own user may stop fadd", "[engine][
   auto r = f.engine->shutdown(kBob);
   CHECK_FALSE(r.ok);
   CHECK(r.message == "only root or 4001 (who runs this fadd) may stop it");
+}
+
+TEST_CASE("engine users: a user's TMPDIR is theirs, and what their killed compilers left is deleted in their turn",
+          "[engine][users]") {
+  // Given to the tree remover as root's, it would go ahead of every other
+  // user's prune: a user whose compilers leave big trees could hold them up.
+  EngineFixture f;
+  f.options.daemon_uid = 0;
+  f.make_engine().recover();
+  std::vector<std::uint32_t> owners;
+  f.engine->set_tree_remover([&owners](std::vector<std::string> dirs, bool count_only, std::string spill,
+                                       std::uint32_t owner, std::function<void(std::vector<TreeResult>)> done) {
+    owners.push_back(owner);
+    inline_tree_remover()(std::move(dirs), count_only, std::move(spill), owner, std::move(done));
+  });
+  const auto id = submit_as(f, kAlice);
+  f.engine->tick();
+  REQUIRE(f.launcher.launches.size() == 4);
+  const auto spec = f.launcher.launches[0].spec;
+  struct stat st {};
+  REQUIRE(::lstat(spec.temp_dir.c_str(), &st) == 0);
+  CHECK(st.st_uid == 4001u);
+  std::ofstream(spec.temp_dir + "/tmpxft_1.ii") << "left by a killed nvcc";
+  REQUIRE(f.engine->cancel(kAlice, id).ok);
+  f.launcher.exit(f.store->unit(spec.unit_id)->name, 128 + SIGTERM, true);
+  CHECK(owners == std::vector<std::uint32_t>{4001});
+  CHECK_FALSE(std::filesystem::exists(spec.temp_dir));
 }
 
 TEST_CASE("engine users: a root fadd probes and compiles as the build's owner", "[engine][users]") {
