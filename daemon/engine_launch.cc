@@ -361,6 +361,9 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
                           "launch_started: process " + pid + " is not a child of the calling process");
   if (proc->pgid != req.pid)
     return error_response(ErrorCode::failed, "launch_started: process " + pid + " does not lead its process group");
+  // Recorded first: a database that cannot take it leaves the unit admitted
+  // and waiting for its compiler, which its launcher then starts again.
+  store_.set_unit_pgid(req.unit_id, req.pid, proc->start_ticks);
   it->second.pgid = req.pid;
   it->second.leader_start = proc->start_ticks;
   it->second.gone_since = 0;  // from now on: when its compiler's group was first seen gone
@@ -368,7 +371,6 @@ Response Engine::launch_started(const Caller& caller, const LaunchStartedRequest
   // compiler's start lag behind, and staggered spikes must stay staggered.
   it->second.started_at = clock_.now();
   it->second.started_epoch = epoch_now();
-  store_.set_unit_pgid(req.unit_id, req.pid, proc->start_ticks);
   launcher_.adopt_unit(req.pid, req.unit_id);
   waiting_launches_.erase(req.unit_id);
   return ok_response(json::object());

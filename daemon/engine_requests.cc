@@ -362,6 +362,8 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
   if (b->state != BuildState::paused)
     return error_response(ErrorCode::failed,
                           "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) + ", not paused");
+  // Recorded first: a database that cannot take it leaves the build paused.
+  store_.set_build_state(id, BuildState::queued, std::nullopt);
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;
     r.paused = false;
@@ -369,10 +371,9 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
     if (!r.suspended) signal_unit(r, SIGCONT);
     record_event(uid, "unpause");
   }
-  store_.set_build_state(id, BuildState::queued, std::nullopt);
-  update_build(id);
+  best_effort([&] { update_build(id); });
   if (wake_) wake_();
-  append_build_log(id, "build resumed\n");
+  best_effort([&] { append_build_log(id, "build resumed\n"); });
   return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}});
 }
 

@@ -120,8 +120,8 @@ void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLi
   } catch (const StoreError& e) {
     // The usual cause is a full disk, which the user can act on.
     spdlog::error("request '{}' failed: {}", type, e.what());
-    once(encode_error(ErrorCode::internal, "fadd cannot write its database (" + std::string(e.what()) + "), so the " +
-                                               type + " was not recorded; try again once it can"));
+    once(encode_error(ErrorCode::internal, "the " + type + " failed: fadd cannot use its database (" +
+                                               std::string(e.what()) + "); try again once it can"));
   } catch (const std::exception& e) {
     spdlog::error("request '{}' failed: {}", type, e.what());
     once(encode_error(ErrorCode::internal, std::string("internal error: ") + e.what()));

@@ -138,8 +138,7 @@ TEST_CASE("request handler: a database that cannot be written is named as the ca
   auto r = f.call(R"({"v":1,"type":"cancel","body":{"id":)" + std::to_string(id) + "}}\n");
   CHECK_FALSE(r.ok);
   CHECK(r.message ==
-        "fadd cannot write its database (step: database or disk is full), so the cancel was not "
-        "recorded; try again once it can");
+        "the cancel failed: fadd cannot use its database (step: database or disk is full); try again once it can");
 }
 
 TEST_CASE("request handler: shutdown is answered, then the callback runs", "[request_handler]") {
