@@ -4,14 +4,19 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "client/launcher.h"
+#include "common/file_read.h"
 #include "common/oom_victim.h"
 
 namespace fad::client {
@@ -21,6 +26,7 @@ namespace {
 constexpr std::size_t kMaxCaptured = 16u << 20;
 // What go() sends the held child when it is to run as the OOM killer's first choice.
 constexpr char kGoAsVictim = 'v';
+constexpr auto kNowAndThen = std::chrono::seconds(2);
 
 void write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
@@ -105,15 +111,37 @@ void CompilerProcess::abandon() {
   pid_ = -1;
 }
 
-CompilerExit CompilerProcess::wait() {
+bool CompilerProcess::stopped() const {
+  if (pid_ <= 0) return false;
+  // The state follows the command name, which may hold anything but ')'.
+  const std::string stat = read_small_file("/proc/" + std::to_string(pid_) + "/stat");
+  const auto end_of_name = stat.rfind(')');
+  return end_of_name != std::string::npos && end_of_name + 2 < stat.size() && stat[end_of_name + 2] == 'T';
+}
+
+CompilerExit CompilerProcess::wait(const std::function<void()>& now_and_then) {
+  using Clock = std::chrono::steady_clock;
   CompilerExit exit;
   exit.complete = out_fd_ >= 0;
+  // Readable once the compiler has exited: the wait wakes on that, not on
+  // its output pipes alone, and can look up now and then in between.
+  int exited_fd = now_and_then ? static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)) : -1;
+  auto next_look = Clock::now() + kNowAndThen;
   // Pass the output through as it comes: the build tool shows it live.
-  while (out_fd_ >= 0 || err_fd_ >= 0) {
-    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+  while (out_fd_ >= 0 || err_fd_ >= 0 || exited_fd >= 0) {
+    pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {exited_fd, POLLIN, 0}};
+    const auto until_look = std::chrono::ceil<std::chrono::milliseconds>(next_look - Clock::now()).count();
+    if (::poll(fds, 3, exited_fd >= 0 ? static_cast<int>(std::max<long long>(until_look, 0)) : -1) < 0) {
       if (errno == EINTR) continue;
       break;
+    }
+    if (exited_fd >= 0 && fds[2].revents != 0) {
+      ::close(exited_fd);  // what is left is draining pipes a grandchild may still hold
+      exited_fd = -1;
+    }
+    if (exited_fd >= 0 && Clock::now() >= next_look) {
+      now_and_then();
+      next_look = Clock::now() + kNowAndThen;
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -134,7 +162,7 @@ CompilerExit CompilerProcess::wait() {
         exit.complete = false;
     }
   }
-  for (int fd : {out_fd_, err_fd_})
+  for (int fd : {out_fd_, err_fd_, exited_fd})
     if (fd >= 0) ::close(fd);
   out_fd_ = err_fd_ = -1;
   int status = 0;

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,7 +40,12 @@ class CompilerProcess {
   /// Kills a compiler that must not run after all, and reaps it.
   void abandon();
   /// Passes its output through (when captured) until it ends; reaps it.
-  CompilerExit wait();
+  /// `now_and_then`, when given, is called every couple of seconds while it
+  /// runs (on Linux 5.3 and later: the wait needs a pidfd to wake on its end).
+  CompilerExit wait(const std::function<void()>& now_and_then = {});
+  /// Whether it is stopped now: its process group got SIGSTOP (from fadd, or
+  /// from whoever else may signal it).
+  bool stopped() const;
 
  private:
   CompilerProcess() = default;

@@ -26,6 +26,7 @@
 #include "client/launch_settings.h"
 #include "client/memory_claim.h"
 #include "client/nvcc_args.h"
+#include "client/orphan_watch.h"
 #include "common/hash.h"
 #include "client/progress.h"
 #include "common/launch_protocol.h"
@@ -365,7 +366,16 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     proc->go(/*oom_victim=*/accepted);  // fadd reruns it if the OOM killer ends it
 
     // 3. Report the end; under memory pressure fadd may have stopped it to run it later.
-    const CompilerExit exit = proc->wait();
+    OrphanWatch watch;
+    const CompilerExit exit = proc->wait([&] {
+      if (!accepted || !watch.orphaned(
+                           proc->stopped(), [&] { return daemon_listening(socket); }, OrphanWatch::Clock::now()))
+        return;
+      std::cerr << "fad: " << fs::path(req.source).filename().string() << " has stayed stopped for "
+                << kOrphanGrace.count() << " s with no fadd at " << socket
+                << " to continue it (fadd was killed while it held the compile); continuing it\n";
+      ::kill(-proc->pid(), SIGCONT);
+    });
     g_child_group = 0;
     if (!accepted) {
       if (cache) cache->store(started, exit);

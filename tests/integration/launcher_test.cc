@@ -217,6 +217,29 @@ TEST_CASE("a clean restart of fadd mid-build leaves a fad run compile running, a
   CHECK(d.wait_final(id, 60).at("state") == "succeeded");
 }
 
+TEST_CASE("a compile fadd froze runs on when fadd is killed and never comes back: its launcher continues it",
+          "[integration][launcher][recovery]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  std::ofstream(d.dir() / "a.cu") << "// fake-nvcc: duration_s=2\n";
+  const pid_t a = start_fad_nvcc(d, "a");
+  REQUIRE(a > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const pid_t compiler = d.fake_pids().at(0);
+  const auto id = d.status_all().at("builds").at(0).at("id").get<std::int64_t>();
+  REQUIRE(d.fad({"pause", std::to_string(id)}).exit_code == 0);
+  REQUIRE(wait_for([&] { return process_state(compiler) == 'T'; }, std::chrono::seconds(30)));
+  d.kill9();  // no fadd will send the SIGCONT
+  const int code = wait_process(a, 120);
+  const std::string err = slurp(d.dir() / "a.err");
+  INFO(err);
+  CHECK(code == 0);
+  CHECK(fs::exists(d.dir() / "a.o"));
+  CHECK(err.find("a.cu has stayed stopped for 30 s with no fadd at " + d.socket() + " to continue it") !=
+        std::string::npos);
+}
+
 TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so and fails", "[integration][launcher]") {
   Daemon d;
   d.write_kernels({});

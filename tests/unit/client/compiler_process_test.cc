@@ -1,5 +1,6 @@
 // Tests for client/compiler_process: a real child, held before exec until
 // go(), its output captured, and the OOM score it runs with.
+#include <signal.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -51,4 +52,36 @@ TEST_CASE("a held compiler never runs when it is abandoned", "[launcher]") {
   }
   CHECK(::access(marker.c_str(), F_OK) != 0);
   ::rmdir(tmpl);
+}
+
+TEST_CASE("a compiler stopped in silence is seen stopped by the look the wait takes now and then", "[launcher]") {
+  for (const bool capture : {true, false}) {
+    auto proc = CompilerProcess::start({"sh", "-c", "kill -STOP $$; echo went on"}, capture);
+    REQUIRE(proc.has_value());
+    proc->go();
+    int looks = 0;
+    bool seen_stopped = false;
+    const CompilerExit exit = proc->wait([&] {
+      ++looks;
+      // Only this look can continue it: the wait must come back while the
+      // compiler neither prints nor ends.
+      if (proc->stopped()) {
+        seen_stopped = true;
+        ::kill(-proc->pid(), SIGCONT);
+      }
+    });
+    CHECK(seen_stopped);
+    CHECK(looks >= 1);
+    CHECK(exit.code == 0);
+    CHECK(exit.stdout_text == (capture ? "went on\n" : ""));
+  }
+}
+
+TEST_CASE("a running compiler is not seen stopped", "[launcher]") {
+  auto proc = CompilerProcess::start({"sleep", "5"}, false);
+  REQUIRE(proc.has_value());
+  proc->go();
+  CHECK_FALSE(proc->stopped());
+  ::kill(-proc->pid(), SIGKILL);
+  CHECK(proc->wait().signaled);
 }
