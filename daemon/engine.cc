@@ -58,6 +58,7 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
 /// with the cause where fad set it: the kernel's SIGXFSZ, or fadd's own
 /// SIGKILL, alone tells a user nothing.
 std::string failure_text(const ExitInfo& info, bool log_over, const EngineOptions& options) {
+  if (info.unreported) return ", its launcher went away without reporting how it ended";
   std::string text =
       ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
   if (log_over)
@@ -65,6 +66,11 @@ std::string failure_text(const ExitInfo& info, bool log_over, const EngineOption
   else if (info.signaled && info.exit_code == 128 + SIGXFSZ && options.unit_max_file_size > 0)
     text += ": it wrote a file past unit_max_file_size (" + format_size(options.unit_max_file_size) + ")";
   return text;
+}
+/// The exit code to record: none where nothing reported one.
+std::optional<int> known_exit_code(const ExitInfo& info) {
+  if (info.unreported) return std::nullopt;
+  return info.exit_code;
 }
 }  // namespace
 
@@ -939,7 +945,7 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         }
         break;
       case Action::cancelled:
-        store_.finish_unit(unit_id, UnitState::cancelled, e.info.exit_code, r.peak, e.duration, e.finished_at,
+        store_.finish_unit(unit_id, UnitState::cancelled, known_exit_code(e.info), r.peak, e.duration, e.finished_at,
                            std::nullopt);
         e.recorded = true;
         break;
@@ -953,8 +959,8 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         if (!e.ok && e.outcome.action == Action::fail_build)
           store_.set_pending_units(u.build_id, UnitState::cancelled, false);
         store_.finish_unit(unit_id, e.ok ? UnitState::succeeded : UnitState::failed,
-                           e.launched ? std::optional<int>(e.info.exit_code) : std::nullopt, r.peak, e.duration,
-                           e.finished_at, e.history);
+                           e.launched ? known_exit_code(e.info) : std::nullopt, r.peak, e.duration, e.finished_at,
+                           e.history);
         e.recorded = true;
         if (e.learned) estimator_.learn(*e.learned);
         if (!e.ok && e.launched)

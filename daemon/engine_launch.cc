@@ -452,7 +452,9 @@ void Engine::check_external(double now) {
     } else if (r.stop == StopReason::none) {
       spdlog::warn("launcher of unit {} vanished; marking it failed", r.unit.name);
     }
-    on_exit(id, ExitInfo{-1, true, launcher_.release(r.pgid, ProcessLauncher::Leftovers::kill).peak_bytes});
+    ExitInfo info{-1, true, launcher_.release(r.pgid, ProcessLauncher::Leftovers::kill).peak_bytes};
+    info.unreported = true;
+    on_exit(id, info);
   }
   for (auto it = waiting_launches_.begin(); it != waiting_launches_.end();) {
     const WaitingLaunch& w = it->second;

@@ -54,6 +54,9 @@ struct ExitInfo {
   bool lost = false;
   /// Where peak_bytes came from ("cgroup", "sstat", "rss", ...); "" = polling.
   std::string peak_source{};
+  /// Nothing reported how it ended: its launcher vanished (an external
+  /// unit), so exit_code is made up and is recorded as unknown.
+  bool unreported = false;
 };
 
 /// Who a process is, as the kernel says (/proc/PID/stat and status).
