@@ -435,6 +435,12 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
                           "build " + std::to_string(req.id) + "'s logs were pruned on " + *pruned);
   std::string path = build_dir(req.id) + "/build.log";
   bool finished = is_final(b->state);
+  // A finished build has logged at least its end: with no directory left,
+  // an empty answer would read as a build that printed nothing.
+  std::error_code ec;
+  if (finished && !fs::exists(build_dir(req.id), ec) && !ec)
+    return error_response(ErrorCode::not_found, "build " + std::to_string(req.id) + "'s logs are gone: " +
+                                                    build_dir(req.id) + " was deleted outside fad");
   if (req.unit) {
     const auto unit = store_.unit_named(req.id, *req.unit);
     if (!unit)

@@ -630,6 +630,25 @@ TEST_CASE("engine: logs return data, offsets and done", "[engine]") {
   CHECK(f.engine->logs(f.me, build_log).code == ErrorCode::not_found);
 }
 
+TEST_CASE("engine: the logs of a finished build whose directory was deleted are an error, not an empty log",
+          "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  LogsRequest req;
+  req.id = id;
+  REQUIRE(f.engine->logs(f.me, req).ok);
+  fs::remove_all(f.build_dir(id));
+  for (const auto& unit : {std::optional<std::string>{}, std::optional<std::string>{"a_one"}}) {
+    req.unit = unit;
+    const auto r = f.engine->logs(f.me, req);
+    CHECK(r.code == ErrorCode::not_found);
+    CHECK(r.message ==
+          "build " + std::to_string(id) + "'s logs are gone: " + f.build_dir(id) + " was deleted outside fad");
+  }
+}
+
 TEST_CASE("engine: a log of control bytes is sent in slices that fit the message limit, and always moves on",
           "[engine]") {
   EngineFixture f;
