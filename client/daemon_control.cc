@@ -182,8 +182,9 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   // fadd itself waits for that.
   const std::string lock = lock_path_in(locations.state_dir);
   const auto watch = real_daemon_watch();
-  if ((watch.locked(lock) && watch.alive(pid_in_lock(lock))) || watch.locked(locations.state_dir)) {
-    ctx.err << "fad: another fadd (pid " << pid_text(pid_in_lock(lock)) << ") holds state dir " << locations.state_dir
+  const auto holder = pid_in_lock(lock);
+  if ((watch.locked(lock) && watch.alive(holder)) || watch.locked(locations.state_dir)) {
+    ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
     return kExitFailed;

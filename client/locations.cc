@@ -21,8 +21,11 @@ Result<Locations> resolve_locations(const Command& cmd, const EnvLookup& env, un
   loc.socket = resolve_path(cmd.socket, env, "FAD_SOCKET", config_socket, default_socket_path(env, uid));
   if (auto problem = socket_path_problem(loc.socket); !problem.empty()) return make_error(problem);
   loc.state_dir = resolve_path(cmd.state_dir, env, "FAD_STATE_DIR", config_state_dir, default_state_dir(env));
-  loc.state_dir_named = cmd.state_dir.has_value();
-  loc.socket_named = cmd.socket.has_value();
+  // The environment names a fadd as a flag does (FAD_SOCKET=... fad daemon
+  // stop in one shell, another fadd in the next); a config file or a default
+  // only says where one would be.
+  loc.state_dir_named = cmd.state_dir || env("FAD_STATE_DIR");
+  loc.socket_named = cmd.socket || env("FAD_SOCKET");
   return loc;
 }
 

@@ -15,8 +15,8 @@ struct Locations {
   std::string socket;
   std::string state_dir;
   std::optional<std::string> config;  ///< the config file in use, if any
-  bool state_dir_named = false;       ///< --state-dir was given: the user means that fadd
-  bool socket_named = false;          ///< --socket was given: the user means the fadd there
+  bool state_dir_named = false;       ///< --state-dir or FAD_STATE_DIR was given: the user means that fadd
+  bool socket_named = false;          ///< --socket or FAD_SOCKET was given: the user means the fadd there
 };
 
 /// Resolves the locations for `cmd`. A config file named by --config or

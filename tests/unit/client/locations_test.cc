@@ -67,6 +67,30 @@ TEST_CASE("flag beats environment beats config file") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a state dir or socket named by flag or environment is meant, one from a default is not") {
+  const auto env = fake_env(
+      {{"XDG_RUNTIME_DIR", "/run/user/5"}, {"XDG_STATE_HOME", "/xs"}, {"XDG_CONFIG_HOME", "/nonexistent-config"}});
+  auto by_default = resolve_locations(Command{}, env, 5);
+  REQUIRE(by_default.ok());
+  CHECK_FALSE(by_default->state_dir_named);
+  CHECK_FALSE(by_default->socket_named);
+  Command flags;
+  flags.state_dir = "/flag/state";
+  flags.socket = "/flag/fad.sock";
+  auto by_flag = resolve_locations(flags, env, 5);
+  REQUIRE(by_flag.ok());
+  CHECK(by_flag->state_dir_named);
+  CHECK(by_flag->socket_named);
+  auto by_env = resolve_locations(
+      Command{},
+      fake_env({{"FAD_STATE_DIR", "/env/state"}, {"FAD_SOCKET", "/env/fad.sock"}, {"XDG_CONFIG_HOME", "/nonexistent"}}),
+      5);
+  REQUIRE(by_env.ok());
+  CHECK(by_env->state_dir == "/env/state");
+  CHECK(by_env->state_dir_named);
+  CHECK(by_env->socket_named);
+}
+
 TEST_CASE("a named config file that is missing or bad is an error") {
   Command cmd;
   cmd.config = "/nonexistent/fad.json";
