@@ -32,7 +32,10 @@ bool holder_is_dead(const std::string& holder) {
 
 Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double dead_holder_wait_s) {
   const std::string path = state_dir + "/fadd.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Never through a link: fadd writes its pid into what it opens.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == ELOOP)
+    return make_error(path + " is a symbolic link, not fadd's lock file; remove it and start fadd again");
   if (fd < 0) return make_error("cannot open " + path + ": " + std::strerror(errno));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(dead_holder_wait_s);
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

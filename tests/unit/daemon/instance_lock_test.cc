@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -96,6 +97,22 @@ TEST_CASE("instance lock: deleting the lock file does not let a second fadd in",
     CHECK_THAT(second.error(), Catch::Contains("fadd.lock was deleted"));
   }
   CHECK(InstanceLock::acquire(dir.path.string(), 0));  // gone with its holder
+}
+
+TEST_CASE("instance lock: a link at the lock file's place is refused, and what it names is left alone",
+          "[instance_lock]") {
+  TempDir dir;
+  const fs::path target = dir.path / "elsewhere";
+  { std::ofstream(target) << "kept\n"; }
+  fs::create_symlink(target, dir.path / "fadd.lock");
+  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  REQUIRE_FALSE(lock);
+  CHECK(lock.error() == (dir.path / "fadd.lock").string() +
+                            " is a symbolic link, not fadd's lock file; remove it and start fadd again");
+  std::ifstream in(target);
+  std::string text;
+  std::getline(in, text);
+  CHECK(text == "kept");
 }
 
 TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it", "[instance_lock]") {
