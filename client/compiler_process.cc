@@ -27,6 +27,7 @@ constexpr std::size_t kMaxCaptured = 16u << 20;
 // What go() sends the held child when it is to run as the OOM killer's first choice.
 constexpr char kGoAsVictim = 'v';
 constexpr auto kNowAndThen = std::chrono::seconds(2);
+constexpr long long kExitCheckMs = 100;
 
 void write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
@@ -36,6 +37,11 @@ void write_all(int fd, const char* data, std::size_t size) {
     data += n;
     size -= static_cast<std::size_t>(n);
   }
+}
+/// Whether `pid`, a child, has exited; it is left to be reaped.
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 }  // namespace
 
@@ -113,7 +119,8 @@ void CompilerProcess::abandon() {
 
 bool CompilerProcess::stopped() const {
   if (pid_ <= 0) return false;
-  // The state follows the command name, which may hold anything but ')'.
+  // The state follows the command name in parentheses; the name may hold
+  // ')' itself, so the last one ends it.
   const std::string stat = read_small_file("/proc/" + std::to_string(pid_) + "/stat");
   const auto end_of_name = stat.rfind(')');
   return end_of_name != std::string::npos && end_of_name + 2 < stat.size() && stat[end_of_name + 2] == 'T';
@@ -123,23 +130,28 @@ CompilerExit CompilerProcess::wait(const std::function<void()>& now_and_then) {
   using Clock = std::chrono::steady_clock;
   CompilerExit exit;
   exit.complete = out_fd_ >= 0;
-  // Readable once the compiler has exited: the wait wakes on that, not on
-  // its output pipes alone, and can look up now and then in between.
-  int exited_fd = now_and_then ? static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)) : -1;
+  // Watching, the wait wakes on the compiler's exit, not on its output pipes
+  // alone, and looks up now and then in between. A pidfd (Linux 5.3) says
+  // when it exited; without one, waitid is asked every 100 ms.
+  bool watching = static_cast<bool>(now_and_then);
+  const int exited_fd = watching ? static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)) : -1;
   auto next_look = Clock::now() + kNowAndThen;
   // Pass the output through as it comes: the build tool shows it live.
-  while (out_fd_ >= 0 || err_fd_ >= 0 || exited_fd >= 0) {
-    pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {exited_fd, POLLIN, 0}};
-    const auto until_look = std::chrono::ceil<std::chrono::milliseconds>(next_look - Clock::now()).count();
-    if (::poll(fds, 3, exited_fd >= 0 ? static_cast<int>(std::max<long long>(until_look, 0)) : -1) < 0) {
+  while (out_fd_ >= 0 || err_fd_ >= 0 || watching) {
+    pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {watching ? exited_fd : -1, POLLIN, 0}};
+    long long timeout_ms = -1;
+    if (watching) {
+      timeout_ms = std::chrono::ceil<std::chrono::milliseconds>(next_look - Clock::now()).count();
+      if (exited_fd < 0) timeout_ms = std::min<long long>(timeout_ms, kExitCheckMs);
+      timeout_ms = std::max<long long>(timeout_ms, 0);
+    }
+    if (::poll(fds, 3, static_cast<int>(timeout_ms)) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (exited_fd >= 0 && fds[2].revents != 0) {
-      ::close(exited_fd);  // what is left is draining pipes a grandchild may still hold
-      exited_fd = -1;
-    }
-    if (exited_fd >= 0 && Clock::now() >= next_look) {
+    // Once it exited, what is left is draining pipes a grandchild may still hold.
+    if (watching && (exited_fd >= 0 ? fds[2].revents != 0 : has_exited(pid_))) watching = false;
+    if (watching && Clock::now() >= next_look) {
       now_and_then();
       next_look = Clock::now() + kNowAndThen;
     }

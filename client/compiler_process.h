@@ -41,7 +41,7 @@ class CompilerProcess {
   void abandon();
   /// Passes its output through (when captured) until it ends; reaps it.
   /// `now_and_then`, when given, is called every couple of seconds while it
-  /// runs (on Linux 5.3 and later: the wait needs a pidfd to wake on its end).
+  /// runs, stopped or not, printing or silent.
   CompilerExit wait(const std::function<void()>& now_and_then = {});
   /// Whether it is stopped now: its process group got SIGSTOP (from fadd, or
   /// from whoever else may signal it).

@@ -109,7 +109,7 @@ Result<std::chrono::milliseconds> request_timeout(const std::optional<std::strin
 }
 
 CallResult call_daemon(const std::string& socket_path, const Request& request, std::chrono::milliseconds timeout,
-                       std::optional<uid_t>* answered_by, const std::function<bool()>& stop) {
+                       std::optional<Peer>* answered_by, const std::function<bool()>& stop) {
   // Whoever could put the socket there could answer in fadd's place.
   if (Status trusted = check_socket_for_client(socket_path); !trusted)
     return CallFailure{kExitUnreachable, trusted.error()};
@@ -132,7 +132,8 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
     ucred cred{};
     socklen_t len = sizeof cred;
     answered_by->reset();
-    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) *answered_by = cred.uid;
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+      *answered_by = Peer{cred.uid, cred.pid};
   }
 
   const std::string line = encode_request(request);

@@ -33,6 +33,14 @@ struct CallFailure {
 
 using CallResult = std::variant<Response, CallFailure>;
 
+/// Who answered on a connection, as the kernel says (SO_PEERCRED). pid is 0
+/// when the answering process is not visible from here (another pid namespace).
+struct Peer {
+  uid_t uid = 0;
+  pid_t pid = 0;
+  bool operator==(const Peer&) const = default;
+};
+
 /// Sends one request and returns fadd's answer. Commands take this rather than
 /// a socket so that tests can answer with canned responses.
 using Sender = std::function<CallResult(const Request&)>;
@@ -54,12 +62,12 @@ Result<std::chrono::milliseconds> request_timeout(const std::optional<std::strin
 /// kMaxMessageBytes. Gives up after `timeout` without an answer (exit code 3).
 /// Refuses (exit code 3) a socket whose directory another user could have
 /// planted (common/socket_dir.h) without connecting at all. `answered_by`,
-/// when given, receives the uid the kernel gives for the other end of this
-/// very connection (SO_PEERCRED): who sent the answer. A signal arriving
+/// when given, receives the uid and pid the kernel gives for the other end
+/// of this very connection (SO_PEERCRED): who sent the answer. A signal arriving
 /// while it waits ends the wait early only when `stop` says so.
 CallResult call_daemon(const std::string& socket_path, const Request& request,
                        std::chrono::milliseconds timeout = std::chrono::seconds(60),
-                       std::optional<uid_t>* answered_by = nullptr, const std::function<bool()>& stop = {});
+                       std::optional<Peer>* answered_by = nullptr, const std::function<bool()>& stop = {});
 
 /// A Sender bound to one socket path (`stop` as for call_daemon).
 Sender socket_sender(std::string socket_path, std::chrono::milliseconds timeout = std::chrono::seconds(60),

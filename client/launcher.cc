@@ -115,7 +115,7 @@ void forget_warning() {
 /// up on at once, a waiting compile would run outside its accounting, and a
 /// finished one would go unrecorded and count as failed.
 std::optional<json> ask(const std::string& socket, const std::string& type, const json& body, std::string* why,
-                        bool* refused = nullptr, std::optional<uid_t>* answered_by = nullptr,
+                        bool* refused = nullptr, std::optional<Peer>* answered_by = nullptr,
                         std::chrono::seconds patience = kBusyPatience) {
   const auto give_up = std::chrono::steady_clock::now() + patience;
   auto result = call_daemon(socket, Request{type, body}, std::chrono::seconds(60), answered_by);
@@ -273,6 +273,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
   // Under fad run, fad run itself tells the terminal about waits (a build tool
   // like ninja would show this compile's stderr only after it ended).
   const bool tell_waits = !std::getenv("FAD_BUILD_ID");
+  pid_t fadd_pid = 0;  // the fadd that admitted the compile, where this pid namespace sees it
 
   for (;;) {
     // 1. Wait for admission; after a few seconds say once why.
@@ -282,7 +283,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     bool told = false;
     std::vector<std::string> step;  // fadd runs units on a cluster: the step to run the compiler in
     for (;;) {
-      std::optional<uid_t> answered_by;
+      std::optional<Peer> answered_by;
       auto poll =
           ask(socket, "launch_poll", UnitRequest{unit}.to_json(), &why, nullptr, &answered_by, kBusyPollPatience);
       if (!poll) {
@@ -301,12 +302,13 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
         // fadd of this very user sends one (a Slurm fadd runs as its user);
         // from anyone else, a socket in a directory they control (a team
         // fadd's owner, a planted socket) it would run their program as us.
-        if (!step.empty() && answered_by != std::optional<uid_t>(::getuid())) {
+        if (!step.empty() && (!answered_by || answered_by->uid != ::getuid())) {
           std::cerr << "fad: refusing the cluster step sent by the fadd at " << socket << ": it runs as "
-                    << (answered_by ? "uid " + std::to_string(*answered_by) : std::string("an unknown user"))
+                    << (answered_by ? "uid " + std::to_string(answered_by->uid) : std::string("an unknown user"))
                     << ", not as you (uid " << ::getuid() << "), and only your own fadd may choose what runs as you\n";
           return kExitFailed;
         }
+        fadd_pid = answered_by ? answered_by->pid : 0;
         break;
       }
       if (state == "cancelled" && poll->value("relaunch", false)) {
@@ -366,11 +368,12 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     proc->go(/*oom_victim=*/accepted);  // fadd reruns it if the OOM killer ends it
 
     // 3. Report the end; under memory pressure fadd may have stopped it to run it later.
+    // Watched even when fadd's answer to launch_started was lost: it may
+    // have taken the compile all the same.
     OrphanWatch watch;
+    const auto there = [&] { return fadd_there(fadd_pid, socket); };
     const CompilerExit exit = proc->wait([&] {
-      if (!accepted || !watch.orphaned(
-                           proc->stopped(), [&] { return daemon_listening(socket); }, OrphanWatch::Clock::now()))
-        return;
+      if (!watch.orphaned(proc->stopped(), there, OrphanWatch::Clock::now())) return;
       std::cerr << "fad: " << fs::path(req.source).filename().string() << " has stayed stopped for "
                 << kOrphanGrace.count() << " s with no fadd at " << socket
                 << " to continue it (fadd was killed while it held the compile); continuing it\n";

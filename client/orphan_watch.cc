@@ -1,6 +1,7 @@
 // The launcher's watch over a compile fadd froze and then lost; see orphan_watch.h.
 #include "client/orphan_watch.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -33,6 +34,11 @@ bool daemon_listening(const std::string& socket_path) {
                        (errno == ECONNREFUSED || errno == ENOENT || errno == ENOTDIR);
   ::close(fd);
   return !refused;
+}
+
+bool fadd_there(pid_t fadd_pid, const std::string& socket_path) {
+  if (fadd_pid > 0 && (::kill(fadd_pid, 0) == 0 || errno == EPERM)) return true;
+  return daemon_listening(socket_path);
 }
 
 }  // namespace fad::client

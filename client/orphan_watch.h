@@ -8,9 +8,12 @@
 // compiles without fadd when fadd is gone from the start.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace fad::client {
 
@@ -39,5 +42,12 @@ class OrphanWatch {
 /// (no such socket, or connection refused). A socket this user may not use,
 /// or a full backlog, counts as there: only fadd's absence is acted on.
 bool daemon_listening(const std::string& socket_path);
+
+/// Whether a fadd is there to continue the compile: the one that admitted it
+/// (`fadd_pid`, 0 when unknown) is still alive (a cleaner of old files may
+/// have deleted its socket), or some fadd listens at the socket (a restarted
+/// one continues its predecessor's frozen compiles, and may freeze them
+/// again). Gone only when neither holds.
+bool fadd_there(pid_t fadd_pid, const std::string& socket_path);
 
 }  // namespace fad::client

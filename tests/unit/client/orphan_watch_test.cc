@@ -2,6 +2,7 @@
 // froze and then lost, and how it tells that fadd is gone.
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -78,5 +79,26 @@ TEST_CASE("fadd counts as gone only where nothing listens at its socket", "[laun
   ::close(listening);
   ::close(stale);
   for (const char* name : {"/live.sock", "/stale.sock"}) ::unlink((dir + name).c_str());
+  ::rmdir(tmpl);
+}
+
+TEST_CASE("fadd is there while the fadd that admitted the compile lives, or while one listens at the socket",
+          "[launcher][orphan]") {
+  char tmpl[] = "/tmp/fad-orphan-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  // Its socket deleted by a cleaner of old files: the admitting fadd still runs.
+  CHECK(fadd_there(::getpid(), dir + "/deleted.sock"));
+  CHECK_FALSE(fadd_there(dead, dir + "/deleted.sock"));
+  CHECK_FALSE(fadd_there(0, dir + "/deleted.sock"));
+  // Restarted: the admitting fadd is gone, a new one listens (and may freeze the compile again).
+  const int listening = bound_socket(dir + "/live.sock", true);
+  CHECK(fadd_there(dead, dir + "/live.sock"));
+  CHECK(fadd_there(0, dir + "/live.sock"));
+  ::close(listening);
+  ::unlink((dir + "/live.sock").c_str());
   ::rmdir(tmpl);
 }
