@@ -182,8 +182,10 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   // fadd itself waits for that.
   const std::string lock = lock_path_in(locations.state_dir);
   const auto watch = real_daemon_watch();
+  // The pid is read once the lock is seen held: a fadd starting writes it after locking.
+  const bool lock_held = watch.locked(lock);
   const auto holder = pid_in_lock(lock);
-  if ((watch.locked(lock) && watch.alive(holder)) || watch.locked(locations.state_dir)) {
+  if ((lock_held && watch.alive(holder)) || watch.locked(locations.state_dir)) {
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";

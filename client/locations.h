@@ -15,8 +15,10 @@ struct Locations {
   std::string socket;
   std::string state_dir;
   std::optional<std::string> config;  ///< the config file in use, if any
-  bool state_dir_named = false;       ///< --state-dir or FAD_STATE_DIR was given: the user means that fadd
-  bool socket_named = false;          ///< --socket or FAD_SOCKET was given: the user means the fadd there
+  /// --state-dir, or FAD_STATE_DIR with another than the default, was given: the user means that fadd
+  bool state_dir_named = false;
+  /// --socket, or FAD_SOCKET with another than the default, was given: the user means the fadd there
+  bool socket_named = false;
 };
 
 /// Resolves the locations for `cmd`. A config file named by --config or

@@ -89,6 +89,17 @@ TEST_CASE("a state dir or socket named by flag or environment is meant, one from
   CHECK(by_env->state_dir == "/env/state");
   CHECK(by_env->state_dir_named);
   CHECK(by_env->socket_named);
+  // Exported with the default paths, they name the default fadd, as no variable does.
+  auto env_default = resolve_locations(Command{},
+                                       fake_env({{"XDG_RUNTIME_DIR", "/run/user/5"},
+                                                 {"XDG_STATE_HOME", "/xs"},
+                                                 {"XDG_CONFIG_HOME", "/nonexistent-config"},
+                                                 {"FAD_STATE_DIR", "/xs/fad"},
+                                                 {"FAD_SOCKET", "/run/user/5/fad/fad.sock"}}),
+                                       5);
+  REQUIRE(env_default.ok());
+  CHECK_FALSE(env_default->state_dir_named);
+  CHECK_FALSE(env_default->socket_named);
 }
 
 TEST_CASE("a named config file that is missing or bad is an error") {
