@@ -58,7 +58,7 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
 /// with the cause where fad set it: the kernel's SIGXFSZ, or fadd's own
 /// SIGKILL, alone tells a user nothing.
 std::string failure_text(const ExitInfo& info, bool log_over, const EngineOptions& options) {
-  if (info.unreported) return ", its launcher went away without reporting how it ended";
+  if (info.unreported) return ", its launcher did not report how it ended";
   std::string text =
       ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
   if (log_over)
@@ -66,11 +66,6 @@ std::string failure_text(const ExitInfo& info, bool log_over, const EngineOption
   else if (info.signaled && info.exit_code == 128 + SIGXFSZ && options.unit_max_file_size > 0)
     text += ": it wrote a file past unit_max_file_size (" + format_size(options.unit_max_file_size) + ")";
   return text;
-}
-/// The exit code to record: none where nothing reported one.
-std::optional<int> known_exit_code(const ExitInfo& info) {
-  if (info.unreported) return std::nullopt;
-  return info.exit_code;
 }
 }  // namespace
 
@@ -204,7 +199,11 @@ void Engine::tick() {
   best_effort([&] { retry_unmarked_prunes(); });
   // Units stopped before they had a process end now, outside any loop over running_.
   best_effort([&] {
-    for (auto id : std::exchange(deferred_exits_, {})) on_exit(id, ExitInfo{-1, true, 0});
+    for (auto id : std::exchange(deferred_exits_, {})) {
+      ExitInfo never_ran{-1, true, 0};
+      never_ran.unreported = true;
+      on_exit(id, never_ran);
+    }
   });
   last_snapshot_ = probe_.sample();
   best_effort([&] { measure_running(now); });

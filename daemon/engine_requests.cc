@@ -213,7 +213,7 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
       case Action::fail:
       case Action::fail_build: u.state = e.ok ? UnitState::succeeded : UnitState::failed; break;
     }
-    u.exit_code = e.info.exit_code;
+    u.exit_code = known_exit_code(e.info);
     u.peak_bytes = std::max(u.peak_bytes, e.run.peak);
     u.duration_s = e.duration;
     u.finished_at = e.finished_at;

@@ -54,10 +54,17 @@ struct ExitInfo {
   bool lost = false;
   /// Where peak_bytes came from ("cgroup", "sstat", "rss", ...); "" = polling.
   std::string peak_source{};
-  /// Nothing reported how it ended: its launcher vanished (an external
-  /// unit), so exit_code is made up and is recorded as unknown.
+  /// Nothing reported how it ended: its launcher vanished, or it never had
+  /// a process (an external unit stopped before its launcher started it).
+  /// exit_code is made up, and recorded as none.
   bool unreported = false;
 };
+
+/// The exit code to record and show: none where nothing reported one.
+inline std::optional<int> known_exit_code(const ExitInfo& info) {
+  if (info.unreported) return std::nullopt;
+  return info.exit_code;
+}
 
 /// Who a process is, as the kernel says (/proc/PID/stat and status).
 struct ProcessInfo {
