@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,9 +35,14 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
   const std::string path = state_dir + "/fadd.lock";
   // Never through a link: fadd writes its pid into what it opens.
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0 && errno == ELOOP)
+  struct stat st {};
+  if (fd < 0 && errno == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
     return make_error(path + " is a symbolic link, not fadd's lock file; remove it and start fadd again");
   if (fd < 0) return make_error("cannot open " + path + ": " + std::strerror(errno));
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(path + " is not a regular file, so not fadd's lock file; remove it and start fadd again");
+  }
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(dead_holder_wait_s);
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const std::string holder = recorded_holder(path);

@@ -2,6 +2,7 @@
 // child holds for the instant between fork and exec.
 #include "daemon/instance_lock.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +114,13 @@ TEST_CASE("instance lock: a link at the lock file's place is refused, and what i
   std::string text;
   std::getline(in, text);
   CHECK(text == "kept");
+  // Nor anything else but a file: a FIFO there would be written into.
+  fs::remove(dir.path / "fadd.lock");
+  REQUIRE(::mkfifo((dir.path / "fadd.lock").c_str(), 0600) == 0);
+  auto on_fifo = InstanceLock::acquire(dir.path.string(), 0);
+  REQUIRE_FALSE(on_fifo);
+  CHECK_THAT(on_fifo.error(), Catch::EndsWith("fadd.lock is not a regular file, so not fadd's lock file; remove it and "
+                                              "start fadd again"));
 }
 
 TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it", "[instance_lock]") {
