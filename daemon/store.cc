@@ -360,6 +360,13 @@ Store::Store(const std::string& path) : db_(checked_database_path(path)), path_(
   // against process crashes, which is the failure fadd must survive.
   db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
   migrate();
+  // A table dropped by hand (or lost to damage quick_check cannot see) would
+  // fail each request that needs it with "no such table": said once, here.
+  for (const char* table : {"meta", "builds", "units", "samples", "unit_history", "unit_samples", "unit_events"}) {
+    auto st = db_.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    st.bind(1, table);
+    if (!st.step()) throw damaged(std::string("its table ") + table + " is missing");
+  }
   watch_queues();
 }
 

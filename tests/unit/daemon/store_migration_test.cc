@@ -18,6 +18,7 @@ namespace fad {
 namespace {
 
 using Catch::Contains;
+using Catch::StartsWith;
 using test::TempDir;
 namespace fs = std::filesystem;
 
@@ -244,6 +245,18 @@ TEST_CASE("database check: a file that is not SQLite, and a damaged fad database
       f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
     }
     check_refused(bytes_of(path));
+  }
+  SECTION("a fad database with a table dropped by hand") {
+    {
+      Store store(path);
+      store.db().exec("DROP TABLE unit_events; PRAGMA wal_checkpoint(TRUNCATE)");
+    }
+    try {
+      Store store(path);
+      FAIL("a database without its unit_events table was opened");
+    } catch (const StoreError& e) {
+      CHECK_THAT(e.what(), StartsWith(path + " is damaged (its table unit_events is missing)"));
+    }
   }
 }
 
