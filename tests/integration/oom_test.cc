@@ -32,10 +32,11 @@ TEST_CASE("a unit the kernel's OOM killer ends is rerun and the build succeeds",
     for (auto& u : manifest["units"]) u["prior"] = {{"peak_bytes", 50u << 20}, {"duration_s", 2}};
     std::ofstream(fs::path(d.kernels_dir()) / "manifest.json") << manifest.dump(2);
   }
-  // Polled once a second: the spike (0.4 s) must reach the limit before fadd
-  // sees it; a 100 ms poll often caught the ramp and stopped a unit first, so
-  // the OOM killer this test is about never came.
-  d.write_config(R"({"poll_interval_ms": 1000})");
+  // Polled every 5 s: the spike (0.4 s) must reach the limit before fadd
+  // sees it. A poll that lands in the ramp stops a unit first, and the OOM
+  // killer this test is about never comes: with a 100 ms poll that was
+  // common, with 1 s it still happened under the sanitizers' slower start.
+  d.write_config(R"({"poll_interval_ms": 5000})");
   d.set_wrapper(vm.wrap({}));
   d.start({"--cores", "16"});
   const auto id = d.submit({"--arch", "9.0"});
