@@ -17,6 +17,7 @@
 
 #include "client/launcher.h"
 #include "common/file_read.h"
+#include "common/meminfo.h"
 #include "common/oom_victim.h"
 
 namespace fad::client {
@@ -119,11 +120,7 @@ void CompilerProcess::abandon() {
 
 bool CompilerProcess::stopped() const {
   if (pid_ <= 0) return false;
-  // The state follows the command name in parentheses; the name may hold
-  // ')' itself, so the last one ends it.
-  const std::string stat = read_small_file("/proc/" + std::to_string(pid_) + "/stat");
-  const auto end_of_name = stat.rfind(')');
-  return end_of_name != std::string::npos && end_of_name + 2 < stat.size() && stat[end_of_name + 2] == 'T';
+  return parse_stat_state(read_small_file("/proc/" + std::to_string(pid_) + "/stat")) == 'T';
 }
 
 CompilerExit CompilerProcess::wait(const std::function<void()>& now_and_then) {

@@ -19,6 +19,7 @@
 
 #include "client/exit_codes.h"
 #include "common/file_read.h"
+#include "common/meminfo.h"
 
 namespace fad::client {
 namespace {
@@ -252,10 +253,7 @@ DaemonWatch real_daemon_watch() {
     // a shell that started fadd in the foreground).
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
-    if (std::getline(stat, line)) {
-      const auto paren = line.rfind(')');
-      return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
-    }
+    if (std::getline(stat, line)) return parse_stat_state(line) != 'Z';
     return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
   };
   w.locked = [](const std::string& lock_path) {

@@ -201,6 +201,13 @@ std::optional<std::uint64_t> parse_status_rss(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<char> parse_stat_state(std::string_view text) {
+  // The comm field is "(name)" and the name may hold spaces and ')'.
+  const std::size_t close = text.rfind(')');
+  if (close == std::string_view::npos || close + 2 >= text.size() || text[close + 1] != ' ') return std::nullopt;
+  return text[close + 2];
+}
+
 std::optional<int> parse_stat_ppid(std::string_view text) {
   // The comm field is "(name)" and the name may hold spaces and ')'.
   std::size_t close = text.rfind(')');

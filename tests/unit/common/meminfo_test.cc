@@ -167,6 +167,14 @@ TEST_CASE("parse_status_rss", "[meminfo][proc]") {
   CHECK_FALSE(fad::parse_status_rss("VmRSS:\tgarbage kB\n").has_value());
 }
 
+TEST_CASE("parse_stat_state: the letter after the last parenthesis", "[meminfo][proc]") {
+  CHECK(fad::parse_stat_state("1234 (cc1plus) T 1200 1234") == 'T');
+  CHECK(fad::parse_stat_state("77 (a) Z) (c) S 1 77") == 'S');
+  CHECK_FALSE(fad::parse_stat_state("").has_value());
+  CHECK_FALSE(fad::parse_stat_state("1234 (cc1plus").has_value());
+  CHECK_FALSE(fad::parse_stat_state("1234 (cc1plus)").has_value());
+}
+
 TEST_CASE("parse_stat_ppid: comm may hold spaces and parentheses", "[meminfo][proc]") {
   CHECK(*fad::parse_stat_ppid("1234 (cc1plus) S 1200 1234 1200 0 -1 4194304 1 0 0 0") == 1200);
   CHECK(*fad::parse_stat_ppid("1234 (cc1 plus) S 1200 1234 1200 0 -1") == 1200);
