@@ -20,6 +20,7 @@
 #include "client/exit_codes.h"
 #include "common/file_read.h"
 #include "common/meminfo.h"
+#include "common/process_exists.h"
 
 namespace fad::client {
 namespace {
@@ -254,7 +255,7 @@ DaemonWatch real_daemon_watch() {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     if (std::getline(stat, line)) return parse_stat_state(line) != 'Z';
-    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    return process_exists(static_cast<pid_t>(pid));
   };
   w.locked = [](const std::string& lock_path) {
     const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);

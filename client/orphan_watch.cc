@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/process_exists.h"
+
 namespace fad::client {
 
 bool OrphanWatch::orphaned(bool stopped, const std::function<bool()>& fadd_there, Clock::time_point now) {
@@ -37,7 +39,7 @@ bool daemon_listening(const std::string& socket_path) {
 }
 
 bool fadd_there(pid_t fadd_pid, const std::string& socket_path) {
-  if (fadd_pid > 0 && (::kill(fadd_pid, 0) == 0 || errno == EPERM)) return true;
+  if (process_exists(fadd_pid)) return true;
   return daemon_listening(socket_path);
 }
 

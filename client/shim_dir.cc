@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/process_exists.h"
+
 namespace fad::client {
 
 namespace fs = std::filesystem;
@@ -46,7 +48,6 @@ pid_t creator_of(std::string_view name, unsigned long long ns) {
   return pid > 0 && pid < (1ull << 31) && ns != 0 && take_number(name) == ns ? static_cast<pid_t>(pid) : 0;
 }
 
-bool runs(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 }  // namespace
 
 int sweep_stale_shim_dirs(const std::string& root) {
@@ -56,7 +57,7 @@ int sweep_stale_shim_dirs(const std::string& root) {
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const pid_t pid = creator_of(name, ns);
-    if (pid == 0 || runs(pid)) continue;
+    if (pid == 0 || process_exists(pid)) continue;
     // Only a real directory of ours: /tmp is everyone's, and a name alone
     // proves nothing. remove_all never follows the links inside.
     struct stat st {};

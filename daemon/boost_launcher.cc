@@ -20,6 +20,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/process_exists.h"
 #include "daemon/child_environment.h"
 #include "daemon/child_setup.h"
 #include "daemon/exec_helper.h"
@@ -179,7 +180,7 @@ std::map<int, std::uint64_t> BoostLauncher::groups_memory(const std::set<int>& p
   return bytes;
 }
 
-bool BoostLauncher::group_alive(int pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }
+bool BoostLauncher::group_alive(int pgid) { return group_exists(pgid); }
 
 void BoostLauncher::adopt(int pgid) {
   if (!cgroups_ || adopted_.count(pgid)) return;

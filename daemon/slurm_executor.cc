@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/process_exists.h"
 #include "common/text.h"
 #include "daemon/memory_probe.h"
 #include "daemon/slurm_commands.h"
@@ -307,7 +308,8 @@ std::uint64_t SlurmExecutor::group_memory(int pgid) {
   return step->report.done ? 0 : step->report.usage;
 }
 
-bool SlurmExecutor::group_alive(int pgid) { return pgid > 1 && (::kill(pgid, 0) == 0 || errno == EPERM); }
+// srun leads its own group: while it runs, so does the step.
+bool SlurmExecutor::group_alive(int pgid) { return pgid > 1 && process_exists(pgid); }
 
 std::vector<std::string> SlurmExecutor::step_command(const LaunchSpec& spec) {
   Step step;
