@@ -59,6 +59,9 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
 /// SIGKILL, alone tells a user nothing.
 std::string failure_text(const ExitInfo& info, bool log_over, const EngineOptions& options) {
   if (info.unreported) return ", its launcher did not report how it ended";
+  if (info.lost)
+    return ", its Slurm step was lost (its node or allocation went away) in the last of " +
+           std::to_string(kMaxLostAttempts) + " runs; fad stopped running it again";
   std::string text =
       ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
   if (log_over)
@@ -813,6 +816,7 @@ void Engine::prepare_end(Ended& e) {
   facts.oom_killed = e.info.oom_killed;
   facts.peak = e.run.peak;
   facts.external = u.kind == UnitKind::external;
+  facts.lost = e.info.lost;
   if (facts.stop == StopCause::none && !facts.external && (e.info.exit_code != 0 || e.info.signaled)) {
     // A compiler that cannot write its object fails like a broken source;
     // asked now, while the disk is still full, the difference is plain.
@@ -824,20 +828,14 @@ void Engine::prepare_end(Ended& e) {
       }
     facts.disk_full |= !storage_problem_.empty();
   }
-  if (e.info.oom_killed || facts.disk_full) {
+  if (e.info.oom_killed || facts.disk_full || facts.lost) {
     // Attempts include this run; unreadable (a broken database) counts as the last.
-    facts.attempts = std::max(kMaxOomAttempts, kMaxDiskFullAttempts);
+    facts.attempts = std::max({kMaxOomAttempts, kMaxDiskFullAttempts, kMaxLostAttempts});
     best_effort([&] {
       if (const auto record = store_.unit(u.id)) facts.attempts = record->attempts;
     });
   }
   e.outcome = decide_exit(facts);
-  if (e.info.lost && e.run.stop == StopReason::none) {
-    // Its cluster node or allocation went away under it: run it again,
-    // wherever the scheduler next places it.
-    e.outcome = ExitOutcome{};
-    e.outcome.action = ExitOutcome::Action::requeue;
-  }
   using Action = ExitOutcome::Action;
   e.ok = e.outcome.action == Action::succeed;
   const char* attempt_outcome = e.outcome.action == Action::cancelled ? "cancelled"
@@ -937,7 +935,7 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
               "there is room",
               u.name, u.build_id, e.info.exit_code);
           append_build_log(u.build_id, "failed on a full disk: " + u.name + " (requeued)\n");
-        } else if (e.info.lost) {
+        } else if (e.outcome.lost_rerun) {
           append_build_log(u.build_id, "lost " + u.name + (r.node.empty() ? "" : " on " + r.node) + " (requeued)\n");
         } else {
           append_build_log(u.build_id, "stopped " + u.name + " (requeued)\n");

@@ -243,6 +243,9 @@ ExitInfo SlurmExecutor::finish(Step& step, const ExitInfo& srun) {
 ExitInfo step_exit(slurm::StepEnd end, const StepReport& report, const ExitInfo& srun) {
   ExitInfo info;
   const bool wrapper_done = report.done && report.error.empty();
+  // Slurm ends a cancelled or timed-out job's steps with SIGTERM, then SIGKILL.
+  const int sig = srun.exit_code - 128;
+  const bool srun_killed = sig == SIGTERM || sig == SIGKILL || sig == SIGHUP || sig == SIGINT;
   if (end == slurm::StepEnd::out_of_memory || report.oom_kills > 0) {
     // Its cgroup's limit (fad's estimate + margin) was too small: the engine
     // requeues it with the peak it reached + a margin, like a local OOM kill.
@@ -250,7 +253,11 @@ ExitInfo step_exit(slurm::StepEnd end, const StepReport& report, const ExitInfo&
     info.oom_killed = true;
     info.exit_code = 128 + SIGKILL;
   } else if (end == slurm::StepEnd::node_failure || end == slurm::StepEnd::allocation_gone ||
-             end == slurm::StepEnd::controller_unreachable || (report.done && report.terminated)) {
+             end == slurm::StepEnd::controller_unreachable || (report.done && report.terminated) ||
+             (!report.done && srun_killed && end != slurm::StepEnd::step_refused)) {
+    // The last case: killed before its wrapper could report an end (a step
+    // that started as its allocation was cancelled dies before srun says
+    // why). fad's own stops are told apart by the engine, which knows them.
     info.lost = true;
     info.signaled = true;
     info.exit_code = srun.exit_code;

@@ -20,6 +20,12 @@ ExitOutcome decide_exit(const UnitExit& e) {
     case StopCause::cancel: out.action = Action::cancelled; return out;
     case StopCause::none: break;
   }
+  if (e.lost) {
+    // Whatever its status says, the compile did not end on its own.
+    out.action = e.attempts < kMaxLostAttempts ? Action::requeue : e.external ? Action::fail : Action::fail_build;
+    out.lost_rerun = out.action == Action::requeue;
+    return out;
+  }
   if (e.signaled && e.oom_killed && e.attempts < kMaxOomAttempts) {
     out.action = Action::requeue;
     out.floor = e.peak + e.peak / 4;

@@ -26,6 +26,7 @@ struct UnitExit {
   std::uint64_t peak = 0;   ///< highest memory seen for this run
   bool external = false;    ///< run by `fad launch`: its build tool decides about the rest
   bool disk_full = false;   ///< the disk of its output or of fad's state was (nearly) full as it ended
+  bool lost = false;        ///< its Slurm node or allocation went away under it
 };
 
 struct ExitOutcome {
@@ -41,6 +42,7 @@ struct ExitOutcome {
   bool alone = false;       ///< requeue: it must rerun alone
   bool oom_rerun = false;   ///< requeue: the kernel's OOM killer ended it
   bool disk_rerun = false;  ///< requeue: it failed while its disk was full
+  bool lost_rerun = false;  ///< requeue: its Slurm node or allocation went away under it
 };
 
 /// Runs in all a unit the OOM killer ends may take: by the last one its own
@@ -52,6 +54,11 @@ inline constexpr int kMaxOomAttempts = 3;
 /// fails beside a nearly full disk still fails soon.
 inline constexpr int kMaxDiskFullAttempts = 3;
 
+/// Runs in all a unit whose Slurm step is lost may take: a lost step did not
+/// fail on its merits, so it runs again; but a unit whose every step is
+/// killed (a cluster that cancels it each time) must end, not cycle for ever.
+inline constexpr int kMaxLostAttempts = 5;
+
 /// The outcome of a unit's end. OOM kills are not failures: the unit is rerun
 /// with its peak + 25% as the floor (the kill cut it short of its true peak),
 /// up to kMaxOomAttempts runs in all. A stop under pressure keeps the observed
@@ -59,8 +66,9 @@ inline constexpr int kMaxDiskFullAttempts = 3;
 /// itself that fails while the disk is full did not fail on its merits (a
 /// compiler cannot write its object): it is requeued, up to
 /// kMaxDiskFullAttempts runs; a launched unit's failure is its build tool's.
-/// Any other non-zero exit or signal is a failure, which stops the rest of a
-/// bundled build.
+/// A lost Slurm step runs again, up to kMaxLostAttempts runs. Any other
+/// non-zero exit or signal is a failure, which stops the rest of a bundled
+/// build.
 ExitOutcome decide_exit(const UnitExit& exit);
 
 }  // namespace fad

@@ -131,6 +131,33 @@ TEST_CASE("engine on a cluster: a unit whose node was lost runs again without fa
   CHECK(unit->peak_source == "cgroup");
 }
 
+TEST_CASE("engine on a cluster: a unit lost in each of its runs fails after the last, saying so", "[engine][cluster]") {
+  EngineFixture f;
+  two_nodes(f);
+  const auto id = f.submit();
+  f.engine->tick();
+  ExitInfo lost;
+  lost.exit_code = 143;
+  lost.lost = true;
+  // Bug: every lost step requeued its unit, so a cluster that killed each of
+  // its steps kept the build running for ever.
+  for (int run = 1; run < kMaxLostAttempts; ++run) {
+    REQUIRE(f.launcher.launch_count("a_one") == run);
+    f.launcher.exit_with("a_one", lost);
+    CHECK(f.unit(id, "a_one")->state == UnitState::queued);
+    f.engine->tick();
+  }
+  REQUIRE(f.launcher.launch_count("a_one") == kMaxLostAttempts);
+  f.launcher.exit_with("a_one", lost);
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  const auto log = test::slurp(f.build_dir(id) + "/build.log");
+  CHECK_THAT(log, Catch::Contains("lost a_one on n"));
+  CHECK_THAT(log, Catch::Contains("FAILED a_one"));
+  CHECK_THAT(log, Catch::Contains("its Slurm step was lost"));
+  f.launcher.exit("a_two", 0);
+  CHECK(f.build_state(id) == BuildState::failed);
+}
+
 TEST_CASE("engine on a cluster: a launched compile is admitted onto a node with its step command",
           "[engine][cluster]") {
   EngineFixture f;

@@ -152,7 +152,10 @@ TEST_CASE("slurm: a root fadd does not start another user's compile as a step (i
   executor.shutdown();
 }
 
-TEST_CASE("a step's end: lost when Slurm says so or its wrapper was told to stop, else the program's", "[slurm]") {
+TEST_CASE(
+    "a step's end: lost when Slurm says so, its wrapper was told to stop or was killed before its end, else the "
+    "program's",
+    "[slurm]") {
   using slurm::StepEnd;
   StepReport report;
   report.done = true;
@@ -184,6 +187,22 @@ TEST_CASE("a step's end: lost when Slurm says so or its wrapper was told to stop
   auto refused = step_exit(StepEnd::step_refused, none, ExitInfo{0, false});
   CHECK_FALSE(refused.lost);
   CHECK(refused.exit_code == 1);
+  // Bug: a step that started as its allocation was cancelled ended in 0.14 s
+  // with srun's 143, before its wrapper wrote anything or srun said why, and
+  // failed its build instead of running again.
+  auto cut = step_exit(StepEnd::normal, none, ExitInfo{143, false});
+  CHECK(cut.lost);
+  CHECK(cut.exit_code == 143);
+  CHECK(step_exit(StepEnd::normal, none, ExitInfo{128 + SIGKILL, true}).lost);
+  // Started but killed before it could report its end (SIGKILL after KillWait).
+  StepReport started;
+  started.started_ms = 1;
+  CHECK(step_exit(StepEnd::normal, started, ExitInfo{128 + SIGKILL, false}).lost);
+  // Not a kill: fad-step missing on the node, or srun's own error.
+  auto missing = step_exit(StepEnd::normal, none, ExitInfo{2, false});
+  CHECK_FALSE(missing.lost);
+  CHECK(missing.exit_code == 2);
+  CHECK_FALSE(step_exit(StepEnd::step_refused, none, ExitInfo{143, false}).lost);
 }
 
 }  // namespace fad

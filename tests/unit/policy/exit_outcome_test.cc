@@ -90,5 +90,34 @@ TEST_CASE("exit outcome: a failure on a full disk reruns a unit fadd runs, with 
   CHECK(decide_exit(fine).action == Action::succeed);
 }
 
+TEST_CASE("exit outcome: a lost Slurm step runs again with no floor, up to five runs, never as a success") {
+  // srun can end 0 when the step's wrapper was told to stop: lost all the same.
+  for (const int code : {0, 143}) {
+    UnitExit e = ended(code, code != 0);
+    e.lost = true;
+    for (int attempt = 1; attempt < kMaxLostAttempts; ++attempt) {
+      e.attempts = attempt;
+      auto out = decide_exit(e);
+      CHECK(out.action == Action::requeue);
+      CHECK(out.lost_rerun);
+      CHECK_FALSE(out.oom_rerun);
+      CHECK(out.floor == 0);  // its memory had nothing to do with it
+    }
+    // Bug: every lost step requeued its unit, so a cluster that killed each
+    // of its steps kept it cycling for ever.
+    e.attempts = kMaxLostAttempts;
+    auto out = decide_exit(e);
+    CHECK(out.action == Action::fail_build);
+    CHECK_FALSE(out.lost_rerun);
+    e.external = true;
+    CHECK(decide_exit(e).action == Action::fail);
+  }
+  // fad's own stop of a unit whose step then reads as lost stays fad's stop.
+  UnitExit cancelled = ended(143, true);
+  cancelled.lost = true;
+  cancelled.stop = StopCause::cancel;
+  CHECK(decide_exit(cancelled).action == Action::cancelled);
+}
+
 }  // namespace
 }  // namespace fad
