@@ -3,6 +3,9 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <utility>
+
 namespace fad {
 
 namespace {
@@ -17,7 +20,7 @@ bool StoreError::damaged() const {
   return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
 }
 
-Database::Database(const std::string& path) : path_(path) {
+Database::Database(const std::string& path, BusyWait busy) : path_(path), busy_(std::move(busy)) {
   int rc =
       sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
@@ -26,8 +29,25 @@ Database::Database(const std::string& path) : path_(path) {
     db_ = nullptr;
     throw StoreError(msg, rc);
   }
-  // Another process (a second fadd, a user's sqlite3 shell) may hold a lock briefly.
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_handler(db_, &Database::on_busy, this);
+}
+
+int Database::on_busy(void* self, int count) {
+  auto& d = *static_cast<Database*>(self);
+  if (count == 0) {
+    d.event_spent_ms_ = 0;
+    d.event_limit_ms_ = std::max(d.busy_.stall_ms - d.stall_spent_ms_, d.busy_.after_ms);
+  }
+  if (d.event_spent_ms_ >= d.event_limit_ms_) return 0;  // SQLITE_BUSY for this statement
+  // Short naps: a lock is usually held for milliseconds.
+  const int nap = std::min(count < 10 ? 2 : 10, d.event_limit_ms_ - d.event_spent_ms_);
+  if (d.busy_.sleep)
+    d.busy_.sleep(nap);
+  else
+    sqlite3_sleep(nap);
+  d.event_spent_ms_ += nap;
+  d.stall_spent_ms_ += nap;
+  return 1;
 }
 
 Database::~Database() { sqlite3_close(db_); }
@@ -40,19 +60,22 @@ void Database::exec(std::string_view sql) {
     sqlite3_free(err);
     throw StoreError(msg, rc);
   }
+  got_through();
 }
 
-Statement Database::prepare(std::string_view sql) { return Statement(db_, sql); }
+Statement Database::prepare(std::string_view sql) { return Statement(*this, sql); }
 std::int64_t Database::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
 int Database::changes() const { return sqlite3_changes(db_); }
 
-Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+Statement::Statement(Database& db, std::string_view sql) : owner_(&db), db_(db.db_) {
   if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) != SQLITE_OK)
     fail(db_, "prepare '" + std::string(sql.substr(0, 60)) + "'");
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
-Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+Statement::Statement(Statement&& other) noexcept : owner_(other.owner_), db_(other.db_), stmt_(other.stmt_) {
+  other.stmt_ = nullptr;
+}
 
 Statement& Statement::bind(int index, std::int64_t value) {
   if (sqlite3_bind_int64(stmt_, index, value) != SQLITE_OK) fail(db_, "bind");
@@ -73,10 +96,12 @@ Statement& Statement::bind_null(int index) {
 }
 
 bool Statement::step() {
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  fail(db_, "step");
+  const int rc = sqlite3_step(stmt_);
+  if ((rc & 0xff) == SQLITE_BUSY)
+    throw StoreError("database " + owner_->path_ + " is locked by another process (a sqlite3 shell, a backup?)", rc);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(db_, "step");
+  owner_->got_through();
+  return rc == SQLITE_ROW;
 }
 
 void Statement::run() {

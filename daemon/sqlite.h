@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -26,10 +27,23 @@ struct StoreError : std::runtime_error {
 
 class Statement;
 
+/// How long statements wait for another process's lock on the file (a second
+/// fadd, a user's sqlite3 shell, a backup). fadd's one loop runs every
+/// statement, so a lock held for minutes must not cost the full wait at each
+/// statement: a stall (busy statements with no success between) may wait
+/// `stall_ms` in all; once that is spent, each further statement waits only
+/// `after_ms`, until one gets through and the next stall has its own budget.
+struct BusyWait {
+  int stall_ms = 2000;
+  int after_ms = 20;
+  /// Waits `ms` milliseconds; empty: really sleeps. Tests count instead.
+  std::function<void(int ms)> sleep{};
+};
+
 class Database {
  public:
   /// Opens (creating if needed) the database file. Throws StoreError naming the path.
-  explicit Database(const std::string& path);
+  explicit Database(const std::string& path, BusyWait busy = {});
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -39,16 +53,24 @@ class Database {
   Statement prepare(std::string_view sql);
   std::int64_t last_insert_id() const;
   int changes() const;
-  sqlite3* handle() { return db_; }
 
  private:
+  friend class Statement;
+  static int on_busy(void* self, int count);
+  /// A statement got through: the next stall has its full budget again.
+  void got_through() { stall_spent_ms_ = 0; }
+
   sqlite3* db_ = nullptr;
   std::string path_;
+  BusyWait busy_;
+  int stall_spent_ms_ = 0;  ///< waited in the current stall
+  int event_limit_ms_ = 0;  ///< what the current busy statement may wait
+  int event_spent_ms_ = 0;
 };
 
 class Statement {
  public:
-  Statement(sqlite3* db, std::string_view sql);
+  Statement(Database& db, std::string_view sql);
   ~Statement();
   Statement(Statement&& other) noexcept;
   Statement& operator=(Statement&&) = delete;
@@ -82,6 +104,7 @@ class Statement {
   std::optional<std::int64_t> opt_int64(int col) const;
 
  private:
+  Database* owner_;
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
 };
