@@ -264,6 +264,7 @@ void Engine::storage_failed(const std::string& what) {
   // the database locked is not one, and the reserve would be lost to it.
   const bool disk_full =
       what.find("disk is full") != std::string::npos || options_.disk_nearly_full(options_.state_dir);
+  storage_disk_full_ = disk_full;
   if (disk_full && reserve_ && reserve_->release() && !std::exchange(reserve_spent_, true))
     spdlog::warn("the disk of {} is full: deleted fadd's {} reserve file to record what finished", options_.state_dir,
                  format_size(reserve_->bytes()));
@@ -283,6 +284,7 @@ void Engine::keep_reserve(double now) {
 void Engine::storage_ok() {
   if (storage_problem_.empty()) return;
   storage_problem_.clear();
+  storage_disk_full_ = false;
   if (wake_) wake_();
 }
 
@@ -826,7 +828,8 @@ void Engine::prepare_end(Ended& e) {
         facts.disk_full = true;
         disk_hold_.insert(dir);
       }
-    facts.disk_full |= !storage_problem_.empty();
+    // A lock on the database is no reason for a compiler to fail.
+    facts.disk_full |= storage_disk_full_;
   }
   if (e.info.oom_killed || facts.disk_full || facts.lost) {
     // Attempts include this run; unreadable (a broken database) counts as the last.

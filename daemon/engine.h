@@ -426,6 +426,8 @@ class Engine {
   /// take (a full disk): when, by build id; retried each tick.
   std::map<std::int64_t, std::string> unmarked_prunes_;
   std::string storage_problem_;
+  /// The storage problem is a full disk, not (say) another program's lock.
+  bool storage_disk_full_ = false;
   std::optional<DiskReserve> reserve_;  ///< set when disk_reserve_bytes > 0
   double reserve_tried_at_ = -1e9;      ///< when the reserve was last made (or tried)
   bool reserve_spent_ = false;          ///< deleted for room, not made again yet: nothing new starts

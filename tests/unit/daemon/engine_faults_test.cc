@@ -913,6 +913,27 @@ TEST_CASE("engine faults: a database another program holds locked keeps the rese
   CHECK_FALSE(fs::exists(reserve));
 }
 
+TEST_CASE("engine faults: a compile that fails while another program holds the database locked fails",
+          "[engine][faults]") {
+  // Bug: any trouble writing the database counted as a full disk, so a
+  // compile that failed on its merits during a lock ran again, "failed on a
+  // full disk".
+  EngineFixture f;
+  f.options.disk_nearly_full = [](const std::string&) { return false; };
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.launch_count("a_one") == 1);
+  f.store->db().exec(
+      "CREATE TEMP TRIGGER locked BEFORE INSERT ON builds BEGIN SELECT RAISE(FAIL, 'database is locked'); END");
+  REQUIRE_FALSE(f.submit_as(f.me, SubmitRequest{{"9.0"}, "*", std::nullopt, "x"}).ok);
+  REQUIRE_FALSE(f.engine->storage_problem().empty());
+  f.launcher.exit("a_one", 1);
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), !Contains("full disk"));
+  f.store->db().exec("DROP TRIGGER temp.locked");
+}
+
 TEST_CASE("engine faults: flags long enough to be digested are cut on a character, so history still exports",
           "[engine][faults]") {
   // Bug: the learning key's flags were cut at a byte, halving an accented
