@@ -118,8 +118,9 @@ void Engine::recover() {
   // Process groups are only meaningful within the boot that created them.
   const auto boot = boot_id();
   const bool same_boot = !boot.empty() && store_.meta("boot_id") == boot;
-  for (const auto& left : store_.recover_running_units()) {
-    if (!same_boot || left.pgid <= 1) continue;
+  std::vector<LeftRunning> taken_back;
+  store_.recover_running_units([&](const LeftRunning& left) {
+    if (!same_boot || left.pgid <= 1) return false;
     // Its compiler may have ended since, and the kernel may have given its
     // id to someone else's process: a leader running as another user than
     // the unit ran as is not signalled.
@@ -137,7 +138,7 @@ void Engine::recover() {
                    (left.leader_start && static_cast<std::int64_t>(leader->start_ticks) != *left.leader_start))) {
       spdlog::warn("not signalling process group {}: a previous fadd's compiler had that id, now {} has it", pgid,
                    leader->uid != ran_as ? user_name(leader->uid) + "'s process" : "a process started since");
-      continue;
+      return false;
     }
     const auto owners = launcher_.group_owners(pgid);
     if (auto other = std::find_if(owners.begin(), owners.end(), [&](unsigned uid) { return uid != ran_as; });
@@ -145,27 +146,35 @@ void Engine::recover() {
       spdlog::warn(
           "not signalling process group {}: a previous fadd's compiler had that id, now {}'s processes have it", pgid,
           user_name(*other));
-      continue;
+      return false;
     }
     if (left.external) {
       // A launcher's compile runs on without fadd, but one fadd froze
       // (memory pressure, fad pause) would wait for a SIGCONT from it for
       // ever, and its build tool with it: a SIGTERM'd fadd continues them,
       // a crashed one cannot.
-      if (leader && left.leader_start) {
-        spdlog::warn("continuing launched compile process group {} a previous fadd may have stopped", pgid);
-        launcher_.signal_group(pgid, SIGCONT);
-      }
-      continue;
+      if (!leader || !left.leader_start) return false;
+      spdlog::warn("continuing launched compile process group {} a previous fadd may have stopped", pgid);
+      launcher_.signal_group(pgid, SIGCONT);
+      // Its launcher reports its end to whichever fadd listens: this one
+      // takes it back, so its memory counts in admission from now on, not
+      // only once it shows in what the machine has left. (A step on a
+      // cluster node is the executor's, which has no record of it.)
+      const auto unit = store_.unit(left.unit_id);
+      if (!unit || !build || !unit->node.empty()) return false;
+      taken_back.push_back(left);
+      return true;
     }
     spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);
     launcher_.signal_group(pgid, SIGKILL);
-  }
+    return false;
+  });
   if (!boot.empty()) store_.set_meta("boot_id", boot);
   // After the leftover compilers are killed: they wrote in their TMPDIRs.
   best_effort([&] { discard_stale_build_dirs(); });
   trim_history();
   const std::size_t learned = load_history();
+  for (const auto& left : taken_back) take_back(left);
   restore_allowances();
   for (const auto& b : store_.active_builds()) {
     if (b.kind == "external") {
@@ -190,6 +199,57 @@ void Engine::recover() {
   }
   last_snapshot_ = probe_.sample();
   spdlog::info("recovered state: {} active builds, {} history records", store_.active_builds().size(), learned);
+}
+
+void Engine::take_back(const LeftRunning& left) {
+  const auto unit = store_.unit(left.unit_id);
+  const auto build = unit ? store_.build(unit->build_id) : std::nullopt;
+  if (!unit || !build) return;  // checked inside recover's transaction
+  const double now = clock_.now();
+  Running r;
+  r.unit = *unit;
+  r.external = true;
+  r.pgid = static_cast<int>(left.pgid);
+  r.leader_start = static_cast<std::uint64_t>(left.leader_start.value_or(0));
+  r.threads = std::max(1, unit->threads);
+  r.estimate_bytes = unit->estimate_bytes;
+  r.attempt = std::max(1, unit->attempts);
+  r.owner = owner_of(*build);
+  // What is known now of a unit like it; never below what it was admitted
+  // with, which the scheduler it was admitted by had room for.
+  const auto q = queued_unit(*unit);
+  const Estimate est = estimator_.estimate(q.key, r.threads, q.manifest_prior);
+  r.predicted = est.profile;
+  if (r.predicted.peak() < unit->estimate_bytes) {
+    auto top = std::max_element(r.predicted.points.begin(), r.predicted.points.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (top != r.predicted.points.end())
+      top->second = unit->estimate_bytes;
+    else
+      r.predicted.points.emplace_back(0.0, unit->estimate_bytes);
+  }
+  r.guess = est.source == EstimateSource::prior;
+  r.duration_guessed = est.duration_guessed;
+  // It started under the previous fadd: its place in its profile counts from then.
+  const auto began = unit->started_at ? parse_rfc3339(*unit->started_at) : std::nullopt;
+  r.started_epoch = began ? std::min<double>(*began, epoch_now()) : epoch_now();
+  r.started_at = now - (epoch_now() - r.started_epoch);
+  r.taken_back = true;
+  // Its launcher is its compiler's parent: while it lives, a gone group has
+  // the longer grace to be reported.
+  if (const auto leader = launcher_.process_info(r.pgid)) r.launcher = stamp_of(static_cast<int>(leader->ppid));
+  // Not moved into a unit cgroup: only its leader would move, and the
+  // cgroup's peak would miss its children. Its group is polled instead.
+  spdlog::info("took back {} of build {}: its launcher's compiler (process group {}) still runs", unit->name,
+               unit->build_id, r.pgid);
+  append_build_log(unit->build_id, "fadd restarted: took back " + unit->name + ", still compiling\n");
+  auto& taken = running_.emplace(unit->id, std::move(r)).first->second;
+  if (build->state == BuildState::paused) {
+    // Its user paused the build: it stays paused (recover continued it).
+    taken.paused = true;
+    taken.note_frozen(now);
+    signal_unit(taken, SIGSTOP);
+  }
 }
 
 void Engine::tick() {
@@ -858,7 +918,7 @@ void Engine::prepare_end(Ended& e) {
   }
   // For reports: the attempt's span and samples, kept whatever the database does next (never throws).
   record_attempt(e.run, e.ok ? "succeeded" : attempt_outcome, e.run.peak);
-  if (!e.ok) return;
+  if (!e.ok || e.run.taken_back) return;
   Observation obs;
   obs.key = estimate_key(u);  // a link too: its next estimate rests on its measured time
   obs.threads = e.run.threads;

@@ -233,6 +233,9 @@ class Engine {
     /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
     /// build that launched it): it holds its memory but no core.
     bool stopped_by_user = false;
+    /// Admitted by a previous fadd and taken back at start (take_back): what
+    /// this fadd saw of it misses its start, so nothing is learnt from it.
+    bool taken_back = false;
     /// Time it spent frozen (suspended, paused, or stopped by its user) is
     /// no compile time: not in its duration, its samples' times or its place
     /// in its predicted profile, so a pause teaches no longer unit.
@@ -290,6 +293,10 @@ class Engine {
   /// a pid the kernel gave to a later process is not it.
   bool process_alive(const ProcessStamp& process);
   /// The process `pid` as fadd can tell it apart later; none when it cannot see it.
+  /// At start: a launcher's compile a previous fadd admitted, still running
+  /// (recover checked its group is the same): running again here, accounted
+  /// for as if this fadd had admitted it.
+  void take_back(const LeftRunning& left);
   std::optional<ProcessStamp> stamp_of(int pid);
   void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);

@@ -840,15 +840,21 @@ void Store::set_wait_reasons(const std::map<std::int64_t, std::string>& reasons)
   tx.commit();
 }
 
-std::vector<LeftRunning> Store::recover_running_units() {
+std::vector<LeftRunning> Store::recover_running_units(const std::function<bool(const LeftRunning&)>& keep) {
   Transaction tx(db_);
   std::vector<LeftRunning> pgids;
   auto st = db_.prepare(
-      "SELECT pgid, build_id, pgid_start, kind = 'external' FROM units WHERE state = 'running' AND pgid IS NOT NULL "
-      "ORDER BY pgid");
-  while (st.step()) pgids.push_back(LeftRunning{st.int64(0), st.int64(1), st.opt_int64(2), st.int64(3) != 0});
+      "SELECT pgid, build_id, pgid_start, kind = 'external', id FROM units WHERE state = 'running' AND pgid IS NOT "
+      "NULL ORDER BY pgid");
+  while (st.step())
+    pgids.push_back(LeftRunning{st.int64(0), st.int64(1), st.opt_int64(2), st.int64(3) != 0, st.int64(4)});
+  db_.exec("CREATE TEMP TABLE IF NOT EXISTS kept_running(id INTEGER PRIMARY KEY); DELETE FROM kept_running");
+  auto kept = db_.prepare("INSERT INTO kept_running(id) VALUES (?)");
+  for (const auto& left : pgids)
+    if (keep && keep(left)) kept.bind(1, left.unit_id).run();
   db_.exec(
-      "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL WHERE state = 'running'");
+      "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL WHERE state = 'running' "
+      "AND id NOT IN (SELECT id FROM kept_running); DELETE FROM kept_running");
   tx.commit();
   return pgids;
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,6 +70,7 @@ struct LeftRunning {
   std::optional<std::int64_t> leader_start;
   /// A launcher's compile (fad launch, fad run): its launcher's to run on.
   bool external{};
+  std::int64_t unit_id = 0;
   bool operator==(const LeftRunning& o) const = default;
 };
 
@@ -187,11 +189,12 @@ class Store {
   /// A tick's worth of wait reasons, by unit id, in one transaction.
   void set_wait_reasons(const std::map<std::int64_t, std::string>& reasons);
 
-  /// At startup: units left running by a crash go back to the queue. Returns
-  /// their process groups, so the daemon can kill the leftover compilers it
-  /// started itself and continue launchers' ones it may have frozen (they are
-  /// their launchers' business).
-  std::vector<LeftRunning> recover_running_units();
+  /// At startup: units left running by a crash go back to the queue, but for
+  /// those `keep` takes back (they stay running, as they were). Returns the
+  /// process groups of all of them, so the daemon can kill the leftover
+  /// compilers it started itself and continue launchers' ones it may have
+  /// frozen. `keep` runs inside the transaction, before any row changes.
+  std::vector<LeftRunning> recover_running_units(const std::function<bool(const LeftRunning&)>& keep = nullptr);
 
   void add_sample(const MemorySample& sample);
   /// Keeps at most `keep` daemon samples (oldest dropped).

@@ -185,6 +185,8 @@ TEST_CASE("a compile waiting when fadd restarts is launched again in the new fad
   CHECK(said.find("without fad") == std::string::npos);
   CHECK(d.daemon_log().find("admitted b.o") != std::string::npos);  // the new fadd ran it
   CHECK(wait_process(a, 60) == 0);                                  // a, running all along, finished as well
+  // The new fadd took a back: it counted against the 1 GiB while it ran.
+  CHECK(d.daemon_log().find("took back a.o") != std::string::npos);
 }
 
 TEST_CASE("a clean restart of fadd mid-build leaves a fad run compile running, and the build closes succeeded",

@@ -231,7 +231,8 @@ TEST_CASE("store: recover_running_units requeues running units and returns their
   store.start_unit(ua[1].id, 1, 1, "t");
   store.finish_unit(ua[1].id, UnitState::succeeded, 0, 1, 1, "t", std::nullopt);
 
-  CHECK(store.recover_running_units() == std::vector<LeftRunning>{{111, a, 9001}, {222, b, std::nullopt}});
+  CHECK(store.recover_running_units() ==
+        std::vector<LeftRunning>{{111, a, 9001, false, ua[0].id}, {222, b, std::nullopt, false, ub[1].id}});
   for (auto uid : {ua[0].id, ub[1].id, ub[2].id}) {
     auto u = store.unit(uid);
     CHECK(u->state == UnitState::queued);
@@ -240,6 +241,28 @@ TEST_CASE("store: recover_running_units requeues running units and returns their
   }
   CHECK(store.unit(ua[1].id)->state == UnitState::succeeded);
   CHECK(store.recover_running_units().empty());
+}
+
+TEST_CASE("store: recover_running_units leaves running the units the daemon takes back", "[store]") {
+  TempDir tmp("fad-store");
+  Store store(tmp / "fad.db");
+  const auto a = make_three_unit_build(store);
+  auto units = store.units(a);
+  store.start_unit(units[0].id, 2, 3, "2026-01-02T03:04:05Z");
+  store.set_unit_pgid(units[0].id, 111, 9001);
+  store.start_unit(units[1].id, 1, 1, "t");
+  store.set_unit_pgid(units[1].id, 222, 9002);
+  const auto left = store.recover_running_units([](const LeftRunning& l) { return l.pgid == 111; });
+  CHECK(left.size() == 2);  // every one is reported, kept or not
+  const auto kept = store.unit(units[0].id);
+  CHECK(kept->state == UnitState::running);
+  CHECK(kept->pgid == std::optional<std::int64_t>(111));
+  CHECK(kept->started_at == std::optional<std::string>("2026-01-02T03:04:05Z"));
+  CHECK(kept->attempts == 1);
+  CHECK(store.unit(units[1].id)->state == UnitState::queued);
+  // At the next start, one not taken back goes back to the queue like the rest.
+  CHECK(store.recover_running_units().size() == 1);
+  CHECK(store.unit(units[0].id)->state == UnitState::queued);
 }
 
 TEST_CASE("store: set_pending_units touches queued units, and running ones when asked", "[store]") {
