@@ -59,9 +59,9 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
 /// SIGKILL, alone tells a user nothing.
 std::string failure_text(const ExitInfo& info, bool log_over, const EngineOptions& options) {
   if (info.unreported) return ", its launcher did not report how it ended";
-  if (info.lost)
-    return ", its Slurm step was lost (its node or allocation went away) in the last of " +
-           std::to_string(kMaxLostAttempts) + " runs; fad stopped running it again";
+  if (info.lost && !log_over)
+    return ", its Slurm step was lost (its node or allocation went away) " + std::to_string(kMaxLostRuns) +
+           " times; fad stopped running it again";
   std::string text =
       ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
   if (log_over)
@@ -878,7 +878,9 @@ void Engine::prepare_end(Ended& e) {
   facts.oom_killed = e.info.oom_killed;
   facts.peak = e.run.peak;
   facts.external = u.kind == UnitKind::external;
-  facts.lost = e.info.lost;
+  // fad's own kill of a unit flooding its log reads as lost on a cluster.
+  facts.lost = e.info.lost && !e.run.log_over;
+  if (facts.lost && facts.stop == StopCause::none) facts.lost_runs = ++lost_runs_[u.id];
   if (facts.stop == StopCause::none && !facts.external && (e.info.exit_code != 0 || e.info.signaled)) {
     // A compiler that cannot write its object fails like a broken source;
     // asked now, while the disk is still full, the difference is plain.
@@ -891,14 +893,15 @@ void Engine::prepare_end(Ended& e) {
     // A lock on the database is no reason for a compiler to fail.
     facts.disk_full |= storage_disk_full_;
   }
-  if (e.info.oom_killed || facts.disk_full || facts.lost) {
+  if (e.info.oom_killed || facts.disk_full) {
     // Attempts include this run; unreadable (a broken database) counts as the last.
-    facts.attempts = std::max({kMaxOomAttempts, kMaxDiskFullAttempts, kMaxLostAttempts});
+    facts.attempts = std::max(kMaxOomAttempts, kMaxDiskFullAttempts);
     best_effort([&] {
       if (const auto record = store_.unit(u.id)) facts.attempts = record->attempts;
     });
   }
   e.outcome = decide_exit(facts);
+  if (e.outcome.action != ExitOutcome::Action::requeue) lost_runs_.erase(u.id);
   using Action = ExitOutcome::Action;
   e.ok = e.outcome.action == Action::succeed;
   const char* attempt_outcome = e.outcome.action == Action::cancelled ? "cancelled"

@@ -432,6 +432,9 @@ class Engine {
   /// Builds whose trees a prune deleted but whose mark the database did not
   /// take (a full disk): when, by build id; retried each tick.
   std::map<std::int64_t, std::string> unmarked_prunes_;
+  /// Lost runs per unit while it is not done (kMaxLostRuns), since this fadd
+  /// started: a restart gives a cycling unit a few more runs, not for ever.
+  std::map<std::int64_t, int> lost_runs_;
   std::string storage_problem_;
   /// The storage problem is a full disk, not (say) another program's lock.
   bool storage_disk_full_ = false;

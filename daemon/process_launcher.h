@@ -50,7 +50,7 @@ struct ExitInfo {
   /// did not fail, memory ran out under it.
   bool oom_killed = false;
   /// Its node or its allocation went away under it (a cluster executor): not
-  /// the unit's doing; it runs again (up to kMaxLostAttempts runs in all).
+  /// the unit's doing; it runs again (until its kMaxLostRuns-th loss).
   bool lost = false;
   /// Where peak_bytes came from ("cgroup", "sstat", "rss", ...); "" = polling.
   std::string peak_source{};

@@ -83,18 +83,31 @@ void SlurmAllocation::poll(double now) {
     request(now);
 }
 
+void SlurmAllocation::suspect() {
+  next_check_ = 0;
+  ++suspicions_;
+  suspected_ = state_ == State::active;
+}
+
+std::string SlurmAllocation::wait_reason() const {
+  if (state_ == State::active && suspected_)
+    return "a step was lost: checking that Slurm job " + std::to_string(job_id_) + " still runs";
+  return wait_reason_;
+}
+
 void SlurmAllocation::check(double now) {
   checking_ = true;
   next_check_ = now + check_every_s;
   const auto generation = generation_;
-  runner_.run(slurm::show_job_argv(job_id_), [this, generation, now](const CommandOutput& out) {
+  const auto suspicions = suspicions_;
+  runner_.run(slurm::show_job_argv(job_id_), [this, generation, now, suspicions](const CommandOutput& out) {
     if (generation != generation_) return;
     checking_ = false;
-    on_job(out, now);
+    on_job(out, now, suspicions);
   });
 }
 
-void SlurmAllocation::on_job(const CommandOutput& out, double now) {
+void SlurmAllocation::on_job(const CommandOutput& out, double now, std::uint64_t suspicions) {
   if (slurm::controller_unreachable(out.output)) {
     // The job may well still run; steps already running go on. Nothing new
     // starts until slurmctld answers again.
@@ -116,23 +129,25 @@ void SlurmAllocation::on_job(const CommandOutput& out, double now) {
   std::vector<ExecutorNode> nodes;
   for (const auto& n : job->nodes) nodes.push_back(ExecutorNode{n.name, std::max(1, n.cpus), n.memory});
   // Nodes that failed under a --no-kill job stay in its list: leave them out.
-  runner_.run(slurm::show_nodes_argv(), [this, generation = generation_, nodes, now](const CommandOutput& out) {
-    if (generation != generation_) return;
-    std::vector<ExecutorNode> usable;
-    auto infos = slurm::parse_show_node(out.output);
-    for (const auto& n : nodes) {
-      bool ok = true;
-      for (const auto& info : infos)
-        if (info.name == n.name) ok = node_usable(info.state);
-      if (ok) usable.push_back(n);
-    }
-    if (usable.empty()) {
-      lose("no node of Slurm job " + std::to_string(job_id_) + " is up", now);
-      return;
-    }
-    nodes_ = std::move(usable);
-    if (state_ == State::probing && probes_pending_ == 0) probe(now);
-  });
+  runner_.run(slurm::show_nodes_argv(),
+              [this, generation = generation_, nodes, now, suspicions](const CommandOutput& out) {
+                if (generation != generation_) return;
+                std::vector<ExecutorNode> usable;
+                auto infos = slurm::parse_show_node(out.output);
+                for (const auto& n : nodes) {
+                  bool ok = true;
+                  for (const auto& info : infos)
+                    if (info.name == n.name) ok = node_usable(info.state);
+                  if (ok) usable.push_back(n);
+                }
+                if (usable.empty()) {
+                  lose("no node of Slurm job " + std::to_string(job_id_) + " is up", now);
+                  return;
+                }
+                nodes_ = std::move(usable);
+                if (suspicions == suspicions_) suspected_ = false;
+                if (state_ == State::probing && probes_pending_ == 0) probe(now);
+              });
 }
 
 void SlurmAllocation::probe(double now) {
@@ -183,6 +198,7 @@ void SlurmAllocation::lose(const std::string& why, double now) {
   probes_pending_ = 0;
   probe_problems_.clear();
   checking_ = false;
+  suspected_ = false;
   state_ = State::none;
   wait_reason_ = why + "; asking for a new allocation";
   next_retry_ = now;
@@ -196,6 +212,7 @@ void SlurmAllocation::release() {
   probes_pending_ = 0;
   probe_problems_.clear();
   checking_ = false;
+  suspected_ = false;
   state_ = State::none;
   wait_reason_ = "no Slurm allocation yet";
 }

@@ -30,20 +30,24 @@ class SlurmAllocation {
   /// Periodic housekeeping (about once a second): retries, watching the job,
   /// giving it back after `idle_release_s` without demand.
   void poll(double now);
-  /// Something suggests the job or a node is gone (a step's srun said so):
-  /// check at the next poll instead of waiting for the regular interval.
-  void suspect() { next_check_ = 0; }
+  /// Something suggests the job or a node is gone (a step was lost): check
+  /// at the next poll instead of waiting for the regular interval, and start
+  /// nothing until a check asked after this says the job still runs (steps
+  /// started into a cancelled job are lost at once, and again, in a loop).
+  void suspect();
   /// Cancels the allocation (fadd stops, or it was idle).
   void release();
 
   State state() const { return state_; }
-  bool active() const { return state_ == State::active; }
+  /// Steps may start: the job runs, its nodes see fad's files, and nothing
+  /// since the last check suggested otherwise.
+  bool active() const { return state_ == State::active && !suspected_; }
   std::int64_t job_id() const { return job_id_; }
   /// The nodes units may use now: the job's nodes that are up, each with what
   /// the job holds there. Empty unless active.
   const std::vector<ExecutorNode>& nodes() const { return nodes_; }
   /// Why units wait ("" when active).
-  const std::string& wait_reason() const { return wait_reason_; }
+  std::string wait_reason() const;
   /// Seconds without demand after which the allocation is given back.
   double idle_release_s = 300;
   /// Seconds between checks of a held job, and between retries.
@@ -53,7 +57,7 @@ class SlurmAllocation {
  private:
   void request(double now);
   void check(double now);
-  void on_job(const CommandOutput& out, double now);
+  void on_job(const CommandOutput& out, double now, std::uint64_t suspicions);
   void probe(double now);
   void lose(const std::string& why, double now);
 
@@ -69,6 +73,8 @@ class SlurmAllocation {
   double next_check_ = 0;
   double next_retry_ = 0;
   bool checking_ = false;
+  bool suspected_ = false;
+  std::uint64_t suspicions_ = 0;  ///< suspect() calls so far: a check asked before the last clears nothing
   int probes_pending_ = 0;
   std::vector<std::string> probe_problems_;
   /// Bumped whenever the allocation changes, so answers about an old one are dropped.

@@ -245,7 +245,7 @@ ExitInfo step_exit(slurm::StepEnd end, const StepReport& report, const ExitInfo&
   const bool wrapper_done = report.done && report.error.empty();
   // Slurm ends a cancelled or timed-out job's steps with SIGTERM, then SIGKILL.
   const int sig = srun.exit_code - 128;
-  const bool srun_killed = sig == SIGTERM || sig == SIGKILL || sig == SIGHUP || sig == SIGINT;
+  const bool srun_killed = sig == SIGTERM || sig == SIGKILL;
   if (end == slurm::StepEnd::out_of_memory || report.oom_kills > 0) {
     // Its cgroup's limit (fad's estimate + margin) was too small: the engine
     // requeues it with the peak it reached + a margin, like a local OOM kill.
@@ -257,7 +257,8 @@ ExitInfo step_exit(slurm::StepEnd end, const StepReport& report, const ExitInfo&
              (!report.done && srun_killed && end != slurm::StepEnd::step_refused)) {
     // The last case: killed before its wrapper could report an end (a step
     // that started as its allocation was cancelled dies before srun says
-    // why). fad's own stops are told apart by the engine, which knows them.
+    // why). fad's own stops and kills are told apart by the engine, which
+    // knows them (a stop's cause, a log past unit_max_log_size).
     info.lost = true;
     info.signaled = true;
     info.exit_code = srun.exit_code;

@@ -22,7 +22,7 @@ ExitOutcome decide_exit(const UnitExit& e) {
   }
   if (e.lost) {
     // Whatever its status says, the compile did not end on its own.
-    out.action = e.attempts < kMaxLostAttempts ? Action::requeue : e.external ? Action::fail : Action::fail_build;
+    out.action = e.lost_runs < kMaxLostRuns ? Action::requeue : e.external ? Action::fail : Action::fail_build;
     out.lost_rerun = out.action == Action::requeue;
     return out;
   }

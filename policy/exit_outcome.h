@@ -27,6 +27,7 @@ struct UnitExit {
   bool external = false;    ///< run by `fad launch`: its build tool decides about the rest
   bool disk_full = false;   ///< the disk of its output or of fad's state was (nearly) full as it ended
   bool lost = false;        ///< its Slurm node or allocation went away under it
+  int lost_runs = 0;        ///< its runs that were lost, this one included
 };
 
 struct ExitOutcome {
@@ -54,10 +55,10 @@ inline constexpr int kMaxOomAttempts = 3;
 /// fails beside a nearly full disk still fails soon.
 inline constexpr int kMaxDiskFullAttempts = 3;
 
-/// Runs in all a unit whose Slurm step is lost may take: a lost step did not
-/// fail on its merits, so it runs again; but a unit whose every step is
-/// killed (a cluster that cancels it each time) must end, not cycle for ever.
-inline constexpr int kMaxLostAttempts = 5;
+/// Lost runs a unit may have: a lost step did not fail on its merits, so it
+/// runs again; but a unit whose every step is killed (a cluster that
+/// cancels it each time) must end, not cycle for ever.
+inline constexpr int kMaxLostRuns = 5;
 
 /// The outcome of a unit's end. OOM kills are not failures: the unit is rerun
 /// with its peak + 25% as the floor (the kill cut it short of its true peak),
@@ -66,7 +67,7 @@ inline constexpr int kMaxLostAttempts = 5;
 /// itself that fails while the disk is full did not fail on its merits (a
 /// compiler cannot write its object): it is requeued, up to
 /// kMaxDiskFullAttempts runs; a launched unit's failure is its build tool's.
-/// A lost Slurm step runs again, up to kMaxLostAttempts runs. Any other
+/// A lost Slurm step runs again, until its kMaxLostRuns-th loss. Any other
 /// non-zero exit or signal is a failure, which stops the rest of a bundled
 /// build.
 ExitOutcome decide_exit(const UnitExit& exit);

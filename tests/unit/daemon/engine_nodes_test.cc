@@ -141,13 +141,13 @@ TEST_CASE("engine on a cluster: a unit lost in each of its runs fails after the 
   lost.lost = true;
   // Bug: every lost step requeued its unit, so a cluster that killed each of
   // its steps kept the build running for ever.
-  for (int run = 1; run < kMaxLostAttempts; ++run) {
+  for (int run = 1; run < kMaxLostRuns; ++run) {
     REQUIRE(f.launcher.launch_count("a_one") == run);
     f.launcher.exit_with("a_one", lost);
     CHECK(f.unit(id, "a_one")->state == UnitState::queued);
     f.engine->tick();
   }
-  REQUIRE(f.launcher.launch_count("a_one") == kMaxLostAttempts);
+  REQUIRE(f.launcher.launch_count("a_one") == kMaxLostRuns);
   f.launcher.exit_with("a_one", lost);
   CHECK(f.unit(id, "a_one")->state == UnitState::failed);
   const auto log = test::slurp(f.build_dir(id) + "/build.log");
@@ -156,6 +156,26 @@ TEST_CASE("engine on a cluster: a unit lost in each of its runs fails after the 
   CHECK_THAT(log, Catch::Contains("its Slurm step was lost"));
   f.launcher.exit("a_two", 0);
   CHECK(f.build_state(id) == BuildState::failed);
+}
+
+TEST_CASE("engine on a cluster: a unit fad killed for flooding its log fails, though its step reads as lost",
+          "[engine][cluster]") {
+  // Its kill reaches the step through srun or scancel, which Slurm reports
+  // like a cancel: counted lost, it ran again, its log flooding each time.
+  EngineFixture f;
+  f.options.unit_max_log_size = 100;
+  two_nodes(f);
+  const auto id = f.submit();
+  f.engine->tick();
+  test::write_file(f.unit(id, "a_one")->log_path, std::string(200, 'x'));
+  f.engine->tick();
+  ExitInfo lost;
+  lost.exit_code = 128 + SIGKILL;
+  lost.lost = true;
+  f.launcher.exit_with("a_one", lost);
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  CHECK(f.launcher.launch_count("a_one") == 1);
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Catch::Contains("unit_max_log_size"));
 }
 
 TEST_CASE("engine on a cluster: a launched compile is admitted onto a node with its step command",

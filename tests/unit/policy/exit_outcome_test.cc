@@ -90,13 +90,14 @@ TEST_CASE("exit outcome: a failure on a full disk reruns a unit fadd runs, with 
   CHECK(decide_exit(fine).action == Action::succeed);
 }
 
-TEST_CASE("exit outcome: a lost Slurm step runs again with no floor, up to five runs, never as a success") {
+TEST_CASE("exit outcome: a lost Slurm step runs again with no floor, until its fifth loss, never as a success") {
   // srun can end 0 when the step's wrapper was told to stop: lost all the same.
   for (const int code : {0, 143}) {
     UnitExit e = ended(code, code != 0);
     e.lost = true;
-    for (int attempt = 1; attempt < kMaxLostAttempts; ++attempt) {
-      e.attempts = attempt;
+    e.attempts = 9;  // other runs (OOM kills, fad's own stops) do not count
+    for (int lost = 1; lost < kMaxLostRuns; ++lost) {
+      e.lost_runs = lost;
       auto out = decide_exit(e);
       CHECK(out.action == Action::requeue);
       CHECK(out.lost_rerun);
@@ -105,7 +106,7 @@ TEST_CASE("exit outcome: a lost Slurm step runs again with no floor, up to five 
     }
     // Bug: every lost step requeued its unit, so a cluster that killed each
     // of its steps kept it cycling for ever.
-    e.attempts = kMaxLostAttempts;
+    e.lost_runs = kMaxLostRuns;
     auto out = decide_exit(e);
     CHECK(out.action == Action::fail_build);
     CHECK_FALSE(out.lost_rerun);
