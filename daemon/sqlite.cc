@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace fad {
@@ -20,7 +21,8 @@ bool StoreError::damaged() const {
   return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
 }
 
-Database::Database(const std::string& path, BusyWait busy) : path_(path), busy_(std::move(busy)) {
+Database::Database(const std::string& path, BusyWait busy)
+    : path_(path), busy_(std::move(busy)), credit_ms_(busy_.allowance_ms), credit_at_(now()) {
   int rc =
       sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
@@ -32,11 +34,20 @@ Database::Database(const std::string& path, BusyWait busy) : path_(path), busy_(
   sqlite3_busy_handler(db_, &Database::on_busy, this);
 }
 
+double Database::now() const {
+  if (busy_.now) return busy_.now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 int Database::on_busy(void* self, int count) {
   auto& d = *static_cast<Database*>(self);
   if (count == 0) {
+    const double t = d.now();
+    d.credit_ms_ = std::min<double>(d.busy_.allowance_ms,
+                                    d.credit_ms_ + (t - d.credit_at_) * d.busy_.allowance_ms / d.busy_.refill_s);
+    d.credit_at_ = t;
     d.event_spent_ms_ = 0;
-    d.event_limit_ms_ = std::max(d.busy_.stall_ms - d.stall_spent_ms_, d.busy_.after_ms);
+    d.event_limit_ms_ = std::max(static_cast<int>(d.credit_ms_), d.busy_.after_ms);
   }
   if (d.event_spent_ms_ >= d.event_limit_ms_) return 0;  // SQLITE_BUSY for this statement
   // Short naps: a lock is usually held for milliseconds.
@@ -46,7 +57,7 @@ int Database::on_busy(void* self, int count) {
   else
     sqlite3_sleep(nap);
   d.event_spent_ms_ += nap;
-  d.stall_spent_ms_ += nap;
+  d.credit_ms_ = std::max(0.0, d.credit_ms_ - nap);
   return 1;
 }
 
@@ -60,7 +71,6 @@ void Database::exec(std::string_view sql) {
     sqlite3_free(err);
     throw StoreError(msg, rc);
   }
-  got_through();
 }
 
 Statement Database::prepare(std::string_view sql) { return Statement(*this, sql); }
@@ -98,9 +108,9 @@ Statement& Statement::bind_null(int index) {
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if ((rc & 0xff) == SQLITE_BUSY)
-    throw StoreError("database " + owner_->path_ + " is locked by another process (a sqlite3 shell, a backup?)", rc);
+    throw StoreError(
+        "database " + owner_->path_ + " is locked by another process (a sqlite3 shell inside a transaction?)", rc);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(db_, "step");
-  owner_->got_through();
   return rc == SQLITE_ROW;
 }
 

@@ -27,17 +27,22 @@ struct StoreError : std::runtime_error {
 
 class Statement;
 
-/// How long statements wait for another process's lock on the file (a second
-/// fadd, a user's sqlite3 shell, a backup). fadd's one loop runs every
-/// statement, so a lock held for minutes must not cost the full wait at each
-/// statement: a stall (busy statements with no success between) may wait
-/// `stall_ms` in all; once that is spent, each further statement waits only
-/// `after_ms`, until one gets through and the next stall has its own budget.
+/// How long writes wait for another process's lock on the file (a user's
+/// sqlite3 shell inside a transaction). fadd's one loop runs every
+/// statement, so a lock held for minutes must not cost a full wait at each
+/// one: waiting draws on an allowance of `allowance_ms` that refills at that
+/// much per `refill_s`. A write that finds the file locked waits while the
+/// allowance lasts, and at least `after_ms`, then fails. (Reads never wait
+/// in WAL mode, so a success says nothing about the lock: the allowance is
+/// time-based, not reset by the next statement that gets through.)
 struct BusyWait {
-  int stall_ms = 2000;
+  int allowance_ms = 2000;
+  double refill_s = 60;
   int after_ms = 20;
   /// Waits `ms` milliseconds; empty: really sleeps. Tests count instead.
   std::function<void(int ms)> sleep{};
+  /// Monotonic seconds; empty: the steady clock.
+  std::function<double()> now{};
 };
 
 class Database {
@@ -57,13 +62,13 @@ class Database {
  private:
   friend class Statement;
   static int on_busy(void* self, int count);
-  /// A statement got through: the next stall has its full budget again.
-  void got_through() { stall_spent_ms_ = 0; }
+  double now() const;
 
   sqlite3* db_ = nullptr;
   std::string path_;
   BusyWait busy_;
-  int stall_spent_ms_ = 0;  ///< waited in the current stall
+  double credit_ms_ = 0;    ///< what is left of the allowance
+  double credit_at_ = 0;    ///< when credit_ms_ was last refilled
   int event_limit_ms_ = 0;  ///< what the current busy statement may wait
   int event_spent_ms_ = 0;
 };
