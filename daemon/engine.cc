@@ -119,6 +119,9 @@ void Engine::recover() {
   const auto boot = boot_id();
   const bool same_boot = !boot.empty() && store_.meta("boot_id") == boot;
   std::vector<LeftRunning> taken_back;
+  // Signalled once the database says what became of them: a start that
+  // fails before leaves every group as it was for the next one.
+  std::vector<int> to_continue, to_kill;
   store_.recover_running_units([&](const LeftRunning& left) {
     if (!same_boot || left.pgid <= 1) return false;
     // Its compiler may have ended since, and the kernel may have given its
@@ -154,8 +157,7 @@ void Engine::recover() {
       // ever, and its build tool with it: a SIGTERM'd fadd continues them,
       // a crashed one cannot.
       if (!leader || !left.leader_start) return false;
-      spdlog::warn("continuing launched compile process group {} a previous fadd may have stopped", pgid);
-      launcher_.signal_group(pgid, SIGCONT);
+      to_continue.push_back(pgid);
       // Its launcher reports its end to whichever fadd listens: this one
       // takes it back, so its memory counts in admission from now on, not
       // only once it shows in what the machine has left. (A step on a
@@ -165,10 +167,17 @@ void Engine::recover() {
       taken_back.push_back(left);
       return true;
     }
-    spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);
-    launcher_.signal_group(pgid, SIGKILL);
+    to_kill.push_back(pgid);
     return false;
   });
+  for (const int pgid : to_continue) {
+    spdlog::warn("continuing launched compile process group {} a previous fadd may have stopped", pgid);
+    launcher_.signal_group(pgid, SIGCONT);
+  }
+  for (const int pgid : to_kill) {
+    spdlog::warn("killing compiler process group {} left running by a previous fadd", pgid);
+    launcher_.signal_group(pgid, SIGKILL);
+  }
   if (!boot.empty()) store_.set_meta("boot_id", boot);
   // After the leftover compilers are killed: they wrote in their TMPDIRs.
   best_effort([&] { discard_stale_build_dirs(); });
@@ -184,7 +193,7 @@ void Engine::recover() {
       // waiting, and the build tool's next compiles, join it again. What
       // became of those compiles is their build tool's to say: recorded
       // cancelled, not failed, and the build log says why. (Running ones are
-      // queued again by now.)
+      // queued again by now, but for those taken back.)
       const auto pending = store_.queued_units(b.id);
       const int left = static_cast<int>(pending.size());
       for (const auto& u : pending) note_dropped_unasked(u.id, "fadd restarted");

@@ -292,11 +292,11 @@ class Engine {
   /// Whether that very process still runs (a fad run's opener, a launcher):
   /// a pid the kernel gave to a later process is not it.
   bool process_alive(const ProcessStamp& process);
-  /// The process `pid` as fadd can tell it apart later; none when it cannot see it.
   /// At start: a launcher's compile a previous fadd admitted, still running
   /// (recover checked its group is the same): running again here, accounted
   /// for as if this fadd had admitted it.
   void take_back(const LeftRunning& left);
+  /// The process `pid` as fadd can tell it apart later; none when it cannot see it.
   std::optional<ProcessStamp> stamp_of(int pid);
   void observe_running(double now);
   void finalize_external(const BuildRecord& b, const std::string& why);

@@ -449,6 +449,15 @@ void Engine::check_external(double now) {
       spdlog::warn("launcher of unit {} did not start its compiler within {:.0f} s; it waits again", r.unit.name,
                    kStartTimeoutS);
       r.stop = StopReason::requeue;
+    } else if (r.stop == StopReason::none && r.taken_back) {
+      // Its launcher may have reported the end while this fadd was starting
+      // and not yet listening: what became of it is its build tool's to say,
+      // as for the compiles a restart did not take back.
+      spdlog::warn("launched compile {} ended without a report to this fadd; recording it cancelled", r.unit.name);
+      append_build_log(r.unit.build_id, "fadd restarted: " + r.unit.name +
+                                            " ended without a report to this fadd (its launcher may have reported "
+                                            "it while fadd was starting); recorded as cancelled\n");
+      r.stop = StopReason::cancel;
     } else if (r.stop == StopReason::none) {
       spdlog::warn("launcher of unit {} vanished; marking it failed", r.unit.name);
     }

@@ -324,6 +324,33 @@ TEST_CASE(
   CHECK_THAT(f.engine->logs(f.me, log).result["data"].get<std::string>(), Contains("took back out.o"));
 }
 
+TEST_CASE("engine faults: a compile taken back at start whose end nobody reports is cancelled, not failed",
+          "[engine][faults]") {
+  if (read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    WARN("skipped: no boot id here, so no process group outlives a restart in fadd's eyes");
+    return;
+  }
+  EngineFixture f;
+  f.make_engine().recover();
+  const int pid = f.me.pid + 50;
+  const auto unit = started_launch(f, launch_of("/w/b.cu"), pid, 4100);
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  f.make_engine().recover();
+  REQUIRE(f.store->unit(unit)->state == UnitState::running);
+  // It ended while the new fadd was starting: its launcher found no one
+  // listening and exited. Bug to avoid: recorded failed, it would have
+  // failed a build its build tool may well have finished.
+  f.launcher.gone.insert(pid);
+  f.launcher.processes.erase(pid);
+  tick_for(f, 15);
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);
+  LogsRequest log;
+  log.id = f.store->unit(unit)->build_id;
+  CHECK_THAT(f.engine->logs(f.me, log).result["data"].get<std::string>(),
+             Contains("out.o ended without a report to this fadd"));
+}
+
 TEST_CASE("engine faults: a launch session's build lives on through a restart and ends as its compiles did",
           "[engine][faults]") {
   EngineFixture f;
