@@ -123,6 +123,20 @@ void tick_for(EngineFixture& f, int seconds) {
   }
 }
 
+/// A launched compile (b.cu, compiler `pid` holding 1 GiB) running when
+/// fadd is killed, and a new fadd started; returns its unit id.
+std::int64_t taken_back_launch(EngineFixture& f, int pid) {
+  f.make_engine().recover();
+  const auto unit = started_launch(f, launch_of("/w/b.cu"), pid, 4100);
+  f.launcher.memory[pid] = 1ull << 30;
+  tick_for(f, 3);
+  f.engine.reset();  // kill -9; the launcher's compile runs on
+  f.launcher.forget_callbacks();
+  f.launcher.adopted.clear();
+  f.make_engine().recover();
+  return unit;
+}
+
 }  // namespace
 
 TEST_CASE("engine faults: a unit that ends while the database cannot be written is never lost", "[engine][faults]") {
@@ -282,16 +296,9 @@ TEST_CASE(
     return;
   }
   EngineFixture f;
-  f.make_engine().recover();
   const int pid = f.me.pid + 50;
-  const auto unit = started_launch(f, launch_of("/w/b.cu"), pid, 4100);
-  f.launcher.memory[pid] = 1ull << 30;
-  tick_for(f, 3);
+  const auto unit = taken_back_launch(f, pid);
   const auto learned = f.store->history().size();
-  f.engine.reset();  // kill -9; the launcher's compile runs on
-  f.launcher.forget_callbacks();
-  f.launcher.adopted.clear();
-  f.make_engine().recover();
   // Bug: it was recorded cancelled and unseen by the scheduler, so the new
   // fadd admitted as if its memory were free.
   REQUIRE(f.store->unit(unit)->state == UnitState::running);
@@ -331,12 +338,8 @@ TEST_CASE("engine faults: a compile taken back at start whose end nobody reports
     return;
   }
   EngineFixture f;
-  f.make_engine().recover();
   const int pid = f.me.pid + 50;
-  const auto unit = started_launch(f, launch_of("/w/b.cu"), pid, 4100);
-  f.engine.reset();
-  f.launcher.forget_callbacks();
-  f.make_engine().recover();
+  const auto unit = taken_back_launch(f, pid);
   REQUIRE(f.store->unit(unit)->state == UnitState::running);
   // It ended while the new fadd was starting: its launcher found no one
   // listening and exited. Bug to avoid: recorded failed, it would have
