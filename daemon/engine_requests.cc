@@ -410,6 +410,7 @@ Response Engine::retry(const Caller& caller, std::int64_t id) {
   for (const auto& u : store_.units(id)) {
     failed += u.state == UnitState::failed;
     cancelled += u.state == UnitState::cancelled;
+    lost_runs_.erase(u.id);  // a retry starts its count of lost steps afresh
   }
   Transaction tx(store_.db());
   const int requeued = store_.requeue_failed_units(id);

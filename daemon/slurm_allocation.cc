@@ -86,7 +86,7 @@ void SlurmAllocation::poll(double now) {
 void SlurmAllocation::suspect() {
   next_check_ = 0;
   ++suspicions_;
-  suspected_ = state_ == State::active;
+  suspected_ = job_id_ > 0;  // cleared only by a check asked after this
 }
 
 std::string SlurmAllocation::wait_reason() const {

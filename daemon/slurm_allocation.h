@@ -39,14 +39,16 @@ class SlurmAllocation {
   void release();
 
   State state() const { return state_; }
+  /// A step was lost since the last check: nothing starts until the next.
+  bool suspected() const { return suspected_; }
   /// Steps may start: the job runs, its nodes see fad's files, and nothing
   /// since the last check suggested otherwise.
   bool active() const { return state_ == State::active && !suspected_; }
   std::int64_t job_id() const { return job_id_; }
-  /// The nodes units may use now: the job's nodes that are up, each with what
-  /// the job holds there. Empty unless active.
+  /// The job's nodes that were up at the last check, each with what the job
+  /// holds there; units may use them only while active().
   const std::vector<ExecutorNode>& nodes() const { return nodes_; }
-  /// Why units wait ("" when active).
+  /// Why units wait ("" when active()).
   std::string wait_reason() const;
   /// Seconds without demand after which the allocation is given back.
   double idle_release_s = 300;

@@ -227,7 +227,7 @@ ExitInfo SlurmExecutor::finish(Step& step, const ExitInfo& srun) {
   info.peak_source = step.report.peak >= step.sstat_peak && !step.report.source.empty() ? step.report.source
                      : step.sstat_peak > 0                                              ? "sstat"
                                                                                         : "";
-  if (info.lost) {
+  if (info.lost && !step.ended_by_fadd) {
     allocation_.suspect();
     spdlog::warn("unit {}: its Slurm step was lost ({}); it runs again", step.unit_id,
                  end == slurm::StepEnd::normal ? "told to stop, not by fadd" : slurm::to_string(end));
@@ -295,6 +295,7 @@ void SlurmExecutor::signal_group(int pgid, int sig) {
     if (pgid > 1 && !config_.job_per_unit) ::kill(pgid, sig);  // not ours (e.g. a previous fadd's srun)
     return;
   }
+  if (sig == SIGTERM || sig == SIGKILL) step->ended_by_fadd = true;
   if (step->report.step.empty()) read_report(*step);
   const auto& id = step->report.step;
   if (!id.empty()) {
@@ -359,7 +360,7 @@ GroupAccount SlurmExecutor::release(int pgid, Leftovers /*leftovers: the step's 
   // stop (the engine ignores `lost` for units it stopped itself): the step's
   // allocation or node went away under it.
   account.lost = !account.oom_killed && (!step.report.done || step.report.terminated);
-  if (account.lost) allocation_.suspect();
+  if (account.lost && !step.ended_by_fadd) allocation_.suspect();
   std::error_code ec;
   fs::remove(step.report_path, ec);
   return account;
@@ -390,7 +391,10 @@ std::string SlurmExecutor::status_json() {
   nlohmann::json j{
       {"kind", "slurm"},
       {"mode", config_.job_per_unit ? "job-per-unit" : "allocation"},
-      {"state", config_.job_per_unit ? "jobs" : to_string(allocation_.state())},
+      {"state", config_.job_per_unit ? "jobs"
+                : allocation_.suspected() && allocation_.state() == SlurmAllocation::State::active
+                    ? "checking"
+                    : to_string(allocation_.state())},
       {"job_id", allocation_.job_id() > 0 ? nlohmann::json(allocation_.job_id()) : nlohmann::json(nullptr)},
       {"nodes", std::move(nodes)},
       {"wait_reason", wait_reason()}};

@@ -71,6 +71,8 @@ class SlurmExecutor final : public ProcessLauncher {
     std::uint64_t sstat_peak = 0;
     std::uint64_t peak = 0;
     StepReport report;  ///< last read
+    /// fadd ended it (SIGTERM, SIGKILL): its end says nothing about the job.
+    bool ended_by_fadd = false;
   };
   void tick();
   void refresh_sstat();

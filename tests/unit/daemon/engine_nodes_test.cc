@@ -158,6 +158,33 @@ TEST_CASE("engine on a cluster: a unit lost in each of its runs fails after the 
   CHECK(f.build_state(id) == BuildState::failed);
 }
 
+TEST_CASE("engine on a cluster: a retry counts a unit's lost steps afresh", "[engine][cluster]") {
+  EngineFixture f;
+  two_nodes(f);
+  const auto id = f.submit();
+  f.engine->tick();
+  ExitInfo lost;
+  lost.exit_code = 143;
+  lost.lost = true;
+  for (int run = 1; run < kMaxLostRuns; ++run) {
+    if (run > 1) f.engine->tick();
+    f.launcher.exit_with("a_one", lost);
+  }
+  REQUIRE(f.launcher.launch_count("a_one") == kMaxLostRuns - 1);
+  REQUIRE(f.unit(id, "a_one")->state == UnitState::queued);
+  // Cancelled while it waits to run again, then retried. Bug: its losses
+  // before the cancel carried over, so its first loss after the retry failed it.
+  REQUIRE(f.engine->cancel(f.me, id).ok);
+  for (const auto& name : {"a_two", "b_one", "b_two"})
+    if (f.launcher.find(name)) f.launcher.exit(name, 143, true);
+  REQUIRE(f.build_state(id) == BuildState::cancelled);
+  REQUIRE(f.engine->retry(f.me, id).ok);
+  f.engine->tick();
+  REQUIRE(f.launcher.launch_count("a_one") == kMaxLostRuns);
+  f.launcher.exit_with("a_one", lost);
+  CHECK(f.unit(id, "a_one")->state == UnitState::queued);
+}
+
 TEST_CASE("engine on a cluster: a unit fad killed for flooding its log fails, though its step reads as lost",
           "[engine][cluster]") {
   // Its kill reaches the step through srun or scancel, which Slurm reports
