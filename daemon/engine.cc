@@ -244,6 +244,7 @@ void Engine::take_back(const LeftRunning& left) {
   r.started_epoch = began ? std::min<double>(*began, epoch_now()) : epoch_now();
   r.started_at = now - (epoch_now() - r.started_epoch);
   r.taken_back = true;
+  r.taken_back_at = now;
   // Its launcher is its compiler's parent: while it lives, a gone group has
   // the longer grace to be reported.
   if (const auto leader = launcher_.process_info(r.pgid)) r.launcher = stamp_of(static_cast<int>(leader->ppid));

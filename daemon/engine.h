@@ -236,6 +236,7 @@ class Engine {
     /// Admitted by a previous fadd and taken back at start (take_back): what
     /// this fadd saw of it misses its start, so nothing is learnt from it.
     bool taken_back = false;
+    double taken_back_at = 0;  ///< when (this fadd's clock)
     /// Time it spent frozen (suspended, paused, or stopped by its user) is
     /// no compile time: not in its duration, its samples' times or its place
     /// in its predicted profile, so a pause teaches no longer unit.

@@ -449,10 +449,11 @@ void Engine::check_external(double now) {
       spdlog::warn("launcher of unit {} did not start its compiler within {:.0f} s; it waits again", r.unit.name,
                    kStartTimeoutS);
       r.stop = StopReason::requeue;
-    } else if (r.stop == StopReason::none && r.taken_back) {
-      // Its launcher may have reported the end while this fadd was starting
-      // and not yet listening: what became of it is its build tool's to say,
-      // as for the compiles a restart did not take back.
+    } else if (r.stop == StopReason::none && r.taken_back && r.gone_since - r.taken_back_at <= kGoneGraceS) {
+      // Gone by the first looks after the start: its launcher may have
+      // reported the end while this fadd was starting and not yet listening.
+      // What became of it is its build tool's to say, as for the compiles a
+      // restart did not take back. (Later, a vanished launcher is one.)
       spdlog::warn("launched compile {} ended without a report to this fadd; recording it cancelled", r.unit.name);
       append_build_log(r.unit.build_id, "fadd restarted: " + r.unit.name +
                                             " ended without a report to this fadd (its launcher may have reported "

@@ -354,6 +354,23 @@ TEST_CASE("engine faults: a compile taken back at start whose end nobody reports
              Contains("out.o ended without a report to this fadd"));
 }
 
+TEST_CASE("engine faults: a compile taken back at start whose launcher vanishes later fails, as any other",
+          "[engine][faults]") {
+  if (read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+    WARN("skipped: no boot id here, so no process group outlives a restart in fadd's eyes");
+    return;
+  }
+  EngineFixture f;
+  const int pid = f.me.pid + 50;
+  const auto unit = taken_back_launch(f, pid);
+  tick_for(f, 60);  // compiling under the new fadd for a minute
+  REQUIRE(f.store->unit(unit)->state == UnitState::running);
+  f.launcher.gone.insert(pid);
+  f.launcher.processes.erase(pid);
+  tick_for(f, 15);
+  CHECK(f.store->unit(unit)->state == UnitState::failed);
+}
+
 TEST_CASE("engine faults: a launch session's build lives on through a restart and ends as its compiles did",
           "[engine][faults]") {
   EngineFixture f;
