@@ -229,14 +229,7 @@ void Engine::take_back(const LeftRunning& left) {
   const auto q = queued_unit(*unit);
   const Estimate est = estimator_.estimate(q.key, r.threads, q.manifest_prior);
   r.predicted = est.profile;
-  if (r.predicted.peak() < unit->estimate_bytes) {
-    auto top = std::max_element(r.predicted.points.begin(), r.predicted.points.end(),
-                                [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (top != r.predicted.points.end())
-      top->second = unit->estimate_bytes;
-    else
-      r.predicted.points.emplace_back(0.0, unit->estimate_bytes);
-  }
+  r.predicted.lift_peak_to(unit->estimate_bytes);
   r.guess = est.source == EstimateSource::prior;
   r.duration_guessed = est.duration_guessed;
   // It started under the previous fadd: its place in its profile counts from then.
@@ -939,14 +932,7 @@ void Engine::prepare_end(Ended& e) {
   obs.profile.duration_s = e.duration;
   // Polling can miss a short spike that the unit's cgroup caught: lift the
   // highest sample to the true peak so estimates are never below it.
-  if (obs.profile.peak() < e.run.peak) {
-    auto top = std::max_element(obs.profile.points.begin(), obs.profile.points.end(),
-                                [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (top != obs.profile.points.end())
-      top->second = e.run.peak;
-    else
-      obs.profile.points.emplace_back(0.0, e.run.peak);
-  }
+  obs.profile.lift_peak_to(e.run.peak);
   store_cached(u, e.run.started_at);
   HistoryRecord h;
   h.key = obs.key.exact();

@@ -37,10 +37,7 @@ void Engine::record_attempt(const Running& r, const char* outcome, std::uint64_t
     Profile p = r.measured.points.size() > kStoredPoints ? r.measured.thinned(kStoredPoints) : r.measured;
     // Polling can miss a short spike its cgroup caught: the highest sample is
     // lifted to the true peak, and a unit shorter than one sample is drawn at it.
-    if (p.points.empty() && peak > 0) p.points.emplace_back(0.0, peak);
-    auto top = std::max_element(p.points.begin(), p.points.end(),
-                                [](const auto& x, const auto& y) { return x.second < y.second; });
-    if (top != p.points.end() && top->second < peak) top->second = peak;
+    p.lift_peak_to(peak);
     p.duration_s = a.ended_at - a.started_at;
     a.points = p.serialize();
     store_.add_unit_attempt(a);

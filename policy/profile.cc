@@ -110,6 +110,16 @@ Profile Profile::scaled(double memory_factor, double time_factor) const {
   return out;
 }
 
+void Profile::lift_peak_to(std::uint64_t bytes) {
+  if (bytes == 0) return;
+  auto top =
+      std::max_element(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (top == points.end())
+    points.emplace_back(0.0, bytes);
+  else if (top->second < bytes)
+    top->second = bytes;
+}
+
 Profile Profile::thinned(std::size_t max_points) const {
   if (max_points == 0 || points.size() <= max_points) return *this;
   std::size_t window = (points.size() + max_points - 1) / max_points;

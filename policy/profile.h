@@ -36,6 +36,10 @@ struct Profile {
   Profile scaled(double memory_factor, double time_factor) const;
   /// At most `max_points` points, keeping each window's maximum so peaks survive.
   Profile thinned(std::size_t max_points) const;
+  /// Its highest point raised to `bytes` where it is lower (polling missed a
+  /// spike a cgroup caught, or an estimate is known to be at least that); an
+  /// empty profile gets one point at 0. Never lowers anything.
+  void lift_peak_to(std::uint64_t bytes);
 
   /// Each value replaced by the highest within `window` seconds either side
   /// (inside the life): the profile of a unit that may run up to `window`

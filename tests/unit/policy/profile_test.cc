@@ -57,6 +57,21 @@ TEST_CASE("Profile::scaled multiplies memory and time") {
   CHECK(p.at(10) == 4 * kGiB);
 }
 
+TEST_CASE("Profile::lift_peak_to raises the highest point only, and never lowers") {
+  Profile p;
+  p.points = {{0, kGiB}, {5, 3 * kGiB}, {9, 2 * kGiB}};
+  p.duration_s = 10;
+  p.lift_peak_to(4 * kGiB);
+  CHECK(p.points == std::vector<std::pair<double, std::uint64_t>>{{0, kGiB}, {5, 4 * kGiB}, {9, 2 * kGiB}});
+  p.lift_peak_to(2 * kGiB);  // already above
+  CHECK(p.peak() == 4 * kGiB);
+  Profile empty;
+  empty.lift_peak_to(0);
+  CHECK(empty.points.empty());
+  empty.lift_peak_to(kGiB);
+  CHECK(empty.points == std::vector<std::pair<double, std::uint64_t>>{{0, kGiB}});
+}
+
 TEST_CASE("Profile::thinned keeps each window's maximum") {
   Profile p;
   for (int i = 0; i < 100; ++i) p.points.emplace_back(i, i == 37 ? 9 * kGiB : kGiB);
