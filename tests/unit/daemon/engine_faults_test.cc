@@ -123,6 +123,10 @@ void tick_for(EngineFixture& f, int seconds) {
   }
 }
 
+/// fadd tells a process group from a later one of the same id only within a
+/// boot it can name: without a boot id, nothing is taken back at a restart.
+bool boot_id_known() { return !read_small_file("/proc/sys/kernel/random/boot_id").empty(); }
+
 /// A launched compile (b.cu, compiler `pid` holding 1 GiB) running when
 /// fadd is killed, and a new fadd started; returns its unit id.
 std::int64_t taken_back_launch(EngineFixture& f, int pid) {
@@ -243,7 +247,7 @@ TEST_CASE("engine faults: a waiting launcher is told the database cannot be writ
 
 TEST_CASE("engine faults: compiles left to their launchers by a restart are cancelled, and the build log says why",
           "[engine][faults]") {
-  const bool boot_known = !read_small_file("/proc/sys/kernel/random/boot_id").empty();
+  const bool boot_known = boot_id_known();
   EngineFixture f;
   f.make_engine().recover();
   const auto waiting = queued_launch(f, f.me, launch_of("/w/a.cu"));
@@ -291,7 +295,7 @@ TEST_CASE(
     "engine faults: a compile still running when fadd restarts is taken back: it counts in admission and its "
     "end is recorded",
     "[engine][faults]") {
-  if (read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+  if (!boot_id_known()) {
     WARN("skipped: no boot id here, so no process group outlives a restart in fadd's eyes");
     return;
   }
@@ -333,7 +337,7 @@ TEST_CASE(
 
 TEST_CASE("engine faults: a compile taken back at start whose end nobody reports is cancelled, not failed",
           "[engine][faults]") {
-  if (read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+  if (!boot_id_known()) {
     WARN("skipped: no boot id here, so no process group outlives a restart in fadd's eyes");
     return;
   }
@@ -356,7 +360,7 @@ TEST_CASE("engine faults: a compile taken back at start whose end nobody reports
 
 TEST_CASE("engine faults: a compile taken back at start whose launcher vanishes later fails, as any other",
           "[engine][faults]") {
-  if (read_small_file("/proc/sys/kernel/random/boot_id").empty()) {
+  if (!boot_id_known()) {
     WARN("skipped: no boot id here, so no process group outlives a restart in fadd's eyes");
     return;
   }
@@ -739,7 +743,7 @@ TEST_CASE(
   // process groups can be told apart), else records it left to its launcher.
   f.engine.reset();
   f.make_engine().recover();
-  const bool boot_known = !read_small_file("/proc/sys/kernel/random/boot_id").empty();
+  const bool boot_known = boot_id_known();
   CHECK(f.store->unit(unit)->state == (boot_known ? UnitState::running : UnitState::cancelled));
   if (boot_known) {
     // Its build is still paused: continued by the start, frozen again.

@@ -30,6 +30,14 @@ std::string node_of(EngineFixture& f, const std::string& name) {
   return l ? l->spec.node : "";
 }
 
+/// A step's end as the Slurm executor reports a lost one: srun's status.
+ExitInfo lost_step(int srun_exit_code) {
+  ExitInfo info;
+  info.exit_code = srun_exit_code;
+  info.lost = true;
+  return info;
+}
+
 }  // namespace
 
 TEST_CASE("engine on a cluster: units are packed per node by its cores and carry their node", "[engine][cluster]") {
@@ -136,9 +144,7 @@ TEST_CASE("engine on a cluster: a unit lost in each of its runs fails after the 
   two_nodes(f);
   const auto id = f.submit();
   f.engine->tick();
-  ExitInfo lost;
-  lost.exit_code = 143;
-  lost.lost = true;
+  const ExitInfo lost = lost_step(143);
   // Bug: every lost step requeued its unit, so a cluster that killed each of
   // its steps kept the build running for ever.
   for (int run = 1; run < kMaxLostRuns; ++run) {
@@ -163,9 +169,7 @@ TEST_CASE("engine on a cluster: a retry counts a unit's lost steps afresh", "[en
   two_nodes(f);
   const auto id = f.submit();
   f.engine->tick();
-  ExitInfo lost;
-  lost.exit_code = 143;
-  lost.lost = true;
+  const ExitInfo lost = lost_step(143);
   for (int run = 1; run < kMaxLostRuns; ++run) {
     if (run > 1) f.engine->tick();
     f.launcher.exit_with("a_one", lost);
@@ -196,9 +200,7 @@ TEST_CASE("engine on a cluster: a unit fad killed for flooding its log fails, th
   f.engine->tick();
   test::write_file(f.unit(id, "a_one")->log_path, std::string(200, 'x'));
   f.engine->tick();
-  ExitInfo lost;
-  lost.exit_code = 128 + SIGKILL;
-  lost.lost = true;
+  const ExitInfo lost = lost_step(128 + SIGKILL);
   f.launcher.exit_with("a_one", lost);
   CHECK(f.unit(id, "a_one")->state == UnitState::failed);
   CHECK(f.launcher.launch_count("a_one") == 1);
