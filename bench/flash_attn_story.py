@@ -4,28 +4,39 @@
 Builds FlashAttention-2 from its PyPI source distribution inside one memory
 cgroup whose limit stands in for a WSL VM (default 12 GiB), once per policy,
 for the same wall-clock window each (a full build is hours on a small machine),
-and compares what got done:
+and compares what got done. With --units, setup.py's source list is cut down
+to flash_api.cpp and those units, and with a window long enough every policy
+builds them to the end: the time to finish is then the figure.
 
-  fad    `fad run --name flash-attn -- pip install ...` with fadd running inside
-         the same cgroup (it reads the cgroup's limit as its budget; nothing is
-         tuned): fad picks how many units run and with how many nvcc threads.
-  safe   MAX_JOBS=1 NVCC_THREADS=1, what users fall back to.
-  j4     MAX_JOBS=4 (flash-attn's own NVCC_THREADS default of 4).
+  fad       `fad run --name flash-attn -- pip install ...` with a fresh fadd
+            running inside the same cgroup (it reads the cgroup's limit as its
+            budget; nothing is tuned): fad picks how many units run and with
+            how many nvcc threads.
+  fad-warm  the same, after `fad history import FILE` (--history): profiles
+            learnt elsewhere, e.g. by a fad build for another arch
+            (--export-history FILE after a `fad` run writes such a file).
+  jN-tT     MAX_JOBS=N NVCC_THREADS=T.
+  safe      j1-t1, what users fall back to.
+  j4        MAX_JOBS=4 (flash-attn's own NVCC_THREADS default of 4).
+  fa        setup.py's own rule, untouched: MAX_JOBS from cpu_count // 2 and
+            free memory / 9 GiB, NVCC_THREADS 4.
 
 Figures per policy: compile units finished in the window (object files the
 build wrote), units per hour of the window, peak and mean anonymous memory of
 the cgroup (memory.stat total_rss + total_shmem every 0.5 s; usage_in_bytes
 also counts page cache, which fills any limit in a long build), OOM kills (the
-cgroup's oom_kill counter and the kernel log), and whether pip was still
+kernel's oom_kill counter in /proc/vmstat and the kernel log), and whether pip was still
 running, succeeded or failed when the window closed. Every run starts from
 pip's fresh unpacking of the source distribution.
 
 Needs root, a cgroup v1 memory controller, nvcc, and PyPI. It makes a
 virtualenv with torch (whose CUDA major must match nvcc's and whose headers
 must still compile as C++17: torch 2.11-2.13 for CUDA 13), ninja, packaging
-and psutil, unless --venv names one. Example (about 2 hours):
+and psutil, unless --venv names one. Examples (about 2 hours each):
 
   sudo python3 bench/flash_attn_story.py --window 2400 --limit 12G --archs 90
+  sudo python3 bench/flash_attn_story.py --units flash_fwd_hdim64_fp16_sm80,... \
+      --window 7200 --policies fad,j1-t1,j2-t1 --json results.json
 """
 import argparse
 import glob
@@ -40,10 +51,23 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace_bench import CG_ROOT, GIB, Cgroup, parse_size, stop_daemon, wait_socket  # noqa: E402
+from trace_bench import CG_ROOT, GIB, Cgroup, oom_kill_count, parse_size, stop_daemon, wait_socket  # noqa: E402
+
+from cache_bench import make_subset  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-POLICIES = ("fad", "safe", "j4")
+NAMED = ("fad", "fad-warm", "safe", "j4", "fa")
+FIXED = re.compile(r"j([1-9][0-9]*)-t([1-9][0-9]*)$")
+
+
+def policy_env(policy):
+    """MAX_JOBS and NVCC_THREADS for a launcher policy ({} for fa: setup.py decides)."""
+    if policy == "safe":
+        return {"MAX_JOBS": "1", "NVCC_THREADS": "1"}
+    if policy == "j4":
+        return {"MAX_JOBS": "4"}
+    m = FIXED.match(policy)
+    return {"MAX_JOBS": m.group(1), "NVCC_THREADS": m.group(2)} if m else {}
 
 
 def sh(argv, **kw):
@@ -146,6 +170,25 @@ class Sampler(threading.Thread):
         return max(self.samples, default=0)
 
 
+def fad_builds(args, sock):
+    """Each build's units as fadd recorded them: peak, run time, threads,
+    estimate source and reruns (`fad status ID --json`)."""
+    fad = os.path.join(args.build_dir, "fad")
+    listing = subprocess.run([fad, "status", "--socket", sock, "--json"], capture_output=True, text=True)
+    try:
+        ids = [b["id"] for b in json.loads(listing.stdout).get("builds", [])]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
+    builds = []
+    for i in ids:
+        one = subprocess.run([fad, "status", str(i), "--socket", sock, "--json"], capture_output=True, text=True)
+        try:
+            builds.append(json.loads(one.stdout))
+        except ValueError:
+            builds.append({"id": i, "error": one.stderr.strip()})
+    return builds
+
+
 def kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -178,24 +221,26 @@ def run_policy(args, policy, sdist, py):
     cg = Cgroup(f"fad-story-{policy}-{os.getpid()}", args.limit_bytes)
     fadd = None
     try:
-        if policy == "safe":
-            env.update({"MAX_JOBS": "1", "NVCC_THREADS": "1"})
-            argv = pip
-        elif policy == "j4":
-            env["MAX_JOBS"] = "4"
+        if not policy.startswith("fad"):
+            env.update(policy_env(policy))
             argv = pip
         else:
             state = os.path.join(pdir, "fad-state")
-            os.makedirs(state)
+            # An empty compile cache of its own: one shared with an earlier run
+            # would hand fad that run's objects.
+            env["FAD_CACHE_DIR"] = os.path.join(state, "cache")
+            os.makedirs(env["FAD_CACHE_DIR"])
             sock = os.path.join(state, "fadd.sock")
             fadd_log = open(os.path.join(pdir, "fadd.stderr"), "w")
             fadd = subprocess.Popen(cg.wrap([os.path.join(args.build_dir, "fadd"), "--socket", sock,
                                              "--state-dir", state, "--nvcc", args.nvcc]),
                                     env=env, stdout=fadd_log, stderr=subprocess.STDOUT)
             wait_socket(sock, fadd)
+            if policy == "fad-warm":
+                sh([os.path.join(args.build_dir, "fad"), "history", "import", "--socket", sock, args.history])
             argv = [os.path.join(args.build_dir, "fad"), "run", "--socket", sock, "--name", "flash-attn",
                     "--"] + pip
-        ooms_kernel0, ooms0 = kernel_oom_kills(cg), cg.oom_kills()
+        ooms_kernel0, ooms0 = kernel_oom_kills(cg), oom_kill_count()
         cg.reset()
         log = open(os.path.join(pdir, "build.log"), "w")
         t0 = time.time()
@@ -219,7 +264,7 @@ def run_policy(args, policy, sdist, py):
             "unit_finish_times_s": [[round(t, 1), n] for t, n in units],
             "peak_anon_bytes": sampler.peak(), "mean_anon_bytes": int(sampler.mean()),
             "peak_usage_bytes": cg.max_usage(), "limit_hits": cg.failcnt(),
-            "oom_kills_cgroup": cg.oom_kills() - ooms0, "oom_kills_kernel_log": kernel_oom_kills(cg) - ooms_kernel0,
+            "oom_kills_vmstat": oom_kill_count() - ooms0, "oom_kills_kernel_log": kernel_oom_kills(cg) - ooms_kernel0,
             "limit_bytes": args.limit_bytes,
         }
         if fadd is not None:
@@ -227,6 +272,9 @@ def run_policy(args, policy, sdist, py):
                                 capture_output=True, text=True)
             with open(os.path.join(pdir, "fad-status.json"), "w") as f:
                 f.write(st.stdout)
+            result["fad_builds"] = fad_builds(args, sock)
+            if args.export_history and policy == "fad":
+                sh([os.path.join(args.build_dir, "fad"), "history", "export", "--socket", sock, args.export_history])
         if rc is None:
             kill_group(proc)
         log.close()
@@ -239,7 +287,12 @@ def run_policy(args, policy, sdist, py):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policies", default=",".join(POLICIES), help="comma list of fad, safe, j4")
+    ap.add_argument("--policies", default="fad,safe,j4",
+                    help="comma list of fad, fad-warm, jN-tT, safe, j4, fa (default fad,safe,j4)")
+    ap.add_argument("--units", help="comma list of .cu units (no suffix) to build with flash_api.cpp; default: all")
+    ap.add_argument("--history", help="for fad-warm: a file written by `fad history export`")
+    ap.add_argument("--export-history", help="after a fad run, write its learnt profiles here")
+    ap.add_argument("--json", help="also write every policy's results to this file")
     ap.add_argument("--window", type=float, default=2400, help="seconds each policy builds (default 2400)")
     ap.add_argument("--limit", default="12G", help="the cgroup's memory limit: the VM's RAM (default 12G)")
     ap.add_argument("--archs", default="90", help="FLASH_ATTN_CUDA_ARCHS (default 90)")
@@ -257,9 +310,11 @@ def main():
         sys.exit(f"needs root and a cgroup v1 memory controller at {CG_ROOT}")
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
-        if p not in POLICIES:
-            sys.exit(f"unknown policy '{p}' (known: {', '.join(POLICIES)})")
-    if "fad" in policies and not all(os.access(os.path.join(args.build_dir, e), os.X_OK) for e in ("fad", "fadd")):
+        if p not in NAMED and not FIXED.match(p):
+            sys.exit(f"unknown policy '{p}' (known: {', '.join(NAMED)}, jN-tT)")
+    if "fad-warm" in policies and not (args.history and os.path.isfile(args.history)):
+        sys.exit("fad-warm needs --history FILE (written by `fad history export`)")
+    if any(p.startswith("fad") for p in policies) and not all(os.access(os.path.join(args.build_dir, e), os.X_OK) for e in ("fad", "fadd")):
         sys.exit(f"missing fad/fadd in {args.build_dir}: run BUILD_TARGETS='fad fadd' scripts/build.sh")
     args.limit_bytes = parse_size(args.limit)
     args.workdir = os.path.abspath(args.workdir)
@@ -267,6 +322,9 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     py = ensure_venv(args)
     sdist = ensure_sdist(args, py)
+    if args.units:
+        args.units = [u.strip().removesuffix(".cu") for u in args.units.split(",") if u.strip()]
+        sdist = make_subset(args, sdist)
     # Results of earlier invocations (other policies) are kept, so policies can be run one at a time.
     out = os.path.join(args.workdir, "results.json")
     results = json.load(open(out)) if os.path.exists(out) else []
@@ -276,12 +334,15 @@ def main():
         print(json.dumps({k: v for k, v in r.items() if k != "unit_finish_times_s"}), flush=True)
         with open(out, "w") as f:
             json.dump(results, f, indent=1)
-    print(f"\n{'policy':<6} {'ran s':>8} {'units':>5} {'units/h':>7} {'peak GiB':>8} {'mean GiB':>8}"
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+    print(f"\n{'policy':<8} {'ran s':>8} {'units':>5} {'units/h':>7} {'peak GiB':>8} {'mean GiB':>8}"
           f" {'OOM kills':>9}  outcome   (memory: anonymous, sampled every 0.5 s)")
     for r in results:
-        print(f"{r['policy']:<6} {r['elapsed_s']:>8.0f} {r['units_finished']:>5} {r['units_per_hour']:>7.1f}"
+        print(f"{r['policy']:<8} {r['elapsed_s']:>8.0f} {r['units_finished']:>5} {r['units_per_hour']:>7.1f}"
               f" {r.get('peak_anon_bytes', 0) / GIB:>8.2f} {r.get('mean_anon_bytes', 0) / GIB:>8.2f}"
-              f" {max(r['oom_kills_cgroup'], r['oom_kills_kernel_log']):>9}  {r['outcome']}")
+              f" {max(r.get('oom_kills_vmstat', r.get('oom_kills_cgroup', 0)), r['oom_kills_kernel_log']):>9}  {r['outcome']}")
 
 
 if __name__ == "__main__":
