@@ -13,8 +13,8 @@
 #include "common/text.h"
 #include "daemon/build_files.h"
 #include "daemon/credentials.h"
-#include "common/hash.h"
 #include "daemon/engine.h"
+#include "daemon/launch_key.h"
 #include "daemon/responses.h"
 #include "daemon/planner.h"
 
@@ -52,32 +52,6 @@ constexpr double kUnseenOpenerIdleS = 3600;
 // launcher reporting the end means the launcher is gone too.
 constexpr double kStoppedGoneGraceS = 2;
 
-// Flags that name this call's files rather than how it compiles: left out of
-// the learning key, so the same kernel built in another directory is known.
-bool takes_path_value(const std::string& a) {
-  return a == "-o" || a == "-MF" || a == "-MT" || a == "-MQ" || a == "--output-file" || a == "-odir";
-}
-
-// Past this, a learning key's flags are a prefix and a digest (key_flags).
-constexpr std::size_t kMaxKeyFlagsBytes = 2048;
-
-std::string key_flags(const std::vector<std::string>& argv, const std::string& source) {
-  std::string out;
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    const auto& a = argv[i];
-    if (takes_path_value(a) || a == "--threads" || a == "-t") {
-      ++i;
-      continue;
-    }
-    if (a.rfind("--threads=", 0) == 0 || a == source || fs::path(a).filename() == fs::path(source).filename()) continue;
-    out += (out.empty() ? "" : " ") + a;
-  }
-  // Only ever compared whole: past a length no real compile reaches, a digest
-  // tells the same flags apart as well, and the rows stay small.
-  if (out.size() > kMaxKeyFlagsBytes) out = utf8_prefix(out, kMaxKeyFlagsBytes / 2) + " ...sha256:" + sha256_hex(out);
-  return out;
-}
-
 // The launcher runs the arguments it has; fadd keeps them only for whoever
 // reads the log or the row, and a real nvcc line is a few KiB. Past the
 // bound, what is left out is counted, so that a user's launches of 128 KiB
@@ -95,15 +69,6 @@ std::vector<std::string> recorded_argv(const std::vector<std::string>& argv) {
   for (std::size_t j = i; j < argv.size(); ++j) left += argv[j].size() + 1;
   out.push_back("...(" + std::to_string(argv.size() - i) + " more argument(s), " + format_size(left) +
                 ", not recorded)");
-  return out;
-}
-
-// "flash_fwd_hdim128_fp16_sm80" -> "flash_fwd_hdim_fp_sm": siblings that differ
-// in head dim or dtype share a family and inform each other's estimates.
-std::string family_of(const std::string& source) {
-  std::string stem = fs::path(source).stem().string(), out;
-  for (char c : stem)
-    if (c < '0' || c > '9') out += c;
   return out;
 }
 
@@ -213,8 +178,12 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   // The caller's file name, in fadd's log and every user's listing: no
   // escape of it may reach a terminal that shows them.
   u.name = printable(fs::path(req.output.empty() ? req.source : req.output).filename().string());
-  u.source = req.source;
-  u.family = family_of(req.source);
+  // Learnt where its project sits left out: the same kernel from another
+  // checkout or pip directory is the same unit (the recorded argv keeps the
+  // real paths).
+  LaunchKey key = launch_key(req.argv, req.cwd, req.source);
+  u.source = std::move(key.source);
+  u.family = std::move(key.family);
   u.archs = req.archs;
   u.argv = recorded_argv(req.argv);
   u.output_path = req.output;
@@ -223,7 +192,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   // An older launcher sends neither: the unit is then known by its arguments.
   u.content_hash = req.content_hash.value_or("");
   u.source_bytes = req.source_bytes.value_or(0);
-  u.flags = key_flags(req.argv, req.source);
+  u.flags = std::move(key.flags);
   u.compiler = req.compiler_version.value_or(req.argv.front());
   // Every field above is the caller's word (any source, hash or version it
   // likes, run by any program): what fadd measures of it teaches only the

@@ -68,7 +68,7 @@ struct UnitRecord {
   int seq = 0;  ///< order within the build
   std::string name;
   UnitKind kind = UnitKind::compile;
-  std::string source;  ///< relative to the kernels dir
+  std::string source;  ///< relative to the kernels dir; launched: relative to its project (launch_key.h)
   std::string family;
   std::vector<std::string> archs;
   std::vector<std::string> argv;  ///< the full command, argv[0] = compiler

@@ -1,0 +1,129 @@
+// The learning key of a launched compile: where its project sits is left out,
+// so a kernel rebuilt from another checkout or pip directory is known.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include "daemon/engine.h"
+#include "daemon/launch_key.h"
+#include "fakes.h"
+
+namespace fad {
+namespace {
+
+using test::EngineFixture;
+
+/// torch's cpp_extension as pip runs it: ninja in build/temp.* under pip's
+/// fresh directory, nvcc given absolute paths under it.
+LaunchRequest pip_launch(const std::string& pip_dir) {
+  const std::string src = pip_dir + "/csrc/flash_attn/src/flash_fwd_hdim64_fp16_sm80.cu";
+  const std::string obj = pip_dir + "/build/temp.linux-x86_64-cpython-311/csrc/flash_fwd_hdim64_fp16_sm80.o";
+  LaunchRequest l;
+  l.session = 5;
+  l.cwd = pip_dir + "/build/temp.linux-x86_64-cpython-311";
+  l.source = src;
+  l.output = obj;
+  l.argv = {"/usr/local/cuda/bin/nvcc",
+            "--generate-dependencies-with-compile",
+            "--dependency-output",
+            obj + ".d",
+            "-I" + pip_dir + "/csrc/flash_attn",
+            "-I/venv/lib/python3.11/site-packages/torch/include",
+            "-c",
+            src,
+            "-o",
+            obj,
+            "-O3",
+            "-gencode",
+            "arch=compute_90,code=sm_90",
+            "--threads",
+            "4"};
+  l.archs = {"sm_90"};
+  l.content_hash = "sha256:same-content";
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("launch key: the project's root is the deepest directory the working directory and the source share",
+          "[launch_key]") {
+  CHECK(project_root("/tmp/pip-req-build-ab12/build/temp.linux", "/tmp/pip-req-build-ab12/csrc/src/k.cu") ==
+        "/tmp/pip-req-build-ab12");
+  CHECK(project_root("/home/u/proj/build", "/home/u/proj/src/k.cu") == "/home/u/proj");
+  CHECK(project_root("/home/u/proj/", "/home/u/proj/k.cu") == "/home/u/proj");  // compiled where it lies
+  CHECK(project_root("/home/u/proj-2", "/home/u/proj/k.cu") == "/home/u");      // components, not characters
+  CHECK(project_root("/build", "/src/k.cu").empty());                           // only "/" in common
+  CHECK(project_root("/", "/k.cu").empty());
+}
+
+TEST_CASE("launch key: only whole paths under the root are rewritten", "[launch_key]") {
+  CHECK(without_root("/w/csrc/k.cu", "/w") == "<root>/csrc/k.cu");
+  CHECK(without_root("-I/w/csrc", "/w") == "-I<root>/csrc");
+  CHECK(without_root("-I/w", "/w") == "-I<root>");
+  CHECK(without_root("-DPATHS=/w/a,/w/b", "/w") == "-DPATHS=<root>/a,<root>/b");
+  CHECK(without_root("-Xcompiler=-fdebug-prefix-map=/w=.", "/w") == "-Xcompiler=-fdebug-prefix-map=<root>=.");
+  CHECK(without_root("-I/work/csrc", "/w") == "-I/work/csrc");  // another directory that starts alike
+  CHECK(without_root("-I/x/w/csrc", "/w") == "-I/x/w/csrc");    // "/w" inside another path
+  CHECK(without_root("-O3", "/w") == "-O3");
+  CHECK(without_root("/w/k.cu", "") == "/w/k.cu");  // no root: as given
+}
+
+TEST_CASE("launch key: the same kernel built in two pip directories has one key; its files and threads are not in it",
+          "[launch_key]") {
+  const auto a = pip_launch("/tmp/pip-req-build-ab12cd34");
+  const auto b = pip_launch("/tmp/pip-req-build-zz99yy88");
+  const LaunchKey ka = launch_key(a.argv, a.cwd, a.source);
+  const LaunchKey kb = launch_key(b.argv, b.cwd, b.source);
+  CHECK(ka.source == "<root>/csrc/flash_attn/src/flash_fwd_hdim64_fp16_sm80.cu");
+  CHECK(ka.flags ==
+        "--generate-dependencies-with-compile -I<root>/csrc/flash_attn "
+        "-I/venv/lib/python3.11/site-packages/torch/include -c -O3 -gencode arch=compute_90,code=sm_90");
+  CHECK(ka.family == "flash_fwd_hdim_fp_sm");
+  CHECK(kb.source == ka.source);
+  CHECK(kb.flags == ka.flags);
+  // What still tells compiles apart stays: another include outside the root,
+  // another arch.
+  auto c = pip_launch("/tmp/pip-req-build-ab12cd34");
+  c.argv[5] = "-I/venv2/include";
+  CHECK(launch_key(c.argv, c.cwd, c.source).flags != ka.flags);
+  c = pip_launch("/tmp/pip-req-build-ab12cd34");
+  c.argv[12] = "arch=compute_80,code=sm_80";
+  CHECK(launch_key(c.argv, c.cwd, c.source).flags != ka.flags);
+  // The joined form of the dependency file is left out too.
+  c = pip_launch("/tmp/pip-req-build-ab12cd34");
+  c.argv[2] = "--dependency-output=" + c.output + ".d";
+  c.argv.erase(c.argv.begin() + 3);
+  CHECK(launch_key(c.argv, c.cwd, c.source).flags == ka.flags);
+}
+
+TEST_CASE("launch key: a kernel learnt in one pip directory is known exactly in the next", "[launch_key][engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto first = f.engine->launch(f.me, pip_launch("/tmp/pip-req-build-ab12cd34"));
+  REQUIRE(first.ok);
+  const auto unit = first.result.at("unit_id").get<std::int64_t>();
+  f.engine->tick();
+  const int pid = 41000;
+  f.launcher.processes[pid] = ProcessInfo{f.me.pid, pid, f.me.uid, 0};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{unit, pid}).ok);
+  f.launcher.memory[pid] = 3ull << 30;
+  for (int i = 0; i < 20; ++i) {
+    f.clock.advance(1);
+    f.engine->tick();
+  }
+  f.launcher.gone.insert(pid);
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{unit, 0, false}).ok);
+  REQUIRE(f.store->unit(unit)->state == UnitState::succeeded);
+
+  const auto second = f.engine->launch(f.me, pip_launch("/tmp/pip-req-build-zz99yy88"));
+  REQUIRE(second.ok);
+  const auto next = second.result.at("unit_id").get<std::int64_t>();
+  CHECK(f.store->unit(next)->key == f.store->unit(unit)->key);
+  f.engine->tick();
+  CHECK(f.store->unit(next)->estimate_source == "exact");
+  // Measured at 3 GiB: admitted at that, not at the 5 GiB prior.
+  CHECK(f.store->unit(next)->estimate_bytes < (4ull << 30));
+  CHECK(f.store->unit(next)->estimate_bytes >= (3ull << 30));
+}
+
+}  // namespace fad
