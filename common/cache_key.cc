@@ -7,6 +7,7 @@
 
 #include "common/depfile.h"
 #include "common/hash.h"
+#include "common/project_root.h"
 
 namespace fad {
 
@@ -79,27 +80,6 @@ bool is_debug_flag(const std::string& a) {
       a == "--generate-line-info")
     return true;
   return a.size() > 2 && starts_with(a, "-g") && !starts_with(a, "-gencode");  // -g3, -ggdb
-}
-
-std::string replace_root(const std::string& arg, const std::string& root, const std::string& mark) {
-  if (root.empty()) return arg;
-  std::string out;
-  for (std::size_t i = 0; i < arg.size();) {
-    if (arg.compare(i, root.size(), root) == 0 && (i + root.size() == arg.size() || arg[i + root.size()] == '/')) {
-      out += mark;
-      i += root.size();
-    } else {
-      out += arg[i++];
-    }
-  }
-  return out;
-}
-
-// The deepest directory holding both (absolute, normal) paths.
-std::string common_ancestor(const fs::path& a, const fs::path& b) {
-  fs::path out;
-  for (auto ia = a.begin(), ib = b.begin(); ia != a.end() && ib != b.end() && *ia == *ib; ++ia, ++ib) out /= *ia;
-  return out.string();
 }
 
 }  // namespace
@@ -218,10 +198,8 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
   if (wants_deps)
     plan.user_depfile = depfile.empty() ? fs::path(plan.output).replace_extension(".d").string() : depfile;
 
-  const fs::path abs_cwd = fs::path(cwd).lexically_normal();
-  std::string root = common_ancestor(abs_cwd, fs::path(absolute_in(plan.source, cwd)));
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  if (root.size() <= 1 || !depfile_safe_path(root)) {
+  std::string root = project_root(cwd, absolute_in(plan.source, cwd));
+  if (root.empty() || !depfile_safe_path(root)) {
     root.clear();
     plan.key_literals.push_back("cwd=" + cwd);  // nothing relabelled: the paths are what they are
   }

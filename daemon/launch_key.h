@@ -11,8 +11,9 @@ namespace fad {
 /// /tmp/pip-req-build-XXXXXXXX for every build and torch passes nvcc absolute
 /// paths under it (the source, -I, the dependency file): keyed by those, the
 /// same kernel rebuilt was never the same unit, and history (local or
-/// imported) reached it only through its family. As ccache's base_dir does,
-/// paths under the project's root are written relative to it.
+/// imported) reached it only through its family. As in the compile cache's
+/// key (and ccache's base_dir), paths under the project's root
+/// (common/project_root.h) are written relative to it.
 struct LaunchKey {
   std::string source;  ///< "<root>/csrc/x.cu", or the path as given when no root was found
   std::string flags;   ///< the arguments that say how it compiles (see key_flags)
@@ -23,20 +24,10 @@ struct LaunchKey {
 /// compiler's whole command line.
 LaunchKey launch_key(const std::vector<std::string>& argv, const std::string& cwd, const std::string& source);
 
-/// The directory the compile's working directory and its source's directory
-/// share, the deepest one: the project's root, as far as one call can tell
-/// (torch: /tmp/pip-req-build-X for a cwd of .../build/temp.linux-x86_64-...
-/// and sources under .../csrc). "" when they share only "/": nothing to cut.
-std::string project_root(const std::string& cwd, const std::string& source);
-
-/// `text` with every occurrence of the path `root` (one that ends a path
-/// component there) written as "<root>".
-std::string without_root(const std::string& text, const std::string& root);
-
 /// The arguments of `argv` (the compiler first) that say how it compiles:
 /// without the source, the files it writes (-o, dependency files) and the
-/// thread count fadd chooses; paths under `root` as "<root>/...". Past 2 KiB
-/// a prefix and a digest.
+/// thread count fadd chooses; paths under `root` (project_root()) as
+/// "<root>/...". Past 2 KiB a prefix and a digest.
 std::string key_flags(const std::vector<std::string>& argv, const std::string& source, const std::string& root);
 
 /// "flash_fwd_hdim128_fp16_sm80.cu" -> "flash_fwd_hdim_fp_sm": siblings that
