@@ -265,7 +265,8 @@ def run_policy(args, policy, sdist, py):
             "peak_anon_bytes": sampler.peak(), "mean_anon_bytes": int(sampler.mean()),
             "peak_usage_bytes": cg.max_usage(), "limit_hits": cg.failcnt(),
             "oom_kills_vmstat": oom_kill_count() - ooms0, "oom_kills_kernel_log": kernel_oom_kills(cg) - ooms_kernel0,
-            "limit_bytes": args.limit_bytes,
+            "limit_bytes": args.limit_bytes, "archs": args.archs, "version": args.version,
+            "units": args.units or "all",
         }
         if fadd is not None:
             st = subprocess.run([os.path.join(args.build_dir, "fad"), "status", "--socket", sock, "--json"],
