@@ -13,8 +13,9 @@ namespace fad {
 /// .../build/temp.linux-x86_64-... and sources under .../csrc.
 std::string project_root(const std::string& cwd, const std::string& source);
 
-/// `arg` with every occurrence of `root` that ends a path component there
-/// ("/w" in "-I/w/x", not in "/work") written as `mark`; `arg` when `root` is "".
+/// `arg` with every occurrence of the path `root` written as `mark`: where a
+/// path starts and a component ends ("/w" in "-I/w/x" and "-DP=/a,/w", not in
+/// "/work" or "/var/w"); `arg` when `root` is "".
 std::string replace_root(const std::string& arg, const std::string& root, const std::string& mark);
 
 }  // namespace fad

@@ -14,7 +14,14 @@ std::string in_scope(const std::string& scope, const std::string& what) {
 }
 }  // namespace
 
-std::string UnitKey::scoped_source() const { return source.empty() ? source : in_scope(scope, source); }
+std::string UnitKey::scoped_source() const {
+  if (source.empty()) return source;
+  // A path relative to its project's root ("<root>/kernel.cu", launched
+  // compiles) is the same in every project laid out alike: only with the
+  // same content is it the same source.
+  if (source.rfind("<root>", 0) == 0) return in_scope(scope, source + '\x1f' + content_hash);
+  return in_scope(scope, source);
+}
 std::string UnitKey::scoped_family() const { return family.empty() ? family : in_scope(scope, family); }
 
 std::string UnitKey::exact() const {

@@ -27,7 +27,8 @@ struct UnitKey {
 
   std::string exact() const;
   /// `source` and `family` within the scope: the keys the estimator and the
-  /// sibling evidence file observations under.
+  /// sibling evidence file observations under. A project-relative source
+  /// ("<root>/...", launched compiles) counts with its content hash.
   std::string scoped_source() const;
   std::string scoped_family() const;
   /// The same unit in the shared scope.

@@ -21,7 +21,11 @@ TEST_CASE("project root: replaced where it ends a path component", "[project_roo
   CHECK(replace_root("-I/w/csrc", "/w", "<root>") == "-I<root>/csrc");
   CHECK(replace_root("-I/w", "/w", "<root>") == "-I<root>");
   CHECK(replace_root("-DPATHS=/w/a,/w/b", "/w", "<root>") == "-DPATHS=<root>/a,<root>/b");
+  CHECK(replace_root("-Xcompiler=-fdebug-prefix-map=/w=.", "/w", "<root>") == "-Xcompiler=-fdebug-prefix-map=<root>=.");
+  CHECK(replace_root("-DP=/w,/x", "/w", "<root>") == "-DP=<root>,/x");
   CHECK(replace_root("-I/work/csrc", "/w", "<root>") == "-I/work/csrc");  // another directory that starts alike
+  CHECK(replace_root("-I/var/w/inc", "/w", "<root>") == "-I/var/w/inc");  // the root's name inside another path
+  CHECK(replace_root("-I/var/w/inc,/w/x", "/w", "<root>") == "-I/var/w/inc,<root>/x");
   CHECK(replace_root("-O3", "/w", "<root>") == "-O3");
   CHECK(replace_root("/w/k.cu", "", "<root>") == "/w/k.cu");  // no root: as given
 }

@@ -2,8 +2,6 @@
 // so a kernel rebuilt from another checkout or pip directory is known.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include "daemon/engine.h"
 #include "daemon/launch_key.h"
 #include "fakes.h"
@@ -101,6 +99,16 @@ TEST_CASE("launch key: a kernel learnt in one pip directory is known exactly in 
   // Measured at 3 GiB: admitted at that, not at the 5 GiB prior.
   CHECK(f.store->unit(next)->estimate_bytes < (4ull << 30));
   CHECK(f.store->unit(next)->estimate_bytes >= (3ull << 30));
+
+  // Another project laid out alike (or a later version) with other content
+  // at that path is not the same source: only its family speaks for it.
+  auto other = pip_launch("/tmp/pip-req-build-0ther000");
+  other.content_hash = "sha256:other-content";
+  const auto third = f.engine->launch(f.me, other);
+  REQUIRE(third.ok);
+  const auto third_id = third.result.at("unit_id").get<std::int64_t>();
+  f.engine->tick();
+  CHECK(f.store->unit(third_id)->estimate_source == "family");
 }
 
 }  // namespace fad
