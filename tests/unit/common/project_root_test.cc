@@ -16,7 +16,7 @@ TEST_CASE("project root: the deepest directory the working directory and the sou
   CHECK(project_root("/", "/k.cu").empty());
 }
 
-TEST_CASE("project root: replaced where it ends a path component", "[project_root]") {
+TEST_CASE("project root: replaced only where a path starts and a component ends", "[project_root]") {
   CHECK(replace_root("/w/csrc/k.cu", "/w", "<root>") == "<root>/csrc/k.cu");
   CHECK(replace_root("-I/w/csrc", "/w", "<root>") == "-I<root>/csrc");
   CHECK(replace_root("-I/w", "/w", "<root>") == "-I<root>");

@@ -43,7 +43,7 @@ LaunchRequest pip_launch(const std::string& pip_dir) {
 
 }  // namespace
 
-TEST_CASE("launch key: the same kernel built in two pip directories has one key; its files and threads are not in it",
+TEST_CASE("launch key: the same kernel built in two pip directories has one key, without its files and threads",
           "[launch_key]") {
   const auto a = pip_launch("/tmp/pip-req-build-ab12cd34");
   const auto b = pip_launch("/tmp/pip-req-build-zz99yy88");
