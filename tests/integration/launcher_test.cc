@@ -165,12 +165,19 @@ TEST_CASE("a compile waiting when fadd restarts is launched again in the new fad
     in >> nr;
     return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
   };
+  // Tried for a while, not a number of times: a fadd slow to answer (a
+  // sanitizer build beside another test) keeps b inside a request for longer
+  // than 50 quick tries take.
   bool held = false;
-  for (int i = 0; i < 50 && !held; ++i) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!held && std::chrono::steady_clock::now() < give_up) {
     REQUIRE(::kill(b, SIGSTOP) == 0);
     REQUIRE(wait_for([&] { return process_state(b) == 'T'; }, std::chrono::seconds(10)));
     held = asleep();
-    if (!held) ::kill(b, SIGCONT);
+    if (!held) {
+      ::kill(b, SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    }
   }
   REQUIRE(held);
   d.kill9();
