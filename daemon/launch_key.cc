@@ -6,6 +6,7 @@
 #include "common/hash.h"
 #include "common/project_root.h"
 #include "common/text.h"
+#include "policy/unit_key.h"
 
 namespace fad {
 
@@ -36,7 +37,7 @@ std::string key_flags(const std::vector<std::string>& argv, const std::string& s
     if (a.rfind("--threads=", 0) == 0 || a.rfind("--dependency-output=", 0) == 0 || a == source ||
         fs::path(a).filename() == fs::path(source).filename())
       continue;
-    out += (out.empty() ? "" : " ") + replace_root(a, root, "<root>");
+    out += (out.empty() ? "" : " ") + replace_root(a, root, kProjectRootMark);
   }
   // Only ever compared whole: past a length no real compile reaches, a digest
   // tells the same flags apart as well, and the rows stay small.
@@ -53,7 +54,7 @@ std::string family_of(const std::string& source) {
 
 LaunchKey launch_key(const std::vector<std::string>& argv, const std::string& cwd, const std::string& source) {
   const std::string root = project_root(cwd, source);
-  return LaunchKey{replace_root(source, root, "<root>"), key_flags(argv, source, root), family_of(source)};
+  return LaunchKey{replace_root(source, root, kProjectRootMark), key_flags(argv, source, root), family_of(source)};
 }
 
 }  // namespace fad

@@ -19,7 +19,7 @@ std::string UnitKey::scoped_source() const {
   // A path relative to its project's root ("<root>/kernel.cu", launched
   // compiles) is the same in every project laid out alike: only with the
   // same content is it the same source.
-  if (source.rfind("<root>", 0) == 0) return in_scope(scope, source + '\x1f' + content_hash);
+  if (source.rfind(kProjectRootMark, 0) == 0) return in_scope(scope, source + '\x1f' + content_hash);
   return in_scope(scope, source);
 }
 std::string UnitKey::scoped_family() const { return family.empty() ? family : in_scope(scope, family); }

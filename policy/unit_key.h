@@ -8,6 +8,10 @@
 
 namespace fad {
 
+/// What a launched compile's source and flags hold in place of its project's
+/// root (daemon/launch_key.h): "<root>/csrc/k.cu".
+inline constexpr const char* kProjectRootMark = "<root>";
+
 /// What identifies a compile unit for learning. `exact()` is the primary key:
 /// source content hash + flags + arch set + compiler version.
 struct UnitKey {
