@@ -170,13 +170,12 @@ class Sampler(threading.Thread):
         return max(self.samples, default=0)
 
 
-def fad_builds(args, sock):
-    """Each build's units as fadd recorded them: peak, run time, threads,
-    estimate source and reruns (`fad status ID --json`)."""
+def fad_builds(args, sock, listing):
+    """Each build of `listing` (`fad status --json`) with its units as fadd
+    recorded them: peak, run time, threads, estimate source and reruns."""
     fad = os.path.join(args.build_dir, "fad")
-    listing = subprocess.run([fad, "status", "--socket", sock, "--json"], capture_output=True, text=True)
     try:
-        ids = [b["id"] for b in json.loads(listing.stdout).get("builds", [])]
+        ids = [b["id"] for b in json.loads(listing).get("builds", [])]
     except (ValueError, AttributeError, KeyError, TypeError):
         return []
     builds = []
@@ -273,7 +272,7 @@ def run_policy(args, policy, sdist, py):
                                 capture_output=True, text=True)
             with open(os.path.join(pdir, "fad-status.json"), "w") as f:
                 f.write(st.stdout)
-            result["fad_builds"] = fad_builds(args, sock)
+            result["fad_builds"] = fad_builds(args, sock, st.stdout)
             if args.export_history and policy == "fad":
                 sh([os.path.join(args.build_dir, "fad"), "history", "export", "--socket", sock, args.export_history])
         if rc is None:
