@@ -181,7 +181,7 @@ Response Engine::launch(const Caller& caller, const LaunchRequest& req) {
   // Learnt where its project sits left out: the same kernel from another
   // checkout or pip directory is the same unit (the recorded argv keeps the
   // real paths).
-  LaunchKey key = launch_key(req.argv, req.cwd, req.source);
+  LaunchKey key = launch_key(req.argv, req.cwd, req.source, !req.content_hash.value_or("").empty());
   u.source = std::move(key.source);
   u.family = std::move(key.family);
   u.archs = req.archs;

@@ -16,22 +16,16 @@ namespace fad {
 /// (common/project_root.h) are written relative to it.
 struct LaunchKey {
   std::string source;  ///< "<root>/csrc/x.cu", or the path as given when no root was found
-  std::string flags;   ///< the arguments that say how it compiles (see key_flags)
-  std::string family;  ///< the source's file name without digits (family_of)
+  std::string flags;   ///< the arguments that say how it compiles
+  std::string family;  ///< the source's file name without digits: flash_fwd_hdim_fp_sm
 };
 
 /// `cwd` and `source` are absolute (the protocol checks it); `argv` is the
-/// compiler's whole command line.
-LaunchKey launch_key(const std::vector<std::string>& argv, const std::string& cwd, const std::string& source);
-
-/// The arguments of `argv` (the compiler first) that say how it compiles:
-/// without the source, the files it writes (-o, dependency files) and the
-/// thread count fadd chooses; paths under `root` (project_root()) as
-/// "<root>/...". Past 2 KiB a prefix and a digest.
-std::string key_flags(const std::vector<std::string>& argv, const std::string& source, const std::string& root);
-
-/// "flash_fwd_hdim128_fp16_sm80.cu" -> "flash_fwd_hdim_fp_sm": siblings that
-/// differ in head dim or dtype share a family and inform each other's estimates.
-std::string family_of(const std::string& source);
+/// compiler's whole command line. Flags leave out the source, the files the
+/// call writes and the thread count fadd chooses. Paths are relabelled only
+/// when `content_known` (the launcher sent the source's content hash, which
+/// the key then carries): "<root>/k.cu" alone would stand for any project's.
+LaunchKey launch_key(const std::vector<std::string>& argv, const std::string& cwd, const std::string& source,
+                     bool content_known);
 
 }  // namespace fad

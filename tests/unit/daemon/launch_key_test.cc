@@ -47,8 +47,8 @@ TEST_CASE("launch key: the same kernel built in two pip directories has one key,
           "[launch_key]") {
   const auto a = pip_launch("/tmp/pip-req-build-ab12cd34");
   const auto b = pip_launch("/tmp/pip-req-build-zz99yy88");
-  const LaunchKey ka = launch_key(a.argv, a.cwd, a.source);
-  const LaunchKey kb = launch_key(b.argv, b.cwd, b.source);
+  const LaunchKey ka = launch_key(a.argv, a.cwd, a.source, true);
+  const LaunchKey kb = launch_key(b.argv, b.cwd, b.source, true);
   CHECK(ka.source == "<root>/csrc/flash_attn/src/flash_fwd_hdim64_fp16_sm80.cu");
   CHECK(ka.flags ==
         "--generate-dependencies-with-compile -I<root>/csrc/flash_attn "
@@ -60,15 +60,59 @@ TEST_CASE("launch key: the same kernel built in two pip directories has one key,
   // another arch.
   auto c = pip_launch("/tmp/pip-req-build-ab12cd34");
   c.argv[5] = "-I/venv2/include";
-  CHECK(launch_key(c.argv, c.cwd, c.source).flags != ka.flags);
+  CHECK(launch_key(c.argv, c.cwd, c.source, true).flags != ka.flags);
   c = pip_launch("/tmp/pip-req-build-ab12cd34");
   c.argv[12] = "arch=compute_80,code=sm_80";
-  CHECK(launch_key(c.argv, c.cwd, c.source).flags != ka.flags);
+  CHECK(launch_key(c.argv, c.cwd, c.source, true).flags != ka.flags);
   // The joined form of the dependency file is left out too.
   c = pip_launch("/tmp/pip-req-build-ab12cd34");
   c.argv[2] = "--dependency-output=" + c.output + ".d";
   c.argv.erase(c.argv.begin() + 3);
-  CHECK(launch_key(c.argv, c.cwd, c.source).flags == ka.flags);
+  CHECK(launch_key(c.argv, c.cwd, c.source, true).flags == ka.flags);
+}
+
+TEST_CASE("launch key: a call without the source's content hash keeps its absolute paths", "[launch_key]") {
+  // An older launcher, or a source it could not read: "<root>/k.cu" alone
+  // would make every project's k.cu one unit.
+  const auto a = pip_launch("/tmp/pip-req-build-ab12cd34");
+  const LaunchKey k = launch_key(a.argv, a.cwd, a.source, false);
+  CHECK(k.source == a.source);
+  CHECK(k.flags.find("-I/tmp/pip-req-build-ab12cd34/csrc/flash_attn") != std::string::npos);
+  CHECK(k.flags.find("<root>") == std::string::npos);
+  const auto b = pip_launch("/tmp/pip-req-build-zz99yy88");
+  CHECK(launch_key(b.argv, b.cwd, b.source, false).source != k.source);
+}
+
+TEST_CASE("launch key: an options file is named as given, never relabelled", "[launch_key]") {
+  // Its name says nothing of what it lists: the same name in two projects
+  // may hold different archs or defines.
+  auto a = pip_launch("/tmp/pip-req-build-ab12cd34");
+  auto b = pip_launch("/tmp/pip-req-build-zz99yy88");
+  a.argv.insert(a.argv.end(), {"-optf", "/tmp/pip-req-build-ab12cd34/archs.opt", "@/tmp/pip-req-build-ab12cd34/x.rsp"});
+  b.argv.insert(b.argv.end(), {"-optf", "/tmp/pip-req-build-zz99yy88/archs.opt", "@/tmp/pip-req-build-zz99yy88/x.rsp"});
+  const LaunchKey ka = launch_key(a.argv, a.cwd, a.source, true);
+  CHECK(ka.flags.find("-optf /tmp/pip-req-build-ab12cd34/archs.opt @/tmp/pip-req-build-ab12cd34/x.rsp") !=
+        std::string::npos);
+  CHECK(launch_key(b.argv, b.cwd, b.source, true).flags != ka.flags);
+  CHECK(ka.source == "<root>/csrc/flash_attn/src/flash_fwd_hdim64_fp16_sm80.cu");  // the rest as before
+}
+
+TEST_CASE("launch key: a launch without a content hash is not the same unit as another project's",
+          "[launch_key][engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  auto a = pip_launch("/tmp/pip-req-build-ab12cd34");
+  auto b = pip_launch("/tmp/pip-req-build-zz99yy88");
+  a.content_hash.reset();
+  b.content_hash.reset();
+  const auto first = f.engine->launch(f.me, a);
+  const auto second = f.engine->launch(f.me, b);
+  REQUIRE(first.ok);
+  REQUIRE(second.ok);
+  const auto ua = f.store->unit(first.result.at("unit_id").get<std::int64_t>());
+  const auto ub = f.store->unit(second.result.at("unit_id").get<std::int64_t>());
+  CHECK(ua->key != ub->key);
+  CHECK(ua->source == a.source);
 }
 
 TEST_CASE("launch key: a kernel learnt in one pip directory is known exactly in the next", "[launch_key][engine]") {
