@@ -263,6 +263,7 @@ void Engine::tick() {
   // Ends that could not be recorded are recorded first.
   best_effort([&] { retry_unrecorded(); });
   best_effort([&] { retry_unmarked_prunes(); });
+  best_effort([&] { retry_unwritten_attempts(); });
   // Units stopped before they had a process end now, outside any loop over running_.
   best_effort([&] {
     for (auto id : std::exchange(deferred_exits_, {})) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -399,7 +400,8 @@ class Engine {
   json daemon_json();
   /// Epoch seconds now, with the monotonic clock's resolution.
   double epoch_now() const { return epoch_anchor_ + clock_.now(); }
-  /// Stores a finished attempt's span and thinned samples for reports; never throws.
+  /// Stores a finished attempt's span and thinned samples for reports; never
+  /// throws (held and written again each tick when the database refuses it).
   void record_attempt(const Running& r, const char* outcome, std::uint64_t peak);
   void record_event(std::int64_t unit_id, const char* kind, const std::string& detail = {});
   QueuedUnit queued_unit(const UnitRecord& u) const;
@@ -430,6 +432,11 @@ class Engine {
   QueueMirror queue_mirror_;
   std::map<std::int64_t, Running> running_;   ///< by unit id
   std::map<std::int64_t, Ended> unrecorded_;  ///< ended, database write failed: retried each tick
+  /// Attempt rows (reports only) the database did not take: written after
+  /// the ends, oldest first; past kMaxHeldAttempts the oldest are dropped.
+  std::deque<UnitAttempt> unwritten_attempts_;
+  static constexpr std::size_t kMaxHeldAttempts = 4096;
+  void retry_unwritten_attempts();
   /// Builds whose trees a prune deleted but whose mark the database did not
   /// take (a full disk): when, by build id; retried each tick.
   std::map<std::int64_t, std::string> unmarked_prunes_;

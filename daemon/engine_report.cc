@@ -40,9 +40,32 @@ void Engine::record_attempt(const Running& r, const char* outcome, std::uint64_t
     p.lift_peak_to(peak);
     p.duration_s = a.ended_at - a.started_at;
     a.points = p.serialize();
-    store_.add_unit_attempt(a);
-  } catch (const StoreError& e) {
+    // Behind rows already held, so a report lists them in the order they ended.
+    if (unwritten_attempts_.empty()) {
+      try {
+        store_.add_unit_attempt(a);
+        return;
+      } catch (const StoreError& e) {
+        spdlog::error("recording an attempt of {}: {} (kept, retried each tick)", r.unit.name, e.what());
+      }
+    }
+    // A full disk can last for days of compiles: a bounded number is held
+    // (a report's samples are a few KiB each), the oldest given up first.
+    if (unwritten_attempts_.size() >= kMaxHeldAttempts) {
+      spdlog::warn("giving up the report samples of unit {}'s attempt {}: {} attempts are waiting for the disk",
+                   unwritten_attempts_.front().unit_id, unwritten_attempts_.front().attempt, kMaxHeldAttempts);
+      unwritten_attempts_.pop_front();
+    }
+    unwritten_attempts_.push_back(std::move(a));
+  } catch (const std::exception& e) {
     spdlog::error("recording an attempt of {}: {}", r.unit.name, e.what());
+  }
+}
+
+void Engine::retry_unwritten_attempts() {
+  while (!unwritten_attempts_.empty()) {
+    store_.add_unit_attempt(unwritten_attempts_.front());  // throws again while the disk is full
+    unwritten_attempts_.pop_front();
   }
 }
 

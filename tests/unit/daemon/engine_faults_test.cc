@@ -174,6 +174,7 @@ TEST_CASE("engine faults: a unit that ends while the database cannot be written 
   CHECK(f.engine->running_count() == 0);
 
   // Space is back: every end is recorded once, the build goes on by itself.
+  CHECK(f.store->unit_attempts(id).empty());
   database_writable(f, true);
   f.engine->tick();
   CHECK(f.engine->storage_problem().empty());
@@ -182,6 +183,12 @@ TEST_CASE("engine faults: a unit that ends while the database cannot be written 
     CHECK(f.unit(id, name)->state == UnitState::succeeded);
   }
   CHECK(f.store->history().size() == 4);  // learned once each
+  // The report's rows too, once each, in the order the units ended.
+  const auto attempts = f.store->unit_attempts(id);
+  REQUIRE(attempts.size() == 4);
+  CHECK(attempts[0].unit_id == f.unit(id, "a_one")->id);
+  CHECK(attempts[3].unit_id == f.unit(id, "b_two")->id);
+  for (const auto& a : attempts) CHECK(a.outcome == "succeeded");
   f.engine->tick();
   REQUIRE(f.launcher.find("link"));
   test::write_file(f.artifact(id) + ".tmp", "ELF");
