@@ -57,7 +57,9 @@ const char* uncacheable_reason(const std::string& a) {
   if (is_one_of(a, {"-keep", "--keep", "-save-temps", "--save-temps", "-keep-dir", "--keep-dir"}))
     return "keeps intermediate files (--keep)";
   if (is_one_of(a, {"-odir", "--output-directory"})) return "output directory option (-odir)";
-  if (is_one_of(a, {"-optf", "--options-file"})) return "options read from a file (--options-file)";
+  // Glued too ("--options-file=F"): the file's content is not in the key.
+  if (is_one_of(a, {"-optf", "--options-file"}) || a.rfind("-optf=", 0) == 0 || a.rfind("--options-file=", 0) == 0)
+    return "options read from a file (--options-file)";
   if (is_one_of(a, {"-MMD", "--generate-nonsystem-dependencies-with-compile"}))
     return "non-system dependencies only (-MMD): system headers would go unchecked";
   if (is_one_of(a, {"-M",      "--generate-dependencies",

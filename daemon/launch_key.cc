@@ -50,7 +50,7 @@ std::string key_flags(const std::vector<std::string>& argv, const std::string& s
       out += a + " " + argv[++i];
       continue;
     }
-    const bool options_file = a.rfind('@', 0) == 0 || a.rfind("--options-file=", 0) == 0;
+    const bool options_file = a.rfind('@', 0) == 0 || a.rfind("--options-file=", 0) == 0 || a.rfind("-optf=", 0) == 0;
     out += options_file ? a : replace_root(a, root, kProjectRootMark);
   }
   // Only ever compared whole: past a length no real compile reaches, a digest

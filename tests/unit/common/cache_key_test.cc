@@ -146,6 +146,8 @@ TEST_CASE("calls the cache cannot capture say why", "[cache_key]") {
   CHECK(reason({"nvcc", "-c", "missing.cu"}) == "no source file found");
   CHECK(reason({"nvcc", "a.cu", "-o", "a"}) == "not a compile (-c)");
   CHECK(reason({"nvcc", "-c", "a.cu", "-optf", "opts"}).find("options") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "--options-file=opts"}).find("options") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "-optf=opts"}).find("options") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "-MF", "a.d"}).find("-MF without -MD") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "-MD"}).find("-Xcompiler") != std::string::npos);
   // An option's value is never the source.
