@@ -118,4 +118,34 @@ inline bool valid_utf8(std::string_view s) {
   return true;
 }
 
+/// `s` with each byte that is not part of a well-formed UTF-8 character as
+/// '?', one for one (offsets into `s` still hold): what JSON can carry, with
+/// well-formed text (a compiler's quotes in a UTF-8 locale) as it was.
+inline std::string utf8_or_question(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = utf8_char_at(s, i);
+    if (c.well_formed)
+      out.append(s.substr(i, c.length));
+    else
+      out.append(c.length, '?');
+    i += c.length;
+  }
+  return out;
+}
+
+/// How many bytes at the end of `s` are a UTF-8 character cut short: a lead
+/// byte and fewer continuation bytes than it announces. 0 if none. A slice of
+/// a growing file may end inside a character its next slice completes.
+inline std::size_t utf8_cut_tail(std::string_view s) {
+  for (std::size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    const auto b = static_cast<unsigned char>(s[s.size() - back]);
+    if ((b & 0xC0) == 0x80) continue;  // a continuation byte: its lead is further back
+    const std::size_t needs = (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1;
+    return needs > back ? back : 0;
+  }
+  return 0;
+}
+
 }  // namespace fad

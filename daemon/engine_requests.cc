@@ -13,6 +13,7 @@
 #include "common/arch.h"
 #include "common/duration.h"
 #include "common/file_read.h"
+#include "common/text.h"
 #include "daemon/credentials.h"
 #include "common/time_text.h"
 #include "daemon/engine.h"
@@ -454,12 +455,13 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   auto slice = read_file_slice(path, req.offset, static_cast<std::size_t>(req.max_bytes), &size);
   std::string data = slice ? std::move(*slice) : std::string();
   data.resize(fits_escaped(data, kLogReplyBytes));
+  // A character the slice cuts is left to the next read, which gets it whole;
+  // unless it is all there is (a read must move on: it then shows as '?').
+  if (const auto cut = utf8_cut_tail(data); cut > 0 && cut < data.size()) data.resize(data.size() - cut);
   const std::uint64_t next = std::min<std::uint64_t>(size, req.offset + data.size());
-  // JSON strings must be UTF-8; compilers print plain ASCII, but never let a
-  // stray byte break the response.
-  for (auto& c : data)
-    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
-  return ok_response({{"data", data}, {"offset", next}, {"done", finished && next >= size}});
+  // JSON strings must be UTF-8: a byte that is not part of a UTF-8 character
+  // (a compiler in a Latin-1 locale) goes as '?'; UTF-8 text as it is.
+  return ok_response({{"data", utf8_or_question(data)}, {"offset", next}, {"done", finished && next >= size}});
 }
 
 Response Engine::history(const Caller&, const HistoryRequest& req) {

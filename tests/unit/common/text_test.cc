@@ -111,3 +111,31 @@ TEST_CASE("utf8_char_at steps over whole characters and never past a lead byte",
   CHECK(c.complete);
   CHECK_FALSE(c.well_formed);
 }
+
+TEST_CASE("utf8_or_question keeps UTF-8 and replaces every other byte one for one", "[text]") {
+  using fad::utf8_or_question;
+  CHECK(utf8_or_question("") == "");
+  const std::string text =
+      "\xe2\x80\x98"
+      "caf\xc3\xa9\xe2\x80\x99 \xf0\x9f\x9a\x80";
+  CHECK(utf8_or_question(text) == text);
+  CHECK(utf8_or_question("a\xe9z") == "a?z");         // Latin-1
+  CHECK(utf8_or_question("\x80\xff") == "??");        // stray, never UTF-8
+  CHECK(utf8_or_question("\xc0\xaf.") == "??.");      // overlong: as many as its bytes
+  CHECK(utf8_or_question("\xed\xa0\x80") == "???");   // a surrogate
+  CHECK(utf8_or_question("\xf0\x9f\x9a") == "???");   // cut off
+  CHECK(utf8_or_question("x\x1b[1m") == "x\x1b[1m");  // controls are printable()'s business
+}
+
+TEST_CASE("utf8_cut_tail finds a character cut short at the end", "[text]") {
+  using fad::utf8_cut_tail;
+  CHECK(utf8_cut_tail("") == 0);
+  CHECK(utf8_cut_tail("abc") == 0);
+  CHECK(utf8_cut_tail("caf\xc3\xa9") == 0);
+  CHECK(utf8_cut_tail("caf\xc3") == 1);
+  CHECK(utf8_cut_tail("a\xf0\x9f") == 2);
+  CHECK(utf8_cut_tail("a\xf0\x9f\x9a") == 3);
+  CHECK(utf8_cut_tail("a\xf0\x9f\x9a\x80") == 0);
+  CHECK(utf8_cut_tail("\x80\x80") == 0);  // stray continuations: nothing to wait for
+  CHECK(utf8_cut_tail("a\xff") == 0);     // never UTF-8: nothing to wait for
+}

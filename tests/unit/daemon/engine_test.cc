@@ -691,6 +691,44 @@ TEST_CASE("engine: a log of control bytes is sent in slices that fit the message
   CHECK(r.result["offset"] == req.offset + 1);
 }
 
+TEST_CASE("engine: a log's UTF-8 text is sent as it is, split only between characters", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  const std::string log = f.build_dir(id) + "/logs/a_one.log";
+  const std::size_t before = test::slurp(log).size();
+  // gcc's quotes in a UTF-8 locale, a Latin letter, an emoji; then a Latin-1
+  // byte and a lone continuation byte, which JSON cannot carry.
+  const std::string text =
+      "error: \xE2\x80\x98"
+      "foo\xE2\x80\x99 caf\xC3\xA9 \xF0\x9F\x98\x80\n";
+  { std::ofstream(log, std::ios::app) << text << "x\xE9y\x80z\n"; }
+  LogsRequest req;
+  req.id = id;
+  req.unit = "a_one";
+  req.offset = before;
+  auto r = f.engine->logs(f.me, req);
+  REQUIRE(r.ok);
+  CHECK(r.result["data"] == text + "x?y?z\n");
+
+  // A slice that ends inside the emoji stops before it; the next one starts at it.
+  const std::size_t emoji = text.find("\xF0");
+  req.max_bytes = emoji + 2;
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"] == text.substr(0, emoji));
+  CHECK(r.result["offset"] == before + emoji);
+  req.offset = before + emoji;
+  req.max_bytes = 1024;
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"].get<std::string>().rfind("\xF0\x9F\x98\x80\n", 0) == 0);
+  // A slice too small for one character still moves on.
+  req.max_bytes = 2;
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"] == "??");
+  CHECK(r.result["offset"] == before + emoji + 2);
+}
+
 TEST_CASE("engine: a listed build's counts, archs and memory match its own view", "[engine]") {
   // The listing counts units in SQL; the build's view reads each one.
   EngineFixture f;
