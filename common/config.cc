@@ -19,6 +19,7 @@
 
 #include "common/duration.h"
 #include "common/file_read.h"
+#include "common/paths.h"
 #include "common/size.h"
 
 namespace fad {
@@ -130,6 +131,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (!v.is_string() || v.get<std::string>().empty())
       return "expected a non-empty string (the nvcc program), got " + v.dump();
     config.nvcc = v.get<std::string>();
+    if (auto problem = program_path_problem(v.get<std::string>()); !problem.empty()) return problem;
   } else if (key == "unit_memory_prior") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error();
@@ -209,6 +211,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     return parse_slurm_config(v, config.slurm);
   } else {
     return "unknown key (known keys: " + std::string(kKnownKeys) + ")";
+    if (v.get<std::string>().find('\0') != std::string::npos) return "a path with a NUL byte";
   }
   return "";
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/arch.h"
 #include "common/json_fields.h"
 #include "common/text.h"
 
@@ -67,6 +68,10 @@ Result<HistoryProfile> history_profile_from_json(const json& j) {
   }
   if (p.source.empty() && p.family.empty() && p.content_hash.empty())
     return make_error("a profile must name its source, content_hash or family");
+  // A key's archs are nvcc's, as fad writes them ("8.0,9.0"): any other text
+  // would sit in the history matching no compile.
+  if (!p.archs.empty() && !parse_arch_list({p.archs}))
+    return field_error("archs", "GPU architectures such as \"8.0,9.0\"");
   // Shown in `fad history` and written out again by every export.
   if (!p.recorded_at.empty() && !parse_rfc3339(p.recorded_at))
     return field_error("recorded_at", "an RFC 3339 UTC time such as \"2026-01-01T00:00:00Z\"");

@@ -72,6 +72,14 @@ std::string socket_path_problem(const std::string& path) {
          std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " (choose a shorter --socket)";
 }
 
+std::string program_path_problem(const std::string& program) {
+  if (program.empty()) return "an empty program name";
+  if (program.find('\0') != std::string::npos) return "a path with a NUL byte";
+  if (program.find('/') != std::string::npos && program.front() != '/')
+    return "'" + program + "' is a relative path: give an absolute path or a bare name (looked up on PATH)";
+  return {};
+}
+
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,
                          const std::optional<std::string>& config_value, const std::string& fallback) {
   if (flag && !flag->empty()) return *flag;

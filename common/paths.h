@@ -36,6 +36,12 @@ std::optional<std::string> default_config_path(const EnvLookup& env,
 /// which connect() reports only as "File name too long"); "" when it can.
 std::string socket_path_problem(const std::string& path);
 
+/// Why `program` cannot name the nvcc fadd runs; "" when it can. fadd's
+/// working directory is not the writer's: a path must be absolute, a bare
+/// name is looked up on PATH. A NUL byte would cut the path where the
+/// listing shows more.
+std::string program_path_problem(const std::string& program);
+
 /// First present of flag, env var `env_name`, config value, else `fallback`.
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,
                          const std::optional<std::string>& config_value, const std::string& fallback);

@@ -100,7 +100,10 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     if (!r) return make_error("--reserve: " + r.error());
     c.reserve = *r;
   }
-  if (f.nvcc) c.nvcc = *f.nvcc;
+  if (f.nvcc) {
+    if (auto problem = program_path_problem(*f.nvcc); !problem.empty()) return make_error("--nvcc: " + problem);
+    c.nvcc = *f.nvcc;
+  }
   if (f.executor) {
     if (auto wrong = parse_executor(*f.executor, c.executor); !wrong.empty()) return make_error("--executor: " + wrong);
   }
@@ -108,6 +111,9 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
   if (f.log_file) {
     std::error_code ec;
     o.log_file = std::filesystem::absolute(*f.log_file, ec).lexically_normal().string();
+    if (std::filesystem::is_directory(o.log_file, ec))
+      return make_error("--log-file: " + o.log_file + " is a directory; give a file in it, e.g. " +
+                        (std::filesystem::path(o.log_file) / "fadd.log").string());
   }
   if (f.log_level) {
     if (!is_log_level(*f.log_level))

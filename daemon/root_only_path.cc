@@ -76,7 +76,15 @@ Status check_path(const std::string& path, uid_t owner, fs::path& checked) {
   struct stat st {};
   while (p.has_relative_path() && ::lstat(p.c_str(), &st) != 0 && errno == ENOENT) p = p.parent_path();
   checked = p;
-  if (auto ok = check_one(p, false, owner); !ok) return ok;
+  if (auto ok = check_one(p, false, owner); !ok) {
+    // Not there yet: in a shared directory (even a sticky one, fine above an
+    // existing path) another user could make it first, as theirs.
+    if (p != fs::absolute(path, ec))
+      return make_error(ok.error() + ": fadd creates " + path +
+                        " only in a directory no one else can change; create it first (mkdir -m 0700) or choose "
+                        "another");
+    return ok;
+  }
   if (p.has_relative_path())
     if (auto ok = check_above(p.parent_path(), true, owner); !ok) return ok;
   return ok_status();

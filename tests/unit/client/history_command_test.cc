@@ -199,6 +199,13 @@ TEST_CASE("history import refuses bad files with one line and exit 2, before tal
   std::ofstream(file.path) << doc.dump();
   CHECK(import() == kExitUsage);
   CHECK(d.err.str().find("profiles[1]: field \"recorded_at\"") != std::string::npos);
+  // Archs no compile has would match nothing, for ever.
+  doc["profiles"][1] = profile("b.cu", 1);
+  doc["profiles"][1]["archs"] = "sm_zz";
+  std::ofstream(file.path) << doc.dump();
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("profiles[1]: field \"archs\" must be GPU architectures such as \"8.0,9.0\"") !=
+        std::string::npos);
   doc["profiles"][1] = profile("b.cu", 1);
   fs::remove(file.path);
   fs::create_directory(file.path);

@@ -149,6 +149,13 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("socket": "")").error() == "f.json:2: key 'socket': expected a non-empty path string, got \"\"");
   CHECK(one(R"("state_dir": null)").error() == "f.json:2: key 'state_dir': expected a non-empty path string, got null");
   CHECK(one(R"("kernels_dir": ["a"])").ok() == false);
+  // fadd runs the nvcc: its own working directory would decide what a relative path names.
+  CHECK(one(R"("nvcc": "nvcc-13")")->nvcc == "nvcc-13");
+  CHECK(one(R"("nvcc": "../cuda/bin/nvcc")").error() ==
+        "f.json:2: key 'nvcc': '../cuda/bin/nvcc' is a relative path: give an absolute path or a bare name (looked up "
+        "on PATH)");
+  CHECK(one(R"("nvcc": "/bin/tr\u0000ue")").error() == "f.json:2: key 'nvcc': a path with a NUL byte");
+  CHECK(one(R"("state_dir": "/var/lib/f\u0000ad")").error() == "f.json:2: key 'state_dir': a path with a NUL byte");
 }
 
 TEST_CASE("the line is the key's, even when its name also appears as a value", "[config]") {

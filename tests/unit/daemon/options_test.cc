@@ -78,6 +78,17 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
   auto refused = resolve({"--socket", too_long.c_str()});
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error(), Contains("is 108 bytes; a Unix socket's path holds at most 107"));
+
+  // What fadd would only find out later: a compiler it cannot name, a log file that is a directory.
+  auto relative = resolve({"--nvcc", "bin/nvcc"});
+  REQUIRE_FALSE(relative);
+  CHECK(relative.error() ==
+        "--nvcc: 'bin/nvcc' is a relative path: give an absolute path or a bare name (looked up on PATH)");
+  CHECK(resolve({"--nvcc", "nvcc"}));
+  CHECK(resolve({"--nvcc", "/usr/local/cuda/bin/nvcc"}));
+  auto directory = resolve({"--log-file", FAD_SOURCE_DIR});
+  REQUIRE_FALSE(directory);
+  CHECK_THAT(directory.error(), Contains("--log-file: ") && Contains(" is a directory; give a file in it, e.g. "));
 }
 
 }  // namespace fad

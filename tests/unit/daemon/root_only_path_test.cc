@@ -39,6 +39,12 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
   CHECK(parent.error() == top + " is writable by everyone (mode 0777)");
   ::chmod(top.c_str(), 01777);  // sticky, like /tmp: others cannot rename root's entries
   CHECK(only_root_can_write(cache));
+  // But not a path fadd would make in it: another user could make it first, as theirs.
+  auto unmade = only_root_can_write(top + "/new");
+  REQUIRE_FALSE(unmade);
+  CHECK(unmade.error() == top + " is writable by everyone (mode 1777): fadd creates " + top +
+                              "/new only in a directory no one else can change; create it first (mkdir -m 0700) or "
+                              "choose another");
   ::chmod(top.c_str(), 0755);
   // But the cache itself sticky: others could still add entries to it.
   ::chmod(cache.c_str(), 01777);
