@@ -552,7 +552,7 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   // It dies (a build tool killed, a terminal closed) before it reported a compiler.
   f.launcher.processes.erase(f.me.pid);
   tick_for(f, 5);
-  CHECK(f.engine->running_count() == 0);  // not the 60 s meant for a launcher fadd cannot see
+  CHECK(f.engine->running_count() == 0);  // not the 15 s meant for a launcher fadd cannot see
   // Its compiler never ran: not a failure of the compile, which is no longer wanted.
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);
 
@@ -564,14 +564,28 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   CHECK(f.engine->running_count() == 0);
   CHECK(f.store->unit(second)->state == UnitState::cancelled);
 
-  // One fadd cannot see still waits out the 60 s, as before.
+  // One fadd cannot see holds its admission 15 s, then waits again, and
+  // once it has not asked for 30 s it is dropped.
   f.launcher.processes.erase(f.me.pid);
   const auto third = admitted_launch(f, launch_of("/w/c.cu"));
-  tick_for(f, 30);
+  tick_for(f, 10);
   CHECK(f.engine->running_count() == 1);
-  tick_for(f, 35);
+  tick_for(f, 10);
   CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(third)->state == UnitState::queued);
+  tick_for(f, 15);
   CHECK(f.store->unit(third)->state == UnitState::cancelled);
+
+  // One alive that only polls and never starts a compiler (stopped right
+  // after asking, or a client holding a core from other users' compiles)
+  // gives its admission back after 15 s and waits again.
+  seen_launcher(f, 0, 777);
+  const auto fourth = admitted_launch(f, launch_of("/w/d.cu"));
+  tick_for(f, 10);
+  CHECK(f.engine->running_count() == 1);
+  tick_for(f, 10);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(fourth)->state == UnitState::queued);
 }
 
 TEST_CASE(
