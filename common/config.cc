@@ -32,7 +32,8 @@ constexpr const char* kKnownKeys =
     "keep_builds_per_user, max_builds_per_user_per_hour, "
     "nvcc_threads, nvcc, unit_memory_prior, poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, "
     "kernels_dir, cache_dir, cache_size, "
-    "retention, log_max_size, log_max_files, unit_max_file_size, unit_max_log_size, state_disk_reserve, executor, "
+    "retention, log_max_size, log_max_files, unit_max_file_size, unit_max_log_size, unit_time_limit, "
+    "state_disk_reserve, executor, "
     "slurm";
 
 struct Problem {
@@ -130,8 +131,8 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
   } else if (key == "nvcc") {
     if (!v.is_string() || v.get<std::string>().empty())
       return "expected a non-empty string (the nvcc program), got " + v.dump();
-    config.nvcc = v.get<std::string>();
     if (auto problem = program_path_problem(v.get<std::string>()); !problem.empty()) return problem;
+    config.nvcc = v.get<std::string>();
   } else if (key == "unit_memory_prior") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error();
@@ -189,6 +190,16 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (!size) return size.error() + " (or \"unlimited\")";
     if (*size < (1ull << 20)) return "must be at least 1M (or \"unlimited\")";
     limit = *size;
+  } else if (key == "unit_time_limit") {
+    if (v == "unlimited") {
+      config.unit_time_limit_s = 0;
+      return "";
+    }
+    if (!v.is_string()) return "expected an age such as \"6h\" or \"unlimited\", got " + v.dump();
+    auto age = parse_age(v.get<std::string>());
+    if (!age) return age.error() + " (or \"unlimited\")";
+    if (*age == 0) return "must be more than 0 (or \"unlimited\")";
+    config.unit_time_limit_s = *age;
   } else if (key == "state_disk_reserve") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (0 keeps no reserve)";
@@ -200,6 +211,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     config.cache_size = *size;
   } else if (key == "socket" || key == "state_dir" || key == "kernels_dir" || key == "cache_dir") {
     if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
+    if (v.get<std::string>().find('\0') != std::string::npos) return "a path with a NUL byte";
     std::optional<std::string>& field = key == "socket"        ? config.socket
                                         : key == "state_dir"   ? config.state_dir
                                         : key == "kernels_dir" ? config.kernels_dir
@@ -211,7 +223,6 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     return parse_slurm_config(v, config.slurm);
   } else {
     return "unknown key (known keys: " + std::string(kKnownKeys) + ")";
-    if (v.get<std::string>().find('\0') != std::string::npos) return "a path with a NUL byte";
   }
   return "";
 }

@@ -54,6 +54,8 @@ struct Config {
   /// state disk, where each user's flooding compilers would otherwise add
   /// 16 GiB each. Far above any real compiler's output. 0 = "unlimited".
   std::uint64_t unit_max_log_size = 64ull << 20;
+  /// The longest a unit may compile (frozen spells left out); 0 = no limit.
+  std::int64_t unit_time_limit_s = 0;
   /// A file of this size fadd keeps in its state dir and deletes when the
   /// disk fills, so the ends of finished compiles can still be recorded
   /// (daemon/disk_reserve.h). 0 = none.

@@ -92,6 +92,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.max_builds_per_user_per_hour = c.max_builds_per_user_per_hour;
   e.unit_max_file_size = c.unit_max_file_size;
   e.unit_max_log_size = c.unit_max_log_size;
+  e.unit_time_limit_s = static_cast<double>(c.unit_time_limit_s);
   e.disk_reserve_bytes = c.state_disk_reserve;
   if (auto cache = resolve_cache_settings(c, process_env()))
     e.cache = *cache;

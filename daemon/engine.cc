@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/duration.h"
 #include "common/exit_status.h"
 #include "common/file_read.h"
 #include "common/size.h"
@@ -57,15 +58,19 @@ std::optional<FileOwner> file_owner(const std::optional<Credentials>& creds) {
 /// ", exit code N" (", killed by signal N (SIGNAME)") for a failed unit,
 /// with the cause where fad set it: the kernel's SIGXFSZ, or fadd's own
 /// SIGKILL, alone tells a user nothing.
-std::string failure_text(const ExitInfo& info, bool log_over, const EngineOptions& options) {
+/// `log_over`, `time_over`: fadd ended it for its log's size, for its time.
+std::string failure_text(const ExitInfo& info, bool log_over, bool time_over, const EngineOptions& options) {
   if (info.unreported) return ", its launcher did not report how it ended";
-  if (info.lost && !log_over)
+  if (info.lost && !log_over && !time_over)
     return ", its Slurm step was lost (its node or allocation went away) " + std::to_string(kMaxLostRuns) +
            " times; fad stopped running it again";
   std::string text =
       ", " + (info.signaled ? exit_status_text(info.exit_code) : "exit code " + std::to_string(info.exit_code));
   if (log_over)
     text += ": its output passed unit_max_log_size (" + format_size(options.unit_max_log_size) + ")";
+  else if (time_over)
+    text += ": it compiled longer than unit_time_limit (" +
+            format_age(static_cast<std::int64_t>(options.unit_time_limit_s)) + ")";
   else if (info.signaled && info.exit_code == 128 + SIGXFSZ && options.unit_max_file_size > 0)
     text += ": it wrote a file past unit_max_file_size (" + format_size(options.unit_max_file_size) + ")";
   return text;
@@ -275,6 +280,7 @@ void Engine::tick() {
   last_snapshot_ = probe_.sample();
   best_effort([&] { measure_running(now); });
   best_effort([&] { stop_flooding_units(); });
+  best_effort([&] { stop_overdue_units(now); });
   for (auto& [id, r] : running_) {
     if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
       // Once: after that the group is gone or about to be, and its id may be reused.
@@ -420,6 +426,29 @@ void Engine::stop_flooding_units() {
                  r.unit.build_id, format_size(size), format_size(limit));
     r.log_over = true;
     signal_unit(r, SIGKILL);
+  }
+}
+
+void Engine::stop_overdue_units(double now) {
+  const double limit = options_.unit_time_limit_s;
+  if (limit <= 0) return;
+  for (auto& [id, r] : running_) {
+    if (r.pgid <= 0 || r.stop != StopReason::none || r.log_over || r.killed) continue;
+    if (r.time_over_at > 0) {
+      // Asked to end, as a cancel asks, and given the same grace.
+      if (now - r.time_over_at > options_.kill_grace_s) {
+        signal_unit(r, SIGKILL);
+        r.killed = true;
+      }
+      continue;
+    }
+    // Compile time, not wall time: a unit suspended under memory pressure,
+    // paused or stopped by its user is not the one holding a core.
+    if (r.run_time(now) <= limit) continue;
+    spdlog::warn("unit {} of build {} has compiled for {}, past unit_time_limit; ending it", r.unit.name,
+                 r.unit.build_id, format_age(static_cast<std::int64_t>(r.run_time(now))));
+    r.time_over_at = now;
+    signal_unit(r, SIGTERM);
   }
 }
 
@@ -882,8 +911,8 @@ void Engine::prepare_end(Ended& e) {
   facts.oom_killed = e.info.oom_killed;
   facts.peak = e.run.peak;
   facts.external = u.kind == UnitKind::external;
-  // fad's own kill of a unit flooding its log reads as lost on a cluster.
-  facts.lost = e.info.lost && !e.run.log_over;
+  // fad's own kill of a unit (flooding its log, past its time) reads as lost on a cluster.
+  facts.lost = e.info.lost && !e.run.log_over && e.run.time_over_at == 0;
   if (facts.lost && facts.stop == StopCause::none) facts.lost_runs = ++lost_runs_[u.id];
   if (facts.stop == StopCause::none && !facts.external && (e.info.exit_code != 0 || e.info.signaled)) {
     // A compiler that cannot write its object fails like a broken source;
@@ -1024,11 +1053,13 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         e.recorded = true;
         if (e.learned) estimator_.learn(*e.learned);
         if (!e.ok && e.launched)
-          spdlog::warn("unit {} of build {} failed{}", u.name, u.build_id, failure_text(e.info, r.log_over, options_));
-        std::string summary = !e.launched ? "FAILED " + u.name + ": could not start\n"
-                                          : (e.ok ? "finished " : "FAILED ") + u.name + " in " +
-                                                std::to_string(int(e.duration)) + " s, peak " + format_size(r.peak) +
-                                                (e.ok ? "" : failure_text(e.info, r.log_over, options_)) + "\n";
+          spdlog::warn("unit {} of build {} failed{}", u.name, u.build_id,
+                       failure_text(e.info, r.log_over, r.time_over_at > 0, options_));
+        std::string summary =
+            !e.launched ? "FAILED " + u.name + ": could not start\n"
+                        : (e.ok ? "finished " : "FAILED ") + u.name + " in " + std::to_string(int(e.duration)) +
+                              " s, peak " + format_size(r.peak) +
+                              (e.ok ? "" : failure_text(e.info, r.log_over, r.time_over_at > 0, options_)) + "\n";
         std::uint64_t log_size = 0;
         auto excerpt = read_file_slice(u.log_path, 0, kLogExcerptBytes, &log_size);
         if (excerpt) summary += *excerpt;

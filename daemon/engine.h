@@ -95,6 +95,9 @@ struct EngineOptions {
   /// The most a running unit's log may hold before fadd ends it
   /// (`unit_max_log_size`); 0 = no limit.
   std::uint64_t unit_max_log_size = 0;
+  /// The longest a unit may compile before fadd ends it (`unit_time_limit`);
+  /// 0 = no limit.
+  double unit_time_limit_s = 0;
 };
 
 /// Resolves a compiler name to its toolchain (probing it, as the query's user)
@@ -220,6 +223,7 @@ class Engine {
     std::uint64_t leader_start = 0;    ///< external: its group leader's start time (see group_is_ours)
     bool killed = false;               ///< SIGKILL sent after the stop grace (once: the group may be reused)
     bool log_over = false;             ///< ended by fadd: its log passed unit_max_log_size
+    double time_over_at = 0;           ///< when fadd ended it for passing unit_time_limit; 0: it did not
     double started_epoch = 0;          ///< started_at as epoch seconds, for reports
     int attempt = 1;                   ///< which run of the unit this is
     std::uint64_t estimate_bytes = 0;  ///< the peak it was admitted with
@@ -270,6 +274,8 @@ class Engine {
   void measure_running(double now);
   /// Ends running units whose log has passed unit_max_log_size.
   void stop_flooding_units();
+  /// Ends running units that have compiled longer than unit_time_limit.
+  void stop_overdue_units(double now);
   void schedule(double now, const MemorySnapshot& snap);
   /// The running units as the scheduler sees them; those on `node` only when given.
   std::vector<RunningUnit> running_view(double now, const std::string* node) const;

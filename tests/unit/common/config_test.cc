@@ -277,6 +277,7 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->cache_size == defaults.cache_size);
   CHECK(shipped->unit_max_file_size == defaults.unit_max_file_size);
   CHECK(shipped->unit_max_log_size == defaults.unit_max_log_size);
+  CHECK(shipped->unit_time_limit_s == defaults.unit_time_limit_s);
   CHECK(shipped->state_disk_reserve == defaults.state_disk_reserve);
   CHECK(shipped->socket_mode == defaults.socket_mode);
 }
@@ -294,6 +295,18 @@ TEST_CASE("unit_max_file_size: a size of at least 1M, or unlimited", "[config]")
         "f.json:1: key 'unit_max_file_size': must be at least 1M (or \"unlimited\")");
   CHECK_THAT(error_lines(parse_config(R"({"unit_max_file_size": "lots"})", "f.json")).at(0),
              Catch::StartsWith("f.json:1: key 'unit_max_file_size': ") && Catch::EndsWith(" (or \"unlimited\")"));
+}
+
+TEST_CASE("unit_time_limit: an age, or unlimited", "[config]") {
+  CHECK(parse_config("{}", "f.json")->unit_time_limit_s == 0);
+  CHECK(parse_config(R"({"unit_time_limit": "6h"})", "f.json")->unit_time_limit_s == 6 * 3600);
+  CHECK(parse_config(R"({"unit_time_limit": "unlimited"})", "f.json")->unit_time_limit_s == 0);
+  CHECK(error_lines(parse_config(R"({"unit_time_limit": "0s"})", "f.json")).at(0) ==
+        "f.json:1: key 'unit_time_limit': must be more than 0 (or \"unlimited\")");
+  CHECK(error_lines(parse_config(R"({"unit_time_limit": 3600})", "f.json")).at(0) ==
+        "f.json:1: key 'unit_time_limit': expected an age such as \"6h\" or \"unlimited\", got 3600");
+  CHECK_THAT(error_lines(parse_config(R"({"unit_time_limit": "6 hours"})", "f.json")).at(0),
+             Catch::StartsWith("f.json:1: key 'unit_time_limit': ") && Catch::EndsWith(" (or \"unlimited\")"));
 }
 
 TEST_CASE("unit_max_log_size: a size of at least 1M, or unlimited", "[config]") {

@@ -729,6 +729,42 @@ TEST_CASE("engine: a log's UTF-8 text is sent as it is, split only between chara
   CHECK(r.result["offset"] == before + emoji + 2);
 }
 
+TEST_CASE("engine: a unit that compiles past unit_time_limit is ended, paused time left out, and fails saying why",
+          "[engine]") {
+  EngineFixture f;
+  f.options.unit_time_limit_s = 600;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  const int pgid = f.launcher.pgid_of("a_one");
+  REQUIRE(f.unit(id, "a_one")->state == UnitState::running);
+  f.clock.advance(590);
+  f.engine->tick();
+  // Paused for an hour by its user: no compile time, no core held.
+  REQUIRE(f.engine->pause(f.me, id).ok);
+  f.engine->tick();
+  f.clock.advance(3600);
+  f.engine->tick();
+  REQUIRE(f.engine->resume(f.me, id).ok);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(pgid) == std::vector<int>{SIGSTOP, SIGCONT});
+  f.clock.advance(5);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(pgid).size() == 2);
+  // Past the limit in compile time: asked to end, as a cancel asks, then killed.
+  f.clock.advance(10);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(pgid).back() == SIGTERM);
+  f.clock.advance(f.options.kill_grace_s + 1);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(pgid).back() == SIGKILL);
+  f.launcher.exit("a_one", 128 + SIGKILL, true);
+  f.engine->tick();
+  CHECK(f.unit(id, "a_one")->state == UnitState::failed);
+  CHECK(f.launcher.launch_count("a_one") == 1);  // not rerun: it would run as long again
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Contains("it compiled longer than unit_time_limit (10m)"));
+}
+
 TEST_CASE("engine: a listed build's counts, archs and memory match its own view", "[engine]") {
   // The listing counts units in SQL; the build's view reads each one.
   EngineFixture f;
