@@ -43,6 +43,20 @@ const fs::path& test_scratch() {
   return dir.path();
 }
 
+// The memory claims of launchers a test runs as another user: shared and
+// sticky like the real directory. Without it their launchers would make
+// /tmp/fad-claims as that user, which then is theirs alone on this machine
+// (every other user's launchers would claim apart).
+const fs::path& shared_test_claims() {
+  static const TempDir dir;
+  static const bool shared = [] {
+    fs::permissions(dir.path(), fs::perms::all | fs::perms::sticky_bit);
+    return true;
+  }();
+  (void)shared;
+  return dir.path();
+}
+
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env_in, const fs::path& out,
             const fs::path& err) {
   std::map<std::string, std::string> env = env_in;
@@ -152,12 +166,15 @@ CommandResult run_as_user(uid_t uid, gid_t gid, const std::vector<std::string>& 
                           const std::vector<gid_t>& groups) {
   TempDir tmp;
   const auto out = tmp.path() / "out", err = tmp.path() / "err";
+  std::map<std::string, std::string> env_set = env;
+  if (!env_set.count("FAD_CLAIMS_DIR") && !std::getenv("FAD_CLAIMS_DIR"))
+    env_set["FAD_CLAIMS_DIR"] = shared_test_claims().string();
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
-    if (!env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+    if (!env_set.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
   }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : env_set) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp, args;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);

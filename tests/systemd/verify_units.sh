@@ -75,6 +75,24 @@ else
   echo "FAIL: $user_dir/fadd.service was not installed"
   fail=1
 fi
+# The claims directory as systemd-tmpfiles makes it at boot: root's and
+# sticky, the only shared one launchers use.
+tmpfiles_dir=$(sed -n 's/^FAD_TMPFILES_DIR:PATH=//p' "$build/CMakeCache.txt")
+if [[ ! -f "$root$tmpfiles_dir/fad.conf" ]]; then
+  echo "FAIL: $tmpfiles_dir/fad.conf was not installed"
+  fail=1
+elif ! command -v systemd-tmpfiles >/dev/null; then
+  echo "SKIP: systemd-tmpfiles is not installed; $tmpfiles_dir/fad.conf was not applied"
+elif ! out=$(systemd-tmpfiles --root="$root" --create "$root$tmpfiles_dir/fad.conf" 2>&1); then
+  echo "FAIL: systemd-tmpfiles --create $tmpfiles_dir/fad.conf:"
+  echo "$out"
+  fail=1
+elif [[ "$(stat -c '%a %U' "$root/tmp/fad-claims" 2>/dev/null)" != "1777 root" ]]; then
+  echo "FAIL: $tmpfiles_dir/fad.conf made /tmp/fad-claims $(stat -c '%a %U' "$root/tmp/fad-claims" 2>&1), not 1777 root"
+  fail=1
+else
+  echo "ok: $tmpfiles_dir/fad.conf"
+fi
 # The config file the system unit's fadd reads when present (fadd starts with
 # the defaults when it is absent): the install creates it.
 config=$(sed -n 's/^# Configuration: \([^ ]*\) when present.*/\1/p' "$root$system_dir/fadd.service")
