@@ -443,10 +443,14 @@ void Engine::stop_overdue_units(double now) {
       continue;
     }
     // Compile time, not wall time: a unit suspended under memory pressure,
-    // paused or stopped by its user is not the one holding a core.
-    if (r.run_time(now) <= limit) continue;
+    // paused or stopped by its user is not the one holding a core, and one
+    // frozen now could not act on a SIGTERM. One taken back at a restart
+    // counts from then: its freezes before it are not known.
+    if (r.frozen_since > 0) continue;
+    const double compiled = r.taken_back ? std::min(r.run_time(now), now - r.taken_back_at) : r.run_time(now);
+    if (compiled <= limit) continue;
     spdlog::warn("unit {} of build {} has compiled for {}, past unit_time_limit; ending it", r.unit.name,
-                 r.unit.build_id, format_age(static_cast<std::int64_t>(r.run_time(now))));
+                 r.unit.build_id, format_age(static_cast<std::int64_t>(compiled)));
     r.time_over_at = now;
     signal_unit(r, SIGTERM);
   }
@@ -914,7 +918,8 @@ void Engine::prepare_end(Ended& e) {
   // fad's own kill of a unit (flooding its log, past its time) reads as lost on a cluster.
   facts.lost = e.info.lost && !e.run.log_over && e.run.time_over_at == 0;
   if (facts.lost && facts.stop == StopCause::none) facts.lost_runs = ++lost_runs_[u.id];
-  if (facts.stop == StopCause::none && !facts.external && (e.info.exit_code != 0 || e.info.signaled)) {
+  if (facts.stop == StopCause::none && !facts.external && e.run.time_over_at == 0 &&
+      (e.info.exit_code != 0 || e.info.signaled)) {
     // A compiler that cannot write its object fails like a broken source;
     // asked now, while the disk is still full, the difference is plain.
     const std::string out_dir = fs::path(u.output_path).parent_path().string();

@@ -33,10 +33,10 @@ constexpr double kQuietPollS = 2;
 constexpr double kPollTimeoutS = 30;
 // A tick this much later than the one before means fadd was not running.
 constexpr double kStalledS = 5;
-// An admitted launcher reports its compiler's pid at once (after at most 2 s
-// on the claims lock); this long without, it is stopped, gone where fadd
-// cannot see, or only pretends: its admission goes back, so a client that
-// polls and never starts holds a core from everyone's compiles this long only.
+// An admitted launcher reports its compiler's pid at once; this long without,
+// it is stopped, gone where fadd cannot see, or only pretends: its admission
+// goes back, so a client that polls and never starts holds a core from
+// everyone's compiles this long at a time (then it waits its turn again).
 constexpr double kStartTimeoutS = 15;
 // A compiler's group may vanish just before its launcher reports the exit.
 constexpr double kGoneGraceS = 10;

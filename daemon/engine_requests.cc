@@ -455,9 +455,13 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
   auto slice = read_file_slice(path, req.offset, static_cast<std::size_t>(req.max_bytes), &size);
   std::string data = slice ? std::move(*slice) : std::string();
   data.resize(fits_escaped(data, kLogReplyBytes));
-  // A character the slice cuts is left to the next read, which gets it whole;
-  // unless it is all there is (a read must move on: it then shows as '?').
-  if (const auto cut = utf8_cut_tail(data); cut > 0 && cut < data.size()) data.resize(data.size() - cut);
+  // A character the slice cuts is left to the next read, which gets it whole:
+  // one the file holds whole (a slice too small for it), or one still being
+  // written (a compiler's output flushed in blocks). Only a slice too small
+  // for one character, or a log that ends inside one, moves on with '?'s.
+  const bool at_end = req.offset + data.size() >= size;
+  if (const auto cut = utf8_cut_tail(data); cut > 0 && (cut < data.size() || (at_end && !finished)))
+    data.resize(data.size() - cut);
   const std::uint64_t next = std::min<std::uint64_t>(size, req.offset + data.size());
   // JSON strings must be UTF-8: a byte that is not part of a UTF-8 character
   // (a compiler in a Latin-1 locale) goes as '?'; UTF-8 text as it is.

@@ -727,6 +727,26 @@ TEST_CASE("engine: a log's UTF-8 text is sent as it is, split only between chara
   r = f.engine->logs(f.me, req);
   CHECK(r.result["data"] == "??");
   CHECK(r.result["offset"] == before + emoji + 2);
+
+  // The compiler flushed half a character and is still writing: following
+  // the log waits for the rest, rather than sending it as '?'s.
+  const std::size_t end = test::slurp(log).size();
+  { std::ofstream(log, std::ios::app) << "\xE2\x80"; }
+  req.offset = end;
+  req.max_bytes = 1024;
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"] == "");
+  CHECK(r.result["offset"] == end);
+  { std::ofstream(log, std::ios::app) << "\x99\n"; }
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"] == "\xE2\x80\x99\n");
+  // A log that ended inside a character ends with '?'s.
+  { std::ofstream(log, std::ios::app) << "\xE2"; }
+  f.launcher.exit("a_one", 0);
+  req.offset = end + 4;
+  r = f.engine->logs(f.me, req);
+  CHECK(r.result["data"] == "?");
+  CHECK(r.result["done"] == true);
 }
 
 TEST_CASE("engine: a unit that compiles past unit_time_limit is ended, paused time left out, and fails saying why",
