@@ -154,11 +154,14 @@ void BoostLauncher::signal_group(int pgid, int sig) {
   if (pgid > 1) ::kill(-pgid, sig);  // never kill(0) or kill(-1): that would hit fadd or everything
 }
 
+UnitCgroup* BoostLauncher::cgroup_of(int pgid) {
+  if (auto it = children_.find(pgid); it != children_.end() && it->second->cgroup) return it->second->cgroup.get();
+  if (auto it = adopted_.find(pgid); it != adopted_.end()) return it->second.get();
+  return nullptr;
+}
+
 std::optional<std::uint64_t> BoostLauncher::cgroup_memory(int pgid) {
-  if (auto it = children_.find(pgid); it != children_.end() && it->second->cgroup)
-    if (auto usage = it->second->cgroup->usage()) return *usage;
-  if (auto it = adopted_.find(pgid); it != adopted_.end())
-    if (auto usage = it->second->usage()) return *usage;
+  if (auto* cg = cgroup_of(pgid)) return cg->usage();
   return std::nullopt;
 }
 
@@ -181,6 +184,12 @@ std::map<int, std::uint64_t> BoostLauncher::groups_memory(const std::set<int>& p
 }
 
 bool BoostLauncher::group_alive(int pgid) { return group_exists(pgid); }
+
+bool BoostLauncher::group_stopped(int pgid) {
+  // The cgroup knows every process of the unit, those that left its group too.
+  if (auto* cg = cgroup_of(pgid)) return processes_stopped("/proc", cg->pids());
+  return ProcessLauncher::group_stopped(pgid);
+}
 
 void BoostLauncher::adopt(int pgid) {
   if (!cgroups_ || adopted_.count(pgid)) return;

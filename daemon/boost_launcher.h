@@ -27,12 +27,15 @@ class BoostLauncher final : public ProcessLauncher {
   void adopt(int pgid) override;
   GroupAccount release(int pgid, Leftovers leftovers) override;
   bool group_alive(int pgid) override;
+  bool group_stopped(int pgid) override;
 
  private:
   struct Child;
   /// Waits (without blocking) for child `pid` to exit; reap() collects it.
   void watch(int pid);
   void reap(int pid);
+  /// The unit cgroup of group `pgid` (launched or adopted); nullptr when it has none.
+  UnitCgroup* cgroup_of(int pgid);
   /// The group's usage from its unit cgroup; nullopt when it has none.
   std::optional<std::uint64_t> cgroup_memory(int pgid);
   boost::asio::io_context& io_;

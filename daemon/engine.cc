@@ -383,10 +383,11 @@ void Engine::measure_running(double now) {
     if (r.pgid <= 0) continue;  // admitted, its launcher has not started it yet
     groups.insert(r.pgid);
     // A compiler its user stopped (Ctrl-Z passed on by its launcher) frees
-    // its core for other builds until it is continued.
+    // its core for other builds until it is continued. The whole unit must
+    // be stopped: a leader stopped while its children compile would free a
+    // core it is using and stop its clock for unit_time_limit.
     if (r.stop == StopReason::none && !r.suspended && !r.paused) {
-      const auto leader = launcher_.process_info(r.pgid);
-      r.stopped_by_user = leader && leader->stopped;
+      r.stopped_by_user = launcher_.group_stopped(r.pgid);
     } else {
       r.stopped_by_user = false;
     }
@@ -453,6 +454,9 @@ void Engine::stop_overdue_units(double now) {
                  r.unit.build_id, format_age(static_cast<std::int64_t>(compiled)));
     r.time_over_at = now;
     signal_unit(r, SIGTERM);
+    // As Slurm does at a time limit: a process of it that stopped itself
+    // acts on the SIGTERM only once continued.
+    signal_unit(r, SIGCONT);
   }
 }
 

@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/meminfo.h"
 #include "daemon/memory_probe.h"
@@ -50,6 +52,7 @@ std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string
 
 std::optional<ProcessInfo> ProcessLauncher::process_info(int pid) { return read_process_info(pid); }
 std::vector<unsigned> ProcessLauncher::group_owners(int pgid) { return process_group_owners("/proc", pgid); }
+bool ProcessLauncher::group_stopped(int pgid) { return process_group_stopped("/proc", pgid); }
 
 std::optional<ProcessInfo> read_process_info(int pid) {
   if (pid <= 0) return std::nullopt;
@@ -76,6 +79,23 @@ void for_each_member(const std::string& proc_root, const std::set<int>& pgids, V
   }
   ::closedir(dir);
 }
+
+bool stopped_state(char state) { return state == 'T' || state == 't'; }  // SIGSTOP, Ctrl-Z; a debugger
+bool gone_state(char state) { return state == 'Z' || state == 'X'; }     // exited, not reaped yet
+
+/// Counts the living processes among `states` and whether all are stopped.
+class StopCount {
+ public:
+  void add(std::optional<char> state) {
+    if (!state || gone_state(*state)) return;  // runs nothing
+    ++living_;
+    stopped_ += stopped_state(*state);
+  }
+  bool all_stopped() const { return living_ > 0 && stopped_ == living_; }
+
+ private:
+  int living_ = 0, stopped_ = 0;
+};
 }  // namespace
 
 std::map<int, std::uint64_t> process_groups_rss(const std::string& proc_root, const std::set<int>& pgids) {
@@ -105,6 +125,24 @@ std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgi
     if (auto info = parse_process_info(stat, status)) owners.push_back(info->uid);
   });
   return owners;
+}
+
+bool process_group_stopped(const std::string& proc_root, int pgid) {
+  // A running leader answers without a scan of /proc, every tick, for every
+  // unit: the common case. Only a stopped or exited one needs its group.
+  const auto leader = parse_stat_state(read_small_file(proc_root + "/" + std::to_string(pgid) + "/stat"));
+  if (leader && !stopped_state(*leader) && !gone_state(*leader)) return false;
+  StopCount count;
+  for_each_member(proc_root, {pgid},
+                  [&](int, std::string_view stat, std::string_view) { count.add(parse_stat_state(stat)); });
+  return count.all_stopped();
+}
+
+bool processes_stopped(const std::string& proc_root, const std::vector<int>& pids) {
+  StopCount count;
+  for (int pid : pids)
+    if (pid > 0) count.add(parse_stat_state(read_small_file(proc_root + "/" + std::to_string(pid) + "/stat")));
+  return count.all_stopped();
 }
 
 }  // namespace fad

@@ -123,6 +123,11 @@ class ProcessLauncher {
   virtual std::optional<ProcessInfo> process_info(int pid);
   /// The real uids of the processes in group `pgid` (one per process).
   virtual std::vector<unsigned> group_owners(int pgid);
+  /// Whether the unit of group `pgid` runs nothing because it was stopped
+  /// (SIGSTOP, Ctrl-Z): it has a living process and every living one is
+  /// stopped. Not its leader alone: a compiler that stops itself while its
+  /// children compile is using cores.
+  virtual bool group_stopped(int pgid);
 
   // ---- Cluster executors (the local one keeps these defaults). ----
   /// The nodes units run on. nullopt: this machine (the engine samples its
@@ -154,6 +159,12 @@ std::map<int, std::uint64_t> process_groups_rss(const std::string& proc_root, co
 
 /// The real uid of every process of a process group, by scanning `proc_root`.
 std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgid);
+
+/// ProcessLauncher::group_stopped of a process group, by scanning `proc_root`.
+bool process_group_stopped(const std::string& proc_root, int pgid);
+/// The same for the processes `pids` (a unit cgroup's: a setsid child that
+/// left the group is still the unit's).
+bool processes_stopped(const std::string& proc_root, const std::vector<int>& pids);
 
 /// Process group (field 5) from /proc/PID/stat text; nullopt when malformed.
 std::optional<int> parse_stat_pgid(std::string_view stat);

@@ -44,17 +44,25 @@ bool fadd_alive(int pid) {
   return comm == "fadd";
 }
 
-/// SIGKILLs each process listed in a cgroup's cgroup.procs; returns how many.
-std::size_t kill_listed(const fs::path& dir) {
+/// The pids in a cgroup's cgroup.procs.
+std::vector<int> listed_pids(const fs::path& dir) {
   const std::string procs = read_small_file((dir / "cgroup.procs").string());
-  std::size_t killed = 0;
+  std::vector<int> pids;
   for (std::size_t pos = 0; pos < procs.size();) {
     const auto end = procs.find('\n', pos);
     const int pid = std::atoi(procs.substr(pos, end - pos).c_str());
-    if (pid > 1 && ::kill(pid, SIGKILL) == 0) ++killed;
+    if (pid > 1) pids.push_back(pid);
     if (end == std::string::npos) break;
     pos = end + 1;
   }
+  return pids;
+}
+
+/// SIGKILLs each process listed in a cgroup's cgroup.procs; returns how many.
+std::size_t kill_listed(const fs::path& dir) {
+  std::size_t killed = 0;
+  for (int pid : listed_pids(dir))
+    if (::kill(pid, SIGKILL) == 0) ++killed;
   return killed;
 }
 
@@ -110,6 +118,8 @@ std::size_t UnitCgroup::kill_remaining() {
   killed_ |= n > 0;
   return n;
 }
+
+std::vector<int> UnitCgroup::pids() const { return listed_pids(dir_); }
 
 void UnitCgroup::close_procs_fd() {
   if (procs_fd_ >= 0) ::close(procs_fd_);

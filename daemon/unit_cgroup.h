@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -31,6 +32,9 @@ class UnitCgroup {
   /// its program left running when it exited (a setsid'd child outlives its
   /// process group, not its cgroup), as Slurm ends a step's every process.
   std::size_t kill_remaining();
+  /// The processes in the cgroup now (cgroup.procs): its whole tree, setsid
+  /// children too.
+  std::vector<int> pids() const;
   /// Bytes charged to the cgroup now.
   std::optional<std::uint64_t> usage() const;
   /// Highest charge since creation (v1 max_usage_in_bytes, v2 memory.peak).

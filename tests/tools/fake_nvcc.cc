@@ -44,8 +44,10 @@
 //                              profile in the same process group, without a parent-death signal:
 //                              killed with their parent's group, orphaned if only the parent dies.
 // A source file may override all of these for itself with a line
-//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N print_mb=N   (any subset)
+//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N print_mb=N stop_self=1   (any subset)
 // print_mb=N prints N MiB of warnings to stdout first (a compiler that floods its log).
+// stop_self=1 (with children=N): once its children run, it SIGSTOPs itself alone while they
+// compile on (a compiler that looks stopped to anyone reading its state only).
 // profile=PATH replays that trace (as FAD_FAKE_PROFILE does; a relative PATH is taken from
 // the source file's directory), so units of one build can replay different traces; peak_mb
 // or duration_s in the same line win over it, and it wins over the environment's profiles.
@@ -61,6 +63,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <ctime>
 #include <cerrno>
 #include <chrono>
@@ -114,6 +117,7 @@ struct Overrides {
   std::optional<std::string> profile;  ///< trace path, resolved against the source's directory
   std::optional<int> children;
   std::optional<double> print_mb;
+  bool stop_self = false;
 };
 
 std::optional<std::string> env(const char* name) {
@@ -312,6 +316,8 @@ Overrides read_overrides(const std::string& src) {
       o.children = std::atoi(value);
     else if (key == "print_mb")
       o.print_mb = std::atof(value);
+    else if (key == "stop_self")
+      o.stop_self = std::atoi(value) != 0;
     else if (key == "profile" && *value) {
       std::string path = value;
       std::size_t slash = src.rfind('/');
@@ -625,6 +631,7 @@ int run_compile(Args args) {
     }
     if (kid > 0) kids.push_back(kid);
   }
+  if (over.stop_self) ::raise(SIGSTOP);
   replay(profile, mem_factor, env("FAD_FAKE_CPU") == std::optional<std::string>("1") ? parallel : 0);
   for (pid_t kid : kids) ::waitpid(kid, nullptr, 0);
 

@@ -673,6 +673,27 @@ TEST_CASE("engine faults: a compiler its user stopped (Ctrl-Z) frees its core fo
   CHECK(f.build_state(id) == BuildState::running);
 }
 
+TEST_CASE("engine faults: a compiler that stops only itself while its children compile keeps its core and its clock",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.options.scheduler.cores = 1;
+  f.options.unit_time_limit_s = 600;
+  f.make_engine().recover();
+  seen_launcher(f, 0, 777);
+  const auto launched = started_launch(f, launch_of("/w/a.cu"), 5000);
+  f.launcher.processes[5001] = ProcessInfo{5000, 5000, f.me.uid, 0};  // its cicc, compiling
+  const auto id = f.submit();
+  f.launcher.processes[5000].stopped = true;
+  tick_for(f, 5);
+  CHECK(f.launcher.launches.empty());  // the core is still the launched compile's
+  CHECK(f.build_state(id) == BuildState::queued);
+  // Its clock runs: past the limit, it is asked to end like any other.
+  f.clock.advance(600);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(5000) == std::vector<int>{SIGTERM, SIGCONT});
+  CHECK(f.store->unit(launched)->state == UnitState::running);
+}
+
 TEST_CASE("engine faults: time fadd itself was stopped counts against no launcher it cannot see", "[engine][faults]") {
   EngineFixture f;
   f.options.scheduler.max_parallel_units = 1;

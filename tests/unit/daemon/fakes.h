@@ -138,6 +138,12 @@ class RecordingLauncher final : public ProcessLauncher {
       if (info.pgid == pgid) owners.push_back(info.uid);
     return owners;
   }
+  bool group_stopped(int pgid) override {
+    int living = 0, stopped = 0;
+    for (const auto& [pid, info] : processes)
+      if (info.pgid == pgid && !info.zombie) ++living, stopped += info.stopped;
+    return living > 0 && stopped == living;
+  }
   void adopt(int pgid) override { adopted.insert(pgid); }
   std::vector<std::pair<int, Leftovers>> released;  ///< each release, in order
   GroupAccount release(int pgid, Leftovers leftovers) override {

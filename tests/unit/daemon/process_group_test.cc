@@ -152,6 +152,36 @@ TEST_CASE("process group: parse_process_info reads parent, group, owner and star
   CHECK(read_process_info(::getpid())->start_ticks == self->start_ticks);
 }
 
+TEST_CASE("process group: a group is stopped only when every living process of it is", "[process_group]") {
+  TempDir tmp("fad-proc");
+  const auto proc = tmp.path() / "proc";
+  auto add = [&](int pid, int pgid, char state) {
+    write_file(proc / std::to_string(pid) / "stat", std::to_string(pid) + " (a (b) c) " + state + " 1 " +
+                                                        std::to_string(pgid) + " " + std::to_string(pgid) + " 0\n");
+  };
+  add(100, 100, 'T');  // Ctrl-Z: nvcc and its cicc
+  add(101, 100, 'T');
+  add(102, 100, 'Z');  // exited, not reaped: runs nothing
+  add(200, 200, 'T');  // a leader that stopped itself
+  add(201, 200, 'R');  // while its child compiles
+  add(300, 300, 't');  // stopped by a debugger
+  add(400, 400, 'Z');  // nothing left alive
+  add(700, 700, 'S');  // a running leader: not stopped, whatever the rest
+  add(701, 700, 'T');
+  CHECK(process_group_stopped(proc.string(), 100));
+  CHECK_FALSE(process_group_stopped(proc.string(), 200));
+  CHECK(process_group_stopped(proc.string(), 300));
+  CHECK_FALSE(process_group_stopped(proc.string(), 400));
+  CHECK_FALSE(process_group_stopped(proc.string(), 500));
+  CHECK_FALSE(process_group_stopped(proc.string(), 700));
+  // By pid, as a unit cgroup lists them: a setsid child outside the group counts.
+  add(600, 600, 'S');
+  CHECK(processes_stopped(proc.string(), {100, 101, 102}));
+  CHECK_FALSE(processes_stopped(proc.string(), {100, 101, 600}));
+  CHECK(processes_stopped(proc.string(), {100, 999}));  // 999 exited meanwhile
+  CHECK_FALSE(processes_stopped(proc.string(), {}));
+}
+
 TEST_CASE("process group: process_group_owners names the owner of every member", "[process_group]") {
   // This test's own process group, as the kernel describes it.
   const auto owners = process_group_owners("/proc", ::getpgrp());
