@@ -564,6 +564,13 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
         held.emplace(u.id, &u);
         continue;
       }
+      if (u.kind == UnitKind::external) {
+        if (auto why = lapse_hold(u.id, now); !why.empty()) {
+          held_reasons.emplace(u.id, std::move(why));
+          held.emplace(u.id, &u);
+          continue;
+        }
+      }
       queue.push_back(queued_unit(u));
       by_id.emplace(u.id, &u);
     }

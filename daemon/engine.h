@@ -489,6 +489,10 @@ class Engine {
   struct WaitingLaunch {
     double last_poll = 0;
     std::optional<ProcessStamp> launcher;
+    /// Admissions it let lapse without starting its compiler, and until when
+    /// it is not admitted again for the last of them.
+    int lapses = 0;
+    double hold_s = 0, held_until = 0;
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
   /// Compiles each user's launchers may still have recorded this hour.
@@ -511,6 +515,9 @@ class Engine {
   void note_dropped_unasked(std::int64_t unit_id, std::string why);
   /// Whether a waiting unit's launcher has not asked for kQuietPollS.
   bool launcher_quiet(std::int64_t unit_id, double now) const;
+  /// Why a waiting unit whose launcher let its admissions lapse is not
+  /// admitted yet; "" when it may be.
+  std::string lapse_hold(std::int64_t unit_id, double now) const;
   /// When check_external last ran (each tick): a long gap means fadd itself
   /// was stopped (SIGSTOP, a suspended VM), and launchers could not ask.
   double last_external_check_ = 0;

@@ -38,6 +38,10 @@ constexpr double kStalledS = 5;
 // goes back, so a client that polls and never starts holds a core from
 // everyone's compiles this long at a time (then it waits its turn again).
 constexpr double kStartTimeoutS = 15;
+// ... and one that does so again and again waits longer each time before it
+// is admitted again (twice as long, from kStartTimeoutS, up to this), so that
+// it holds a core a few percent of the time, not in turn with every user.
+constexpr double kMaxLapseHoldS = 600;
 // A compiler's group may vanish just before its launcher reports the exit.
 constexpr double kGoneGraceS = 10;
 // ... or well before, when fadd is busy: a launcher still alive gets longer
@@ -372,6 +376,15 @@ bool Engine::launcher_quiet(std::int64_t unit_id, double now) const {
   return w != waiting_launches_.end() && now - w->second.last_poll > kQuietPollS;
 }
 
+std::string Engine::lapse_hold(std::int64_t unit_id, double now) const {
+  const auto w = waiting_launches_.find(unit_id);
+  if (w == waiting_launches_.end() || w->second.held_until <= now) return "";
+  // The same words for the whole hold: a reason that changed every tick
+  // would be written to the database every tick.
+  return "its launcher did not start its compiler when admitted (" + std::to_string(w->second.lapses) +
+         " times); it waits " + format_age(static_cast<std::int64_t>(w->second.hold_s)) + " before the next admission";
+}
+
 void Engine::check_external(double now) {
   // fadd was stopped or starved for `gap`: nobody could ask it meanwhile, so
   // that time counts against no launcher's silence.
@@ -421,6 +434,11 @@ void Engine::check_external(double now) {
       spdlog::warn("launcher of unit {} did not start its compiler within {:.0f} s; it waits again", r.unit.name,
                    kStartTimeoutS);
       r.stop = StopReason::requeue;
+      // Once may be a Ctrl-Z at the wrong moment; again is a pattern.
+      if (auto w = waiting_launches_.find(id); w != waiting_launches_.end() && ++w->second.lapses > 1) {
+        w->second.hold_s = std::min(kMaxLapseHoldS, kStartTimeoutS * std::ldexp(1.0, w->second.lapses - 2));
+        w->second.held_until = now + w->second.hold_s;
+      }
     } else if (r.stop == StopReason::none && r.taken_back && r.gone_since - r.taken_back_at <= kGoneGraceS) {
       // Gone by the first looks after the start: its launcher may have
       // reported the end while this fadd was starting and not yet listening.

@@ -588,6 +588,39 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   CHECK(f.store->unit(fourth)->state == UnitState::queued);
 }
 
+TEST_CASE("engine faults: a launcher that lets its admissions lapse again and again waits longer each time",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  seen_launcher(f, 0, 777);
+  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  // Polls every second, never starts its compiler.
+  auto poll_for = [&](int seconds) {
+    std::string state;
+    for (int i = 0; i < seconds; ++i) {
+      f.clock.advance(1);
+      f.engine->tick();
+      auto poll = f.engine->launch_poll(f.me, UnitRequest{unit});
+      REQUIRE(poll.ok);
+      state = poll.result.at("state").get<std::string>();
+    }
+    return state;
+  };
+  // Once: admitted again as soon as it asks (a Ctrl-Z at the wrong moment).
+  poll_for(16);
+  CHECK(poll_for(1) == "admitted");
+  // Twice: 15 s before the next admission, then 30 s, 60 s, ...
+  poll_for(16);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(poll_for(12) == "queued");
+  const auto held = f.engine->launch_poll(f.me, UnitRequest{unit});
+  CHECK_THAT(held.result.value("wait_reason", ""), Contains("did not start its compiler when admitted (2 times)"));
+  CHECK(poll_for(4) == "admitted");
+  poll_for(16);
+  CHECK(poll_for(28) == "queued");
+  CHECK(poll_for(3) == "admitted");
+}
+
 TEST_CASE(
     "engine faults: a waiting compile is kept while its launcher lives, however long it is silent (Ctrl-Z), "
     "and dropped within seconds once it exits",
