@@ -382,6 +382,32 @@ TEST_CASE("engine faults: a compile taken back at start whose launcher vanishes 
   CHECK(f.store->unit(unit)->state == UnitState::failed);
 }
 
+TEST_CASE("engine faults: a compile taken back at start is held to unit_time_limit from then on", "[engine][faults]") {
+  if (!boot_id_known()) {
+    WARN("skipped: no boot id here, so no process group outlives a restart in fadd's eyes");
+    return;
+  }
+  EngineFixture f;
+  f.options.unit_time_limit_s = 60;
+  f.make_engine().recover();
+  const int pid = f.me.pid + 50;
+  const auto unit = started_launch(f, launch_of("/w/b.cu"), pid, 4100);
+  tick_for(f, 3);
+  // The old fadd is gone for an hour (stopped, then killed): whether the
+  // compile was frozen meanwhile is not known, so that hour is not held
+  // against it.
+  f.clock.advance(3600);
+  f.engine.reset();
+  f.launcher.forget_callbacks();
+  f.launcher.adopted.clear();
+  f.make_engine().recover();
+  REQUIRE(f.store->unit(unit)->state == UnitState::running);
+  tick_for(f, 55);
+  CHECK(f.launcher.signals_to(pid) == std::vector<int>{SIGCONT});  // the take-back's
+  tick_for(f, 10);
+  CHECK(f.launcher.signals_to(pid) == std::vector<int>{SIGCONT, SIGTERM, SIGCONT});
+}
+
 TEST_CASE("engine faults: a launch session's build lives on through a restart and ends as its compiles did",
           "[engine][faults]") {
   EngineFixture f;
