@@ -29,6 +29,7 @@
 #include "daemon/engine.h"
 #include "daemon/exec_helper.h"
 #include "daemon/instance_lock.h"
+#include "daemon/manifest.h"
 #include "daemon/memory_probe.h"
 #include "daemon/request_handler.h"
 #include "daemon/root_only_path.h"
@@ -361,6 +362,10 @@ int run_daemon(const DaemonOptions& o) {
                o.config.memory_budget ? format_size(*o.config.memory_budget) : std::string("auto"),
                o.config.reserve.bytes ? format_size(o.config.reserve.bytes)
                                       : std::to_string(static_cast<int>(o.config.reserve.percent)) + "%");
+  // Said now, not first at a user's `fad submit`: whoever starts fadd can
+  // mend it. Builds of other projects (`fad run`) do not need it.
+  if (auto manifest = load_manifest(o.kernels_dir); !manifest)
+    spdlog::warn("fad submit of the bundled kernels will fail: {}", manifest.error());
   // Under systemd (Type=notify): started means listening.
   if (auto sent =
           notifier.notify("READY=1\nSTATUS=listening on " + o.socket + "\nMAINPID=" + std::to_string(::getpid()));

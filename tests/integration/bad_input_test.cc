@@ -116,6 +116,20 @@ TEST_CASE("client usage errors exit 2 with one line", "[integration]") {
   CHECK(r.exit_code == 2);
 }
 
+TEST_CASE("fadd says at start that its kernels dir has no manifest, and builds it once it has", "[integration]") {
+  Daemon d;  // no kernels written yet
+  d.start();
+  CHECK_THAT(d.daemon_log(), Catch::Contains("fad submit of the bundled kernels will fail: "));
+  CHECK_THAT(d.daemon_log(), Catch::Contains(d.kernels_dir() + "/manifest.json"));
+  auto r = d.fad({"submit", "--arch", "9.0"});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("set kernels_dir in the config"));
+  // Read at each submit: no restart needed once it is there.
+  d.write_kernels({{"fwd_x", ""}});
+  r = d.fad({"submit", "--arch", "9.0"});
+  CHECK(r.exit_code == 0);
+}
+
 TEST_CASE("fadd rejects bad flags, sizes and config with exit 2", "[integration]") {
   Daemon d;
   std::string log;
