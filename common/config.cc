@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,15 +49,38 @@ std::size_t line_of(std::string_view text, std::size_t offset) {
          static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
-/// Offset of `"key"` followed by optional whitespace and ':' in the raw text.
-std::size_t key_offset(std::string_view text, const std::string& key) {
+/// Offset of `"key"` followed by optional whitespace and ':' in the raw text;
+/// with `skip`, of the one after `skip` such places.
+std::size_t key_offset(std::string_view text, const std::string& key, int skip = 0) {
   std::string quoted = "\"" + key + "\"";
   for (std::size_t pos = text.find(quoted); pos != std::string_view::npos; pos = text.find(quoted, pos + 1)) {
     std::size_t after = pos + quoted.size();
     while (after < text.size() && std::isspace(static_cast<unsigned char>(text[after]))) ++after;
-    if (after < text.size() && text[after] == ':') return pos;
+    if (after < text.size() && text[after] == ':' && skip-- == 0) return pos;
   }
   return 0;  // e.g. a key written with escapes: report line 1 rather than nothing
+}
+
+/// Keys written more than once in one object of `text` (valid JSON), each
+/// once, in order. JSON lets the last one win without a word; in a config,
+/// two values for one key are a mistake whichever was meant.
+std::vector<std::string> repeated_keys(std::string_view text) {
+  std::vector<std::set<std::string>> open;
+  std::vector<std::string> repeated;
+  json::parser_callback_t note = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (event == json::parse_event_t::object_end && !open.empty()) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty() && parsed.is_string()) {
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (!open.back().insert(key).second && std::find(repeated.begin(), repeated.end(), key) == repeated.end())
+        repeated.push_back(key);
+    }
+    return true;
+  };
+  const json again = json::parse(text.begin(), text.end(), note, false);
+  return repeated;
 }
 
 /// A size value as the user wrote it: "4G" for "4G", "12" for 12.
@@ -295,6 +319,11 @@ Result<Config> parse_config(std::string_view text, std::string_view filename) {
 
   Config config;
   std::vector<Problem> problems;
+  for (const auto& key : repeated_keys(text)) {
+    std::size_t offset = key_offset(text, key, 1);
+    problems.push_back({offset, file + ":" + std::to_string(line_of(text, offset)) + ": key '" + key +
+                                    "' is set twice (only the last would count): keep one"});
+  }
   for (const auto& [key, value] : root.items()) {
     std::string wrong;
     try {

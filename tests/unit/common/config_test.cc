@@ -163,6 +163,20 @@ TEST_CASE("the line is the key's, even when its name also appears as a value", "
   CHECK(r.error() == "c.json:4: key 'swap': expected \"ignore\" or \"use\", got \"no\"");
 }
 
+TEST_CASE("a key set twice is refused at its second line, nested ones too", "[config]") {
+  auto r = parse_config("{\n  \"swap\": \"use\",\n  \"nvcc\": \"swap\",\n  \"swap\": \"ignore\"\n}", "d.json");
+  CHECK(r.error() == "d.json:4: key 'swap' is set twice (only the last would count): keep one");
+  auto nested =
+      parse_config("{\"slurm\": {\"partition\": \"a\",\n\"partition\": \"b\"},\n\"reserve\": \"150%\"}", "n.json");
+  REQUIRE_FALSE(nested.ok());
+  CHECK(nested.error().rfind("n.json:2: key 'partition' is set twice (only the last would count): keep one\n"
+                             "n.json:3: key 'reserve': ",
+                             0) == 0);
+  // One name in two objects is two keys.
+  CHECK(parse_config(R"({"slurm": {"nodes": 2}, "x": {"nodes": 3}})", "o.json").error().find("twice") ==
+        std::string::npos);
+}
+
 TEST_CASE("invalid JSON names the line", "[config]") {
   std::string file = kFixtures + "/config_bad_json.json";
   auto r = fad::load_config(file);
