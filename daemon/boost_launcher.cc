@@ -187,7 +187,7 @@ bool BoostLauncher::group_alive(int pgid) { return group_exists(pgid); }
 
 bool BoostLauncher::group_stopped(int pgid) {
   // The cgroup knows every process of the unit, those that left its group too.
-  if (auto* cg = cgroup_of(pgid)) return processes_stopped("/proc", cg->pids());
+  if (auto* cg = cgroup_of(pgid)) return processes_stopped("/proc", pgid, cg->pids());
   return ProcessLauncher::group_stopped(pgid);
 }
 

@@ -83,19 +83,51 @@ void for_each_member(const std::string& proc_root, const std::set<int>& pgids, V
 bool stopped_state(char state) { return state == 'T' || state == 't'; }  // SIGSTOP, Ctrl-Z; a debugger
 bool gone_state(char state) { return state == 'Z' || state == 'X'; }     // exited, not reaped yet
 
-/// Counts the living processes among `states` and whether all are stopped.
+/// "Threads:" of /proc/PID/status; 0 when missing.
+int status_threads(std::string_view status) {
+  const auto at = status.find("\nThreads:");
+  return at == std::string_view::npos ? 0 : std::atoi(std::string(status.substr(at + 9, 16)).c_str());
+}
+
+/// What one process does, for StopCount.
+enum class Activity { none, stopped, running };
+
+/// A process in `state`: an exited one runs nothing, unless it is a leader
+/// whose main thread alone exited while its other threads compute (shown as
+/// 'Z' all the same); `status` is read for that only.
+template <typename ReadStatus>
+Activity activity(std::optional<char> state, ReadStatus read_status) {
+  if (!state) return Activity::none;  // gone meanwhile
+  if (gone_state(*state)) return status_threads(read_status()) > 1 ? Activity::running : Activity::none;
+  return stopped_state(*state) ? Activity::stopped : Activity::running;
+}
+
+/// Whether the processes seen so far are all stopped, at least one of them.
 class StopCount {
  public:
-  void add(std::optional<char> state) {
-    if (!state || gone_state(*state)) return;  // runs nothing
-    ++living_;
-    stopped_ += stopped_state(*state);
+  /// False once one runs: the answer is known, no need to look further.
+  bool add(Activity a) {
+    if (a == Activity::running) running_ = true;
+    stopped_ += a == Activity::stopped;
+    return !running_;
   }
-  bool all_stopped() const { return living_ > 0 && stopped_ == living_; }
+  bool all_stopped() const { return !running_ && stopped_ > 0; }
 
  private:
-  int living_ = 0, stopped_ = 0;
+  bool running_ = false;
+  int stopped_ = 0;
 };
+
+/// The state of process `pid` under `proc_root`.
+std::optional<char> state_of(const std::string& proc_root, int pid) {
+  return parse_stat_state(read_small_file(proc_root + "/" + std::to_string(pid) + "/stat"));
+}
+
+/// Whether process `pid` is running, read from its state alone (the common case, cheap).
+bool plainly_running(const std::string& proc_root, int pid) {
+  const auto state = state_of(proc_root, pid);
+  return state && !stopped_state(*state) && !gone_state(*state);
+}
 }  // namespace
 
 std::map<int, std::uint64_t> process_groups_rss(const std::string& proc_root, const std::set<int>& pgids) {
@@ -130,18 +162,22 @@ std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgi
 bool process_group_stopped(const std::string& proc_root, int pgid) {
   // A running leader answers without a scan of /proc, every tick, for every
   // unit: the common case. Only a stopped or exited one needs its group.
-  const auto leader = parse_stat_state(read_small_file(proc_root + "/" + std::to_string(pgid) + "/stat"));
-  if (leader && !stopped_state(*leader) && !gone_state(*leader)) return false;
+  if (plainly_running(proc_root, pgid)) return false;
   StopCount count;
-  for_each_member(proc_root, {pgid},
-                  [&](int, std::string_view stat, std::string_view) { count.add(parse_stat_state(stat)); });
+  for_each_member(proc_root, {pgid}, [&](int, std::string_view stat, std::string_view status) {
+    count.add(activity(parse_stat_state(stat), [&] { return status; }));
+  });
   return count.all_stopped();
 }
 
-bool processes_stopped(const std::string& proc_root, const std::vector<int>& pids) {
+bool processes_stopped(const std::string& proc_root, int leader, const std::vector<int>& pids) {
+  if (plainly_running(proc_root, leader)) return false;
   StopCount count;
-  for (int pid : pids)
-    if (pid > 0) count.add(parse_stat_state(read_small_file(proc_root + "/" + std::to_string(pid) + "/stat")));
+  for (int pid : pids) {
+    if (pid <= 0) continue;
+    const auto read_status = [&] { return read_small_file(proc_root + "/" + std::to_string(pid) + "/status"); };
+    if (!count.add(activity(state_of(proc_root, pid), read_status))) return false;  // one runs: enough
+  }
   return count.all_stopped();
 }
 

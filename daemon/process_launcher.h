@@ -163,8 +163,8 @@ std::vector<unsigned> process_group_owners(const std::string& proc_root, int pgi
 /// ProcessLauncher::group_stopped of a process group, by scanning `proc_root`.
 bool process_group_stopped(const std::string& proc_root, int pgid);
 /// The same for the processes `pids` (a unit cgroup's: a setsid child that
-/// left the group is still the unit's).
-bool processes_stopped(const std::string& proc_root, const std::vector<int>& pids);
+/// left the group is still the unit's), whose group leader is `leader`.
+bool processes_stopped(const std::string& proc_root, int leader, const std::vector<int>& pids);
 
 /// Process group (field 5) from /proc/PID/stat text; nullopt when malformed.
 std::optional<int> parse_stat_pgid(std::string_view stat);

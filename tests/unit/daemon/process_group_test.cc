@@ -168,18 +168,24 @@ TEST_CASE("process group: a group is stopped only when every living process of i
   add(400, 400, 'Z');  // nothing left alive
   add(700, 700, 'S');  // a running leader: not stopped, whatever the rest
   add(701, 700, 'T');
+  add(800, 800, 'Z');  // a leader whose main thread alone exited: its other threads compute
+  write_file(proc / "800" / "status", "Name:\tcc1plus\nState:\tZ (zombie)\nThreads:\t3\n");
+  add(801, 800, 'T');
   CHECK(process_group_stopped(proc.string(), 100));
   CHECK_FALSE(process_group_stopped(proc.string(), 200));
   CHECK(process_group_stopped(proc.string(), 300));
   CHECK_FALSE(process_group_stopped(proc.string(), 400));
   CHECK_FALSE(process_group_stopped(proc.string(), 500));
   CHECK_FALSE(process_group_stopped(proc.string(), 700));
+  CHECK_FALSE(process_group_stopped(proc.string(), 800));
   // By pid, as a unit cgroup lists them: a setsid child outside the group counts.
   add(600, 600, 'S');
-  CHECK(processes_stopped(proc.string(), {100, 101, 102}));
-  CHECK_FALSE(processes_stopped(proc.string(), {100, 101, 600}));
-  CHECK(processes_stopped(proc.string(), {100, 999}));  // 999 exited meanwhile
-  CHECK_FALSE(processes_stopped(proc.string(), {}));
+  CHECK(processes_stopped(proc.string(), 100, {100, 101, 102}));
+  CHECK_FALSE(processes_stopped(proc.string(), 100, {100, 101, 600}));
+  CHECK(processes_stopped(proc.string(), 100, {100, 999}));  // 999 exited meanwhile
+  CHECK_FALSE(processes_stopped(proc.string(), 100, {}));
+  CHECK_FALSE(processes_stopped(proc.string(), 800, {800, 801}));
+  CHECK_FALSE(processes_stopped(proc.string(), 700, {701}));  // its leader runs
 }
 
 TEST_CASE("process group: process_group_owners names the owner of every member", "[process_group]") {
