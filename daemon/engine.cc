@@ -547,6 +547,10 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
   std::vector<QueuedUnit> queue;
   std::map<std::int64_t, std::string> held_reasons;
   QueuedRecords held;
+  // Users with an admission whose compiler has not started yet.
+  std::set<uid_t> pending;
+  for (const auto& [id, r] : running_)
+    if (r.external && r.pgid == 0 && r.stop == StopReason::none) pending.insert(r.owner);
   for (const auto& b : queue_mirror_.builds()) {
     if (b.state == BuildState::paused) continue;
     auto& q = queue_mirror_.queues()[b.id];
@@ -564,12 +568,13 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
         held.emplace(u.id, &u);
         continue;
       }
-      if (u.kind == UnitKind::external) {
-        if (auto why = lapse_hold(u.id, now); !why.empty()) {
+      if (const uid_t owner = owner_of(b); u.kind == UnitKind::external && lapsing(owner, now)) {
+        if (auto why = lapse_hold(owner, now, pending.count(owner) > 0); !why.empty()) {
           held_reasons.emplace(u.id, std::move(why));
           held.emplace(u.id, &u);
           continue;
         }
+        pending.insert(owner);  // one at a time: this one stands for all of theirs in this pass
       }
       queue.push_back(queued_unit(u));
       by_id.emplace(u.id, &u);

@@ -489,10 +489,6 @@ class Engine {
   struct WaitingLaunch {
     double last_poll = 0;
     std::optional<ProcessStamp> launcher;
-    /// Admissions it let lapse without starting its compiler, and until when
-    /// it is not admitted again for the last of them.
-    int lapses = 0;
-    double hold_s = 0, held_until = 0;
   };
   std::map<std::int64_t, WaitingLaunch> waiting_launches_;
   /// Compiles each user's launchers may still have recorded this hour.
@@ -515,9 +511,27 @@ class Engine {
   void note_dropped_unasked(std::int64_t unit_id, std::string why);
   /// Whether a waiting unit's launcher has not asked for kQuietPollS.
   bool launcher_quiet(std::int64_t unit_id, double now) const;
-  /// Why a waiting unit whose launcher let its admissions lapse is not
-  /// admitted yet; "" when it may be.
-  std::string lapse_hold(std::int64_t unit_id, double now) const;
+  /// Admissions a user's launchers let lapse (admitted, and no compiler
+  /// started): counted per user, since a client makes new units at will.
+  struct Lapses {
+    int count = 0;
+    double last = 0;        ///< when the last one was counted
+    double held_until = 0;  ///< none of the user's launched compiles is admitted before
+    std::string held_why;   ///< the wait reason until then
+    std::string one_why;    ///< the wait reason while another admission of theirs has not started
+  };
+  std::map<uid_t, Lapses> lapses_;
+  /// Counts a lapse of `user`'s; from the second within the hour on, holds
+  /// the user's launched compiles a while.
+  void note_lapse(uid_t user, double now);
+  /// Whether `user`'s launchers let admissions lapse twice or more within
+  /// the hour: their launched compiles are admitted one at a time, and none
+  /// while a hold lasts.
+  bool lapsing(uid_t user, double now) const;
+  /// Why a launched compile of a lapsing `user` is not admitted now; "" when
+  /// it may be. `pending`: the user has an admission whose compiler has not
+  /// started.
+  std::string lapse_hold(uid_t user, double now, bool pending) const;
   /// When check_external last ran (each tick): a long gap means fadd itself
   /// was stopped (SIGSTOP, a suspended VM), and launchers could not ask.
   double last_external_check_ = 0;

@@ -38,10 +38,13 @@ constexpr double kStalledS = 5;
 // goes back, so a client that polls and never starts holds a core from
 // everyone's compiles this long at a time (then it waits its turn again).
 constexpr double kStartTimeoutS = 15;
-// ... and one that does so again and again waits longer each time before it
-// is admitted again (twice as long, from kStartTimeoutS, up to this), so that
-// it holds a core a few percent of the time, not in turn with every user.
+// ... and a user whose launchers do so again within kLapseMemoryS waits
+// longer each time before the next admission (twice as long, from
+// kStartTimeoutS, up to kMaxLapseHoldS), and has one admission at a time until
+// a compiler starts: such a client holds one core a few percent of the time,
+// not a core in turn with every other user.
 constexpr double kMaxLapseHoldS = 600;
+constexpr double kLapseMemoryS = 3600;
 // A compiler's group may vanish just before its launcher reports the exit.
 constexpr double kGoneGraceS = 10;
 // ... or well before, when fadd is busy: a launcher still alive gets longer
@@ -257,6 +260,8 @@ void Engine::admit_external(const UnitRecord& unit, const Decision& d, double no
   }
   r.unit = unit;
   r.unit.estimate_source = source;
+  for (const auto& b : queue_mirror_.builds())  // the one it was admitted from
+    if (b.id == unit.build_id) r.owner = owner_of(b);
   r.started_at = now;
   r.threads = d.threads;
   r.predicted = d.predicted;
@@ -360,6 +365,9 @@ Response Engine::launch_finished(const Caller& caller, const LaunchFinishedReque
     if (unit && unit->state == UnitState::queued) return ok_response({{"requeue", true}});
     return error_response(ErrorCode::not_found, "unit " + std::to_string(req.unit_id) + " is not running");
   }
+  // Admitted and ended without a compiler: a lapse, as if it had let the
+  // admission run out (or it could take one 15 s at a time uncounted).
+  if (it->second.pgid == 0 && it->second.stop == StopReason::none) note_lapse(it->second.owner, clock_.now());
   const auto account = launcher_.release(it->second.pgid, ProcessLauncher::Leftovers::kill);
   // A compiler the OOM killer ended may show as a plain exit code through a
   // step wrapper; its cgroup knows better.
@@ -376,13 +384,35 @@ bool Engine::launcher_quiet(std::int64_t unit_id, double now) const {
   return w != waiting_launches_.end() && now - w->second.last_poll > kQuietPollS;
 }
 
-std::string Engine::lapse_hold(std::int64_t unit_id, double now) const {
-  const auto w = waiting_launches_.find(unit_id);
-  if (w == waiting_launches_.end() || w->second.held_until <= now) return "";
+void Engine::note_lapse(uid_t user, double now) {
+  Lapses& l = lapses_[user];
+  if (now - l.last > kLapseMemoryS) l = Lapses{};
+  ++l.count;
+  l.last = now;
+  // Once may be a Ctrl-Z at the wrong moment; again is a pattern.
+  if (l.count < 2) return;
+  const double hold = std::min(kMaxLapseHoldS, kStartTimeoutS * std::ldexp(1.0, l.count - 2));
+  l.held_until = now + hold;
   // The same words for the whole hold: a reason that changed every tick
   // would be written to the database every tick.
-  return "its launcher did not start its compiler when admitted (" + std::to_string(w->second.lapses) +
-         " times); it waits " + format_age(static_cast<std::int64_t>(w->second.hold_s)) + " before the next admission";
+  const std::string who = user_name(user);
+  l.held_why = "launchers of " + who + " did not start their compiler when admitted (" + std::to_string(l.count) +
+               " times within the hour); the next is admitted after " + format_age(static_cast<std::int64_t>(hold));
+  l.one_why = "launchers of " + who +
+              " let admissions lapse this hour: one compile of theirs is admitted at a time, once the last one started";
+  spdlog::warn("launchers of {} let {} admissions lapse within the hour; holding their compiles {}", user_name(user),
+               l.count, format_age(static_cast<std::int64_t>(hold)));
+}
+
+bool Engine::lapsing(uid_t user, double now) const {
+  const auto l = lapses_.find(user);
+  return l != lapses_.end() && l->second.count >= 2 && now - l->second.last <= kLapseMemoryS;
+}
+
+std::string Engine::lapse_hold(uid_t user, double now, bool pending) const {
+  const Lapses& l = lapses_.at(user);
+  if (l.held_until > now) return l.held_why;
+  return pending ? l.one_why : "";
 }
 
 void Engine::check_external(double now) {
@@ -434,11 +464,7 @@ void Engine::check_external(double now) {
       spdlog::warn("launcher of unit {} did not start its compiler within {:.0f} s; it waits again", r.unit.name,
                    kStartTimeoutS);
       r.stop = StopReason::requeue;
-      // Once may be a Ctrl-Z at the wrong moment; again is a pattern.
-      if (auto w = waiting_launches_.find(id); w != waiting_launches_.end() && ++w->second.lapses > 1) {
-        w->second.hold_s = std::min(kMaxLapseHoldS, kStartTimeoutS * std::ldexp(1.0, w->second.lapses - 2));
-        w->second.held_until = now + w->second.hold_s;
-      }
+      note_lapse(r.owner, now);
     } else if (r.stop == StopReason::none && r.taken_back && r.gone_since - r.taken_back_at <= kGoneGraceS) {
       // Gone by the first looks after the start: its launcher may have
       // reported the end while this fadd was starting and not yet listening.

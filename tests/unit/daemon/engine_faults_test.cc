@@ -614,37 +614,70 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   CHECK(f.store->unit(fourth)->state == UnitState::queued);
 }
 
-TEST_CASE("engine faults: a launcher that lets its admissions lapse again and again waits longer each time",
+TEST_CASE("engine faults: a user whose launchers let admissions lapse again and again waits longer each time",
           "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
   seen_launcher(f, 0, 777);
-  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
-  // Polls every second, never starts its compiler.
+  const auto a = admitted_launch(f, launch_of("/w/a.cu"));
+  std::vector<std::int64_t> units{a};
+  std::map<std::int64_t, json> seen;
+  // Its launchers poll every second and never start a compiler.
   auto poll_for = [&](int seconds) {
-    std::string state;
     for (int i = 0; i < seconds; ++i) {
       f.clock.advance(1);
       f.engine->tick();
-      auto poll = f.engine->launch_poll(f.me, UnitRequest{unit});
-      REQUIRE(poll.ok);
-      state = poll.result.at("state").get<std::string>();
+      for (auto id : units) {
+        auto poll = f.engine->launch_poll(f.me, UnitRequest{id});
+        REQUIRE(poll.ok);
+        seen[id] = poll.result;
+      }
     }
-    return state;
+    return seen[a].at("state").get<std::string>();
   };
   // Once: admitted again as soon as it asks (a Ctrl-Z at the wrong moment).
   poll_for(16);
   CHECK(poll_for(1) == "admitted");
-  // Twice: 15 s before the next admission, then 30 s, 60 s, ...
+  // Twice: none of the user's launched compiles is admitted for 15 s, a new
+  // one neither (a client makes new ones at will).
   poll_for(16);
-  CHECK(f.engine->running_count() == 0);
+  const auto b = queued_launch(f, f.me, launch_of("/w/b.cu"));
+  units.push_back(b);
   CHECK(poll_for(12) == "queued");
-  const auto held = f.engine->launch_poll(f.me, UnitRequest{unit});
-  CHECK_THAT(held.result.value("wait_reason", ""), Contains("did not start its compiler when admitted (2 times)"));
-  CHECK(poll_for(4) == "admitted");
-  poll_for(16);
-  CHECK(poll_for(28) == "queued");
-  CHECK(poll_for(3) == "admitted");
+  CHECK(f.engine->running_count() == 0);
+  CHECK_THAT(seen[b].value("wait_reason", ""),
+             Contains("did not start their compiler when admitted (2 times within the hour); the next is admitted "
+                      "after 15s"));
+  // Then one at a time, until its compiler starts.
+  poll_for(4);
+  REQUIRE(f.engine->running_count() == 1);
+  const auto first = seen[a].at("state") == "admitted" ? a : b, second = first == a ? b : a;
+  CHECK(seen[second].at("state") == "queued");
+  CHECK_THAT(seen[second].value("wait_reason", ""), Contains("one compile of theirs is admitted at a time"));
+  f.launcher.processes[5000] = ProcessInfo{f.me.pid, 5000, f.me.uid, 0};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{first, 5000}).ok);
+  poll_for(1);
+  CHECK(seen[second].at("state") == "admitted");
+  // Told it is admitted, it reports an end without a compiler: a lapse too
+  // (the third), and the hold doubles.
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{second, 1, false}).ok);
+  const auto c = queued_launch(f, f.me, launch_of("/w/c.cu"));
+  units = {c};
+  poll_for(28);
+  CHECK(seen[c].at("state") == "queued");
+  CHECK_THAT(seen[c].value("wait_reason", ""), Contains("(3 times within the hour); the next is admitted after 30s"));
+  poll_for(3);
+  CHECK(seen[c].at("state") == "admitted");
+  // An hour without a lapse, and it is forgotten.
+  f.launcher.processes[5001] = ProcessInfo{f.me.pid, 5001, f.me.uid, 0};
+  REQUIRE(f.engine->launch_started(f.me, LaunchStartedRequest{c, 5001}).ok);
+  f.clock.advance(3601);
+  const auto d = queued_launch(f, f.me, launch_of("/w/d.cu"));
+  const auto e = queued_launch(f, f.me, launch_of("/w/e.cu"));
+  units = {d, e};
+  poll_for(1);
+  CHECK(seen[d].at("state") == "admitted");
+  CHECK(seen[e].at("state") == "admitted");
 }
 
 TEST_CASE(
