@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "common/file_read.h"
 #include "common/paths.h"
 #include "common/size.h"
+#include "common/text.h"
 
 namespace fad {
 namespace {
@@ -61,12 +63,19 @@ std::size_t key_offset(std::string_view text, const std::string& key, int skip =
   return 0;  // e.g. a key written with escapes: report line 1 rather than nothing
 }
 
-/// Keys written more than once in one object of `text` (valid JSON), each
-/// once, in order. JSON lets the last one win without a word; in a config,
-/// two values for one key are a mistake whichever was meant.
-std::vector<std::string> repeated_keys(std::string_view text) {
+/// A key written again in an object that has it already.
+struct RepeatedKey {
+  std::string key;
+  int occurrence = 0;  ///< how many `"key":` come before it in the text
+};
+
+/// Keys written more than once in one object of `text` (valid JSON), in
+/// text order. JSON lets the last one win without a word; in a config, two
+/// values for one key are a mistake whichever was meant.
+std::vector<RepeatedKey> repeated_keys(std::string_view text) {
   std::vector<std::set<std::string>> open;
-  std::vector<std::string> repeated;
+  std::map<std::string, int> seen;  // every object's keys, by name: which `"key":` of the text this is
+  std::vector<RepeatedKey> repeated;
   json::parser_callback_t note = [&](int, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::object_start) {
       open.emplace_back();
@@ -74,8 +83,8 @@ std::vector<std::string> repeated_keys(std::string_view text) {
       open.pop_back();
     } else if (event == json::parse_event_t::key && !open.empty() && parsed.is_string()) {
       const auto& key = parsed.get_ref<const std::string&>();
-      if (!open.back().insert(key).second && std::find(repeated.begin(), repeated.end(), key) == repeated.end())
-        repeated.push_back(key);
+      const int occurrence = seen[key]++;
+      if (!open.back().insert(key).second) repeated.push_back({key, occurrence});
     }
     return true;
   };
@@ -319,9 +328,9 @@ Result<Config> parse_config(std::string_view text, std::string_view filename) {
 
   Config config;
   std::vector<Problem> problems;
-  for (const auto& key : repeated_keys(text)) {
-    std::size_t offset = key_offset(text, key, 1);
-    problems.push_back({offset, file + ":" + std::to_string(line_of(text, offset)) + ": key '" + key +
+  for (const auto& [key, occurrence] : repeated_keys(text)) {
+    std::size_t offset = key_offset(text, key, occurrence);
+    problems.push_back({offset, file + ":" + std::to_string(line_of(text, offset)) + ": key '" + printable(key) +
                                     "' is set twice (only the last would count): keep one"});
   }
   for (const auto& [key, value] : root.items()) {

@@ -172,9 +172,15 @@ TEST_CASE("a key set twice is refused at its second line, nested ones too", "[co
   CHECK(nested.error().rfind("n.json:2: key 'partition' is set twice (only the last would count): keep one\n"
                              "n.json:3: key 'reserve': ",
                              0) == 0);
-  // One name in two objects is two keys.
+  // One name in two objects is two keys; the line is the repeat's own.
   CHECK(parse_config(R"({"slurm": {"nodes": 2}, "x": {"nodes": 3}})", "o.json").error().find("twice") ==
         std::string::npos);
+  CHECK_THAT(parse_config("{\"slurm\": {\"nodes\": 1},\n\"nodes\": 2,\n\"nodes\": 3}", "l.json").error(),
+             Catch::Contains("l.json:3: key 'nodes' is set twice"));
+  // Shown as it can be read.
+  CHECK(parse_config("{\"a\\u0007\": 1, \"a\\u0007\": 2}", "e.json")
+            .error()
+            .rfind("e.json:1: key 'a?' is set twice", 0) == 0);
 }
 
 TEST_CASE("invalid JSON names the line", "[config]") {
