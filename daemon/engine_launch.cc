@@ -387,6 +387,10 @@ bool Engine::launcher_quiet(std::int64_t unit_id, double now) const {
 void Engine::note_lapse(uid_t user, double now) {
   Lapses& l = lapses_[user];
   if (now - l.last > kLapseMemoryS) l = Lapses{};
+  // Admissions that lapse together are one lapse: a build stopped with
+  // Ctrl-Z just as several of its compiles were admitted is one pause, not
+  // many (and after a hold, a user has one admission at a time anyway).
+  if (l.count > 0 && now - l.last < kStartTimeoutS) return;
   ++l.count;
   l.last = now;
   // Once may be a Ctrl-Z at the wrong moment; again is a pattern.

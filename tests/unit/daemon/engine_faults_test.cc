@@ -635,8 +635,16 @@ TEST_CASE("engine faults: a user whose launchers let admissions lapse again and 
     }
     return seen[a].at("state").get<std::string>();
   };
-  // Once: admitted again as soon as it asks (a Ctrl-Z at the wrong moment).
-  poll_for(16);
+  // Once: admitted again as soon as it asks (a Ctrl-Z at the wrong moment),
+  // however many admissions lapsed with it: another one, ended by its
+  // launcher (Ctrl-C) before its compiler started, 11 s before.
+  const auto other = queued_launch(f, f.me, launch_of("/w/z.cu"));
+  units.push_back(other);
+  poll_for(5);
+  REQUIRE(seen[other].at("state") == "admitted");
+  REQUIRE(f.engine->launch_finished(f.me, LaunchFinishedRequest{other, 130, false}).ok);
+  units = {a};
+  poll_for(11);
   CHECK(poll_for(1) == "admitted");
   // Twice: none of the user's launched compiles is admitted for 15 s, a new
   // one neither (a client makes new ones at will).
