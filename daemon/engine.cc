@@ -568,7 +568,7 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
         held.emplace(u.id, &u);
         continue;
       }
-      if (const uid_t owner = owner_of(b); u.kind == UnitKind::external && lapsing(owner, now)) {
+      if (const uid_t owner = owner_of(b); u.kind == UnitKind::external && lapses_.one_at_a_time(owner, now)) {
         if (auto why = lapse_hold(owner, now, pending.count(owner) > 0); !why.empty()) {
           held_reasons.emplace(u.id, std::move(why));
           held.emplace(u.id, &u);

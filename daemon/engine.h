@@ -24,6 +24,7 @@
 #include "daemon/clock.h"
 #include "daemon/disk_space.h"
 #include "daemon/hourly_allowance.h"
+#include "daemon/lapsed_admissions.h"
 #include "policy/estimator.h"
 #include "daemon/memory_probe.h"
 #include "daemon/model.h"
@@ -511,23 +512,9 @@ class Engine {
   void note_dropped_unasked(std::int64_t unit_id, std::string why);
   /// Whether a waiting unit's launcher has not asked for kQuietPollS.
   bool launcher_quiet(std::int64_t unit_id, double now) const;
-  /// Admissions a user's launchers let lapse (admitted, and no compiler
-  /// started): counted per user, since a client makes new units at will.
-  struct Lapses {
-    int count = 0;
-    double last = 0;        ///< when the last one was counted
-    double held_until = 0;  ///< none of the user's launched compiles is admitted before
-    std::string held_why;   ///< the wait reason until then
-    std::string one_why;    ///< the wait reason while another admission of theirs has not started
-  };
-  std::map<uid_t, Lapses> lapses_;
-  /// Counts a lapse of `user`'s; from the second within the hour on, holds
-  /// the user's launched compiles a while.
+  LapsedAdmissions lapses_;
+  /// Counts a lapse of `user`'s, and says so in the log when it holds them.
   void note_lapse(uid_t user, double now);
-  /// Whether `user`'s launchers let admissions lapse twice or more within
-  /// the hour: their launched compiles are admitted one at a time, and none
-  /// while a hold lasts.
-  bool lapsing(uid_t user, double now) const;
   /// Why a launched compile of a lapsing `user` is not admitted now; "" when
   /// it may be. `pending`: the user has an admission whose compiler has not
   /// started.

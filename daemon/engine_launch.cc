@@ -36,15 +36,9 @@ constexpr double kStalledS = 5;
 // An admitted launcher reports its compiler's pid at once; this long without,
 // it is stopped, gone where fadd cannot see, or only pretends: its admission
 // goes back, so a client that polls and never starts holds a core from
-// everyone's compiles this long at a time (then it waits its turn again).
-constexpr double kStartTimeoutS = 15;
-// ... and a user whose launchers do so again within kLapseMemoryS waits
-// longer each time before the next admission (twice as long, from
-// kStartTimeoutS, up to kMaxLapseHoldS), and has one admission at a time until
-// a compiler starts: such a client holds one core a few percent of the time,
-// not a core in turn with every other user.
-constexpr double kMaxLapseHoldS = 600;
-constexpr double kLapseMemoryS = 3600;
+// everyone's compiles this long at a time (then it waits its turn again, and
+// a user whose launchers do so again is held: lapsed_admissions.h).
+constexpr double kStartTimeoutS = LapsedAdmissions::kStartTimeoutS;
 // A compiler's group may vanish just before its launcher reports the exit.
 constexpr double kGoneGraceS = 10;
 // ... or well before, when fadd is busy: a launcher still alive gets longer
@@ -385,38 +379,22 @@ bool Engine::launcher_quiet(std::int64_t unit_id, double now) const {
 }
 
 void Engine::note_lapse(uid_t user, double now) {
-  Lapses& l = lapses_[user];
-  if (now - l.last > kLapseMemoryS) l = Lapses{};
-  // Admissions that lapse together are one lapse: a build stopped with
-  // Ctrl-Z just as several of its compiles were admitted is one pause, not
-  // many (and after a hold, a user has one admission at a time anyway).
-  if (l.count > 0 && now - l.last < kStartTimeoutS) return;
-  ++l.count;
-  l.last = now;
-  // Once may be a Ctrl-Z at the wrong moment; again is a pattern.
-  if (l.count < 2) return;
-  const double hold = std::min(kMaxLapseHoldS, kStartTimeoutS * std::ldexp(1.0, l.count - 2));
-  l.held_until = now + hold;
-  // The same words for the whole hold: a reason that changed every tick
-  // would be written to the database every tick.
-  const std::string who = user_name(user);
-  l.held_why = "launchers of " + who + " did not start their compiler when admitted (" + std::to_string(l.count) +
-               " times within the hour); the next is admitted after " + format_age(static_cast<std::int64_t>(hold));
-  l.one_why = "launchers of " + who +
-              " let admissions lapse this hour: one compile of theirs is admitted at a time, once the last one started";
+  const auto hold = lapses_.note(user, now);
+  if (!hold) return;
   spdlog::warn("launchers of {} let {} admissions lapse within the hour; holding their compiles {}", user_name(user),
-               l.count, format_age(static_cast<std::int64_t>(hold)));
-}
-
-bool Engine::lapsing(uid_t user, double now) const {
-  const auto l = lapses_.find(user);
-  return l != lapses_.end() && l->second.count >= 2 && now - l->second.last <= kLapseMemoryS;
+               hold->count, format_age(static_cast<std::int64_t>(hold->seconds)));
 }
 
 std::string Engine::lapse_hold(uid_t user, double now, bool pending) const {
-  const Lapses& l = lapses_.at(user);
-  if (l.held_until > now) return l.held_why;
-  return pending ? l.one_why : "";
+  // Words that stay the same for the whole hold: a reason that changed every
+  // tick would be written to the database every tick.
+  if (const auto hold = lapses_.hold(user, now))
+    return "launchers of " + user_name(user) + " did not start their compiler when admitted (" +
+           std::to_string(hold->count) + " times within the hour); the next is admitted after " +
+           format_age(static_cast<std::int64_t>(hold->seconds));
+  if (!pending) return "";
+  return "launchers of " + user_name(user) +
+         " let admissions lapse this hour: one compile of theirs is admitted at a time, once the last one started";
 }
 
 void Engine::check_external(double now) {
