@@ -17,6 +17,11 @@
 
 namespace fad {
 
+namespace {
+bool stopped_state(char state) { return state == 'T' || state == 't'; }  // SIGSTOP, Ctrl-Z; a debugger
+bool gone_state(char state) { return state == 'Z' || state == 'X'; }     // exited, not reaped yet
+}  // namespace
+
 std::optional<int> parse_stat_pgid(std::string_view stat) {
   // "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
   auto close = stat.rfind(')');
@@ -40,8 +45,8 @@ std::optional<ProcessInfo> parse_process_info(std::string_view stat, std::string
                   &state, &info.ppid, &info.pgid, &start) != 4)
     return std::nullopt;
   info.start_ticks = start;
-  info.zombie = state == 'Z' || state == 'X';
-  info.stopped = state == 'T' || state == 't';
+  info.zombie = gone_state(state);
+  info.stopped = stopped_state(state);
   // "Uid:\treal\teffective\tsaved\tfs"
   auto uid_line = status.find("\nUid:");
   if (uid_line == std::string_view::npos) return std::nullopt;
@@ -80,43 +85,21 @@ void for_each_member(const std::string& proc_root, const std::set<int>& pgids, V
   ::closedir(dir);
 }
 
-bool stopped_state(char state) { return state == 'T' || state == 't'; }  // SIGSTOP, Ctrl-Z; a debugger
-bool gone_state(char state) { return state == 'Z' || state == 'X'; }     // exited, not reaped yet
-
 /// "Threads:" of /proc/PID/status; 0 when missing.
 int status_threads(std::string_view status) {
   const auto at = status.find("\nThreads:");
   return at == std::string_view::npos ? 0 : std::atoi(std::string(status.substr(at + 9, 16)).c_str());
 }
 
-/// What one process does, for StopCount.
-enum class Activity { none, stopped, running };
-
-/// A process in `state`: an exited one runs nothing, unless it is a leader
-/// whose main thread alone exited while its other threads compute (shown as
-/// 'Z' all the same); `status` is read for that only.
+/// Whether a process in `state` runs anything (nullopt: gone meanwhile). An
+/// exited one does not, unless it is a leader whose main thread alone exited
+/// while its other threads compute (shown as 'Z' all the same); its status is
+/// read for that only.
 template <typename ReadStatus>
-Activity activity(std::optional<char> state, ReadStatus read_status) {
-  if (!state) return Activity::none;  // gone meanwhile
-  if (gone_state(*state)) return status_threads(read_status()) > 1 ? Activity::running : Activity::none;
-  return stopped_state(*state) ? Activity::stopped : Activity::running;
+bool runs(std::optional<char> state, ReadStatus read_status) {
+  if (!state || stopped_state(*state)) return false;
+  return !gone_state(*state) || status_threads(read_status()) > 1;
 }
-
-/// Whether the processes seen so far are all stopped, at least one of them.
-class StopCount {
- public:
-  /// False once one runs: the answer is known, no need to look further.
-  bool add(Activity a) {
-    if (a == Activity::running) running_ = true;
-    stopped_ += a == Activity::stopped;
-    return !running_;
-  }
-  bool all_stopped() const { return !running_ && stopped_ > 0; }
-
- private:
-  bool running_ = false;
-  int stopped_ = 0;
-};
 
 /// The state of process `pid` under `proc_root`.
 std::optional<char> state_of(const std::string& proc_root, int pid) {
@@ -163,22 +146,27 @@ bool process_group_stopped(const std::string& proc_root, int pgid) {
   // A running leader answers without a scan of /proc, every tick, for every
   // unit: the common case. Only a stopped or exited one needs its group.
   if (plainly_running(proc_root, pgid)) return false;
-  StopCount count;
+  bool running = false;
+  int stopped = 0;
   for_each_member(proc_root, {pgid}, [&](int, std::string_view stat, std::string_view status) {
-    count.add(activity(parse_stat_state(stat), [&] { return status; }));
+    const auto state = parse_stat_state(stat);
+    running = running || runs(state, [&] { return status; });
+    stopped += state && stopped_state(*state);
   });
-  return count.all_stopped();
+  return !running && stopped > 0;
 }
 
 bool processes_stopped(const std::string& proc_root, int leader, const std::vector<int>& pids) {
   if (plainly_running(proc_root, leader)) return false;
-  StopCount count;
+  int stopped = 0;
   for (int pid : pids) {
     if (pid <= 0) continue;
+    const auto state = state_of(proc_root, pid);
     const auto read_status = [&] { return read_small_file(proc_root + "/" + std::to_string(pid) + "/status"); };
-    if (!count.add(activity(state_of(proc_root, pid), read_status))) return false;  // one runs: enough
+    if (runs(state, read_status)) return false;  // one runs: enough
+    stopped += state && stopped_state(*state);
   }
-  return count.all_stopped();
+  return stopped > 0;
 }
 
 }  // namespace fad
