@@ -2,6 +2,8 @@
 // and the flag > env > config > default resolution shared by fad and fadd.
 #include "common/paths.h"
 
+#include "common/text.h"
+
 #include <pwd.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -76,7 +78,7 @@ std::string program_path_problem(const std::string& program) {
   if (program.empty()) return "an empty program name";
   if (program.find('\0') != std::string::npos) return "a path with a NUL byte";
   if (program.find('/') != std::string::npos && program.front() != '/')
-    return "'" + program + "' is a relative path: give an absolute path or a bare name (looked up on PATH)";
+    return "'" + printable(program) + "' is a relative path: give an absolute path or a bare name (looked up on PATH)";
   return {};
 }
 

@@ -4,6 +4,7 @@
 #include "common/protocol.h"
 
 #include "common/json_fields.h"
+#include "common/paths.h"
 #include "common/text.h"
 
 #include <limits>
@@ -202,11 +203,10 @@ Result<SubmitRequest> SubmitRequest::from_json(const json& body) {
   if (*kernels) r.kernels = **kernels;
   Result<std::optional<std::string>> nvcc = optional_string(body, "nvcc", false);
   if (!nvcc) return Error{nvcc.error()};
-  if (*nvcc && (*nvcc)->find('\0') != std::string::npos) return field_error("nvcc", "a path without NUL bytes");
   // fadd's working directory is not the client's: a path is sent absolute
   // (fad submit makes it so), a bare name is looked up on PATH.
-  if (*nvcc && (*nvcc)->find('/') != std::string::npos && (*nvcc)->front() != '/')
-    return field_error("nvcc", "an absolute path or a bare name");
+  if (*nvcc)
+    if (auto problem = program_path_problem(**nvcc); !problem.empty()) return make_error("field \"nvcc\": " + problem);
   r.nvcc = *nvcc;
   Result<std::string> name = build_name_field(body);
   if (!name) return Error{name.error()};

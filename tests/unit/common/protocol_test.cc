@@ -159,10 +159,10 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   // A NUL would be stored whole but used cut: the listing would not say what ran.
   using namespace std::string_literals;
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "/usr/bin/nvcc\0x"s}}).error() ==
-        "field \"nvcc\" must be a path without NUL bytes");
+        "field \"nvcc\": a path with a NUL byte");
   // Relative to what? fadd's working directory is not the caller's.
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "../bin/nvcc"}}).error() ==
-        "field \"nvcc\" must be an absolute path or a bare name");
+        "field \"nvcc\": '../bin/nvcc' is a relative path: give an absolute path or a bare name (looked up on PATH)");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "nvcc"}}));
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd_*\0zzz"s}}).error() ==
         "field \"kernels\" must be printable text (no control characters)");
