@@ -4,6 +4,7 @@
 // of a key take precedence) and are marked so in `fad status ID`.
 #include <spdlog/spdlog.h>
 
+#include "common/time_text.h"
 #include "daemon/credentials.h"
 #include "daemon/engine.h"
 #include "daemon/responses.h"
@@ -17,6 +18,14 @@ constexpr std::size_t kPageBytes = 512 * 1024;
 
 UnitKey key_of(const HistoryProfile& p) {
   return UnitKey{p.source, p.content_hash, p.flags, p.archs, p.compiler, p.family, p.arch_count};
+}
+
+/// Whether RFC 3339 time `at` is later than `now`: recorded on a machine whose
+/// clock ran ahead. Kept, it would be shown as a date to come; it is recorded
+/// as the time it arrived instead.
+bool recorded_later(const std::string& at, const std::string& now) {
+  const auto a = parse_rfc3339(at), n = parse_rfc3339(now);
+  return a && n && *a > *n;
 }
 }  // namespace
 
@@ -80,6 +89,7 @@ Response Engine::history_import(const Caller& caller, const HistoryImportRequest
                                                  : "only root or " + user_name(options_.daemon_uid) +
                                                        " (who runs this fadd) may import history into it");
   int imported = 0, skipped = 0;
+  const std::string now = clock_.wall();
   try {
     for (const auto& p : req.profiles) {
       Profile profile;
@@ -97,7 +107,7 @@ Response Engine::history_import(const Caller& caller, const HistoryImportRequest
       h.arch_count = p.arch_count;
       h.threads = p.threads;
       h.profile = profile.serialize();
-      h.recorded_at = p.recorded_at.empty() ? clock_.wall() : p.recorded_at;
+      h.recorded_at = p.recorded_at.empty() || recorded_later(p.recorded_at, now) ? now : p.recorded_at;
       if (!store_.import_history(h)) {
         ++skipped;  // already known: importing a file twice teaches nothing twice
         continue;

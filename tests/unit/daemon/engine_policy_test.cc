@@ -220,6 +220,9 @@ TEST_CASE("engine: history exported from one daemon seeds another, marked as imp
   CHECK(all[0]["origin"] == "local");
   CHECK(all[0]["points"][0][1] == 200 * kMiB);
 
+  // One recorded long ago, one on a machine whose clock ran ahead.
+  all[0]["recorded_at"] = "2020-05-06T07:08:09Z";
+  all[1]["recorded_at"] = "2099-01-01T00:00:00Z";
   EngineFixture to;
   to.make_engine().recover();
   auto req = HistoryImportRequest::from_json(json{{"profiles", all}});
@@ -236,6 +239,10 @@ TEST_CASE("engine: history exported from one daemon seeds another, marked as imp
   CHECK(to.engine->history_import(to.me, *req).result["skipped"] == 4);  // once is enough
   CHECK(to.store->history().size() == 4);
   CHECK(to.store->history()[0].origin == "imported");
+  std::map<std::string, std::string> recorded;
+  for (const auto& h : to.store->history()) recorded[h.source] = h.recorded_at;
+  CHECK(recorded.at(all[0]["source"].get<std::string>()) == "2020-05-06T07:08:09Z");
+  CHECK(recorded.at(all[1]["source"].get<std::string>()) == to.clock.wall());
 
   const auto build = to.submit({"9.0"});
   to.engine->tick();
