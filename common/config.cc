@@ -103,7 +103,19 @@ Result<std::uint64_t> size_value(const json& v) {
   return make_error("expected a size such as \"4G\" or a number of bytes, got " + v.dump());
 }
 
-/// Applies one key's value to `config`; returns what is wrong, or "" when fine.
+/// A positive age such as `example` ("30d"), or the word `off` that turns the
+/// limit off (nullopt).
+Result<std::optional<std::int64_t>> age_or_off(const json& v, const std::string& off, const std::string& example) {
+  if (v == off) return std::optional<std::int64_t>();
+  const std::string alternative = " (or \"" + off + "\")";
+  if (!v.is_string())
+    return make_error("expected an age such as \"" + example + "\" or \"" + off + "\", got " + v.dump());
+  Result<std::int64_t> age = parse_age(v.get<std::string>());
+  if (!age) return make_error(age.error() + alternative);
+  if (*age == 0) return make_error("must be more than 0" + alternative);
+  return std::optional<std::int64_t>(*age);
+}
+
 /// A count where 0 means no limit (max_parallel_units, the per-user limits):
 /// into `out`, or why not.
 std::string set_limit(const json& v, int& out) {
@@ -113,6 +125,7 @@ std::string set_limit(const json& v, int& out) {
   return "";
 }
 
+/// Applies one key's value to `config`; returns what is wrong, or "" when fine.
 std::string apply_key(Config& config, const std::string& key, const json& v) {
   if (key == "memory_budget") {
     if (v.is_string() && v.get<std::string>() == "auto") {
@@ -195,14 +208,8 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
       return "no group named '" + name + "' on this machine";
     config.socket_group = name;
   } else if (key == "retention") {
-    if (v == "never") {
-      config.retention_s.reset();
-      return "";
-    }
-    if (!v.is_string()) return "expected an age such as \"30d\" or \"never\", got " + v.dump();
-    auto age = parse_age(v.get<std::string>());
-    if (!age) return age.error() + " (or \"never\")";
-    if (*age == 0) return "must be more than 0 (or \"never\")";
+    Result<std::optional<std::int64_t>> age = age_or_off(v, "never", "30d");
+    if (!age) return age.error();
     config.retention_s = *age;
   } else if (key == "log_max_size") {
     Result<std::uint64_t> size = size_value(v);
@@ -224,15 +231,9 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (*size < (1ull << 20)) return "must be at least 1M (or \"unlimited\")";
     limit = *size;
   } else if (key == "unit_time_limit") {
-    if (v == "unlimited") {
-      config.unit_time_limit_s = 0;
-      return "";
-    }
-    if (!v.is_string()) return "expected an age such as \"6h\" or \"unlimited\", got " + v.dump();
-    auto age = parse_age(v.get<std::string>());
-    if (!age) return age.error() + " (or \"unlimited\")";
-    if (*age == 0) return "must be more than 0 (or \"unlimited\")";
-    config.unit_time_limit_s = *age;
+    Result<std::optional<std::int64_t>> age = age_or_off(v, "unlimited", "6h");
+    if (!age) return age.error();
+    config.unit_time_limit_s = age->value_or(0);
   } else if (key == "state_disk_reserve") {
     Result<std::uint64_t> size = size_value(v);
     if (!size) return size.error() + " (0 keeps no reserve)";
