@@ -282,7 +282,8 @@ void Engine::tick() {
   best_effort([&] { stop_flooding_units(); });
   best_effort([&] { stop_overdue_units(now); });
   for (auto& [id, r] : running_) {
-    if (r.stop != StopReason::none && !r.killed && r.pgid > 0 && now - r.stop_sent_at > options_.kill_grace_s) {
+    const auto asked = r.asked_to_end_at();
+    if (asked && !r.killed && r.pgid > 0 && now - *asked > options_.kill_grace_s) {
       // Once: after that the group is gone or about to be, and its id may be reused.
       signal_unit(r, SIGKILL);
       r.killed = true;
@@ -416,7 +417,7 @@ void Engine::stop_flooding_units() {
   const std::uint64_t limit = options_.unit_max_log_size;
   if (limit == 0) return;
   for (auto& [id, r] : running_) {
-    if (r.pgid <= 0 || r.log_over || r.killed) continue;
+    if (r.pgid <= 0 || r.killed) continue;
     std::error_code ec;
     const auto size = fs::file_size(r.unit.log_path, ec);
     if (ec || size <= limit) continue;
@@ -427,6 +428,7 @@ void Engine::stop_flooding_units() {
                  r.unit.build_id, format_size(size), format_size(limit));
     r.log_over = true;
     signal_unit(r, SIGKILL);
+    r.killed = true;
   }
 }
 
@@ -434,15 +436,8 @@ void Engine::stop_overdue_units(double now) {
   const double limit = options_.unit_time_limit_s;
   if (limit <= 0) return;
   for (auto& [id, r] : running_) {
-    if (r.pgid <= 0 || r.stop != StopReason::none || r.log_over || r.killed) continue;
-    if (r.time_over_at > 0) {
-      // Asked to end, as a cancel asks, and given the same grace.
-      if (now - r.time_over_at > options_.kill_grace_s) {
-        signal_unit(r, SIGKILL);
-        r.killed = true;
-      }
-      continue;
-    }
+    // Asked to end already: as a cancel asks, and killed after the same grace (tick).
+    if (r.pgid <= 0 || r.asked_to_end_at() || r.killed) continue;
     // Compile time, not wall time: a unit suspended under memory pressure,
     // paused or stopped by its user is not the one holding a core, and one
     // frozen now could not act on a SIGTERM. One taken back at a restart
@@ -848,6 +843,12 @@ void Engine::Running::note_frozen(double now) {
 
 double Engine::Running::run_time(double now) const {
   return std::max(0.0, now - started_at - frozen_s - (frozen_since > 0 ? now - frozen_since : 0));
+}
+
+std::optional<double> Engine::Running::asked_to_end_at() const {
+  if (stop != StopReason::none) return stop_sent_at;
+  if (time_over_at > 0) return time_over_at;
+  return std::nullopt;
 }
 
 Engine::Ended Engine::never_started(const UnitRecord& unit, double now, ExitOutcome::Action action) {

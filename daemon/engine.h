@@ -222,7 +222,7 @@ class Engine {
     bool duration_guessed = false;     ///< its predicted duration is a guess: no ETA rests on it
     double gone_since = 0;             ///< external: when its process group was first seen gone
     std::uint64_t leader_start = 0;    ///< external: its group leader's start time (see group_is_ours)
-    bool killed = false;               ///< SIGKILL sent after the stop grace (once: the group may be reused)
+    bool killed = false;               ///< SIGKILL sent (once: the group may be reused)
     bool log_over = false;             ///< ended by fadd: its log passed unit_max_log_size
     double time_over_at = 0;           ///< when fadd ended it for passing unit_time_limit; 0: it did not
     double started_epoch = 0;          ///< started_at as epoch seconds, for reports
@@ -252,6 +252,9 @@ class Engine {
     void note_frozen(double now);
     /// Seconds it has compiled since it started.
     double run_time(double now) const;
+    /// When fadd asked its group to end (a stop, or past unit_time_limit),
+    /// after which it is killed; nullopt: fadd did not.
+    std::optional<double> asked_to_end_at() const;
   };
   /// A unit that ended, with what its end means, until the database has it.
   struct Ended {
