@@ -377,7 +377,14 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
         r.start = earliest_start(load, smallest.profile, lowest, capacity, config.cores, all_done).value_or(all_done);
       r.memory = load.memory.plus(smallest.profile, r.start);
       r.cpu = load.cpu.plus(flat_threads(lowest, smallest.profile.duration_s), r.start);
-      if (r.start < kForever / 2) reason += " (expected to start in ~" + std::to_string(std::lround(r.start)) + " s)";
+      if (r.start < kForever / 2) {
+        reason += " (expected to start in ~" + std::to_string(std::lround(r.start)) + " s";
+        // The end of a unit past its prediction is a guess made again each
+        // decision: a start after it would be "in ~N s" for as long as the
+        // unit overruns.
+        reason +=
+            r.start >= load.first_overrun_end ? " at the soonest; a running unit is past its estimated end)" : ")";
+      }
       head = std::move(r);
     }
     plan.wait_reasons[unit.id] = std::move(reason);

@@ -40,6 +40,15 @@ std::uint64_t window_peak(const Profile& p, double from, double to) {
   return best;
 }
 
+/// Its compile time so far (a suspended one's stands still).
+double age_of(const RunningUnit& unit, double now) {
+  return std::max(0.0, (unit.suspended ? unit.suspended_at : now) - unit.started_at - unit.frozen_s);
+}
+
+bool past_prediction(const RunningUnit& unit, double now) {
+  return unit.predicted.points.empty() || age_of(unit, now) >= unit.predicted.duration_s;
+}
+
 }  // namespace
 
 Profile flat_threads(int threads, double duration) {
@@ -48,8 +57,8 @@ Profile flat_threads(int threads, double duration) {
 
 Profile remaining(const RunningUnit& unit, double now) {
   const Profile& p = unit.predicted;
-  double age = std::max(0.0, (unit.suspended ? unit.suspended_at : now) - unit.started_at - unit.frozen_s);
-  if (p.points.empty() || age >= p.duration_s) {
+  const double age = age_of(unit, now);
+  if (past_prediction(unit, now)) {
     // Past its prediction, measurement is all we know (a flat prior's value
     // would keep blocking admission long after the unit settled).
     return Profile::flat(unit.current_bytes, std::max(kHoldS, kOverrunFraction * p.duration_s));
@@ -96,6 +105,8 @@ Load running_load(const std::vector<RunningUnit>& running, double now) {
     ++load.count;
     if (unit.suspended) continue;  // resume_suspended decides about these
     memory_parts.push_back(remaining(unit, now));
+    if (past_prediction(unit, now))
+      load.first_overrun_end = std::min(load.first_overrun_end, memory_parts.back().duration_s);
     cpu_parts.push_back(flat_threads(unit.threads, memory_parts.back().duration_s));
     by_build[unit.build_id].push_back(memory_parts.back());
   }

@@ -72,6 +72,10 @@ struct Load {
   Profile cpu;
   int count = 0;                             ///< units counted against max_parallel_units (suspended included)
   std::map<std::int64_t, Profile> by_build;  ///< memory per build (for per-build budgets)
+  /// When the first unit running past its predicted end is assumed to end
+  /// (a guess re-made each decision, so a start that waits for it is not
+  /// known); kForever: none runs past its prediction.
+  double first_overrun_end = kForever;
 };
 
 Load running_load(const std::vector<RunningUnit>& running, double now);

@@ -337,6 +337,25 @@ TEST_CASE("Scheduler backfills without delaying the head of the queue") {
   CHECK(plan.committed == 5 * kGiB);
 }
 
+TEST_CASE("Scheduler: a start that waits for a unit past its predicted end says its time is a guess") {
+  Harness h;
+  h.config.budget = 6 * kGiB;
+  h.running = {running_unit(1, 0, 4 * kGiB, 50)};
+  h.enqueue(2, key("head"), ManifestPrior{5 * kGiB + kGiB / 2, 100}, 1);
+  h.memory.available = 60 * kGiB;
+  // At 40 s the running unit has 10 s to go, as predicted.
+  auto plan = Scheduler(h.config, h.estimator).decide(40, h.memory, h.queue, h.running);
+  CHECK(plan.wait_reasons.at(2) == "needs 5.5 GiB, 2.0 GiB free (expected to start in ~10 s)");
+  // Past its 50 s it is assumed to end a quarter of its prediction later, a
+  // guess made again at every decision: the same "~13 s" ten minutes on.
+  for (double now : {60.0, 600.0}) {
+    plan = Scheduler(h.config, h.estimator).decide(now, h.memory, h.queue, h.running);
+    CHECK(plan.wait_reasons.at(2) ==
+          "needs 5.5 GiB, 2.0 GiB free (expected to start in ~13 s at the soonest; a running unit is past its "
+          "estimated end)");
+  }
+}
+
 TEST_CASE("Scheduler: max_parallel_units caps the count") {
   Harness h;
   h.config.max_parallel_units = 1;
