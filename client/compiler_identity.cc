@@ -26,8 +26,6 @@ extern char** environ;
 namespace fad::client {
 
 namespace {
-// Sources beyond this are not hashed (the unit is then known by its arguments).
-constexpr std::size_t kMaxSourceBytes = 64u << 20;
 constexpr auto kVersionTimeout = std::chrono::seconds(10);
 
 /// stdout of `program --version`, or nullopt (cannot start, non-zero exit, too slow).
@@ -105,12 +103,6 @@ std::optional<std::string> last_line(const std::string& text) {
   return clean;
 }
 }  // namespace
-
-std::optional<std::string> source_content_hash(const std::string& path) {
-  auto text = read_regular_file(path, kMaxSourceBytes);
-  if (!text) return std::nullopt;
-  return content_hash(*text);
-}
 
 std::optional<std::string> compiler_version_line(const std::string& compiler, const std::string& cache_dir) {
   std::error_code ec;

@@ -1,7 +1,7 @@
 // What `fad launch` tells fadd about a compile so that fadd never has to open
-// the client's source or run the client's compiler itself: the source's
-// content hash and the compiler's version line, both computed here with the
-// user's own rights. The version costs a `--version` run (~100 ms for nvcc),
+// the client's source or run the client's compiler itself: the compiler's
+// version line, computed here with the user's own rights (the source's hash:
+// source_digest.h). The version costs a `--version` run (~100 ms for nvcc),
 // so it is cached per compiler path, mtime and size in the user's runtime dir.
 #pragma once
 
@@ -9,10 +9,6 @@
 #include <string>
 
 namespace fad::client {
-
-/// The content hash of the source file (common/content_hash.h); nullopt when
-/// it is not a regular file fad can read.
-std::optional<std::string> source_content_hash(const std::string& path);
 
 /// The last line of `compiler --version` (found on PATH when it has no
 /// slash), at most kMaxCompilerVersionBytes of printable text; nullopt when

@@ -27,6 +27,7 @@
 #include "client/memory_claim.h"
 #include "client/nvcc_args.h"
 #include "client/orphan_watch.h"
+#include "client/source_digest.h"
 #include "common/hash.h"
 #include "client/progress.h"
 #include "common/launch_protocol.h"
@@ -251,7 +252,7 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
     req.compiler_version = cache->compiler_version();
   else
     req.compiler_version = compiler_version_line(compiler, private_runtime_dir());
-  req.content_hash = source_content_hash(req.source);
+  req.content_hash = source_digest(req.source, call.include_dirs, cwd);
   if (auto size = fs::file_size(req.source, ec); !ec) req.source_bytes = size;
   // A hit skips admission altogether: its outputs are restored, fadd only records it.
   if (cache && cache->restore()) {

@@ -69,6 +69,10 @@ NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(co
       add_gencode(call.archs, value);
     } else if (option_value(args, i, {"-arch", "--gpu-architecture"}, &value)) {
       add_arch(call.archs, value);
+    } else if (option_value(args, i, {"-I", "--include-path"}, &value)) {
+      call.include_dirs.push_back(value);
+    } else if (a.size() > 2 && a.compare(0, 2, "-I") == 0) {
+      call.include_dirs.push_back(a.substr(2));
     } else if (option_value(args, i,
                             {"-MF", "-MT", "-MQ", "-odir", "--output-directory", "-ccbin", "-code", "--gpu-code",
                              "--compiler-bindir", "-Xcompiler", "-Xptxas", "-Xlinker", "-Xcudafe", "-include", "-x"},

@@ -16,6 +16,9 @@ struct NvccCall {
   /// runs one front end per virtual arch, which is what --threads parallelises
   /// and what multiplies memory; code=[compute_90,sm_90] is one, not two.
   std::vector<std::string> archs;
+  /// -I / --include-path directories, as written, in order (where quoted
+  /// includes are looked for after the including file's directory).
+  std::vector<std::string> include_dirs;
 };
 
 /// Parses nvcc arguments (without the program name). `exists` tells whether a

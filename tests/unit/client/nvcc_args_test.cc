@@ -21,6 +21,14 @@ TEST_CASE("nvcc_args: a CMake-style compile", "[nvcc_args]") {
   CHECK(call.output == "CMakeFiles/k.dir/src/saxpy.cu.o");
   // PTX and SASS of one virtual arch are one front end, not two.
   CHECK(call.archs == std::vector<std::string>{"9.0"});
+  CHECK(call.include_dirs == std::vector<std::string>{"/src/include"});
+}
+
+TEST_CASE("nvcc_args: include directories in every spelling, in order", "[nvcc_args]") {
+  auto call = parse_nvcc_call({"-c", "a.cu", "-Ia", "-I", "b", "-I=c", "--include-path", "d", "--include-path=e",
+                               "-isystem", "sys", "-Xcompiler", "-Inot_nvccs"},
+                              exists_cu);
+  CHECK(call.include_dirs == std::vector<std::string>{"a", "b", "c", "d", "e"});
 }
 
 TEST_CASE("nvcc_args: several -gencode and -arch spellings", "[nvcc_args]") {
