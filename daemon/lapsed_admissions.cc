@@ -16,9 +16,12 @@ std::optional<LapsedAdmissions::Hold> LapsedAdmissions::note(uid_t uid, double n
   ++r.count;
   r.last = now;
   if (r.count < 2) return std::nullopt;
-  r.hold = Hold{r.count, std::min(kMaxHoldS, kStartTimeoutS * std::ldexp(1.0, r.count - 2))};
-  r.held_until = now + r.hold.seconds;
-  return r.hold;
+  return hold_for(r.count);
+}
+
+LapsedAdmissions::Hold LapsedAdmissions::hold_for(int count) {
+  if (count < 2) return Hold{count, 0};
+  return Hold{count, std::min(kMaxHoldS, kStartTimeoutS * std::ldexp(1.0, count - 2))};
 }
 
 bool LapsedAdmissions::one_at_a_time(uid_t uid, double now) const {
@@ -28,8 +31,10 @@ bool LapsedAdmissions::one_at_a_time(uid_t uid, double now) const {
 
 std::optional<LapsedAdmissions::Hold> LapsedAdmissions::hold(uid_t uid, double now) const {
   const auto it = records_.find(uid);
-  if (it == records_.end() || it->second.held_until <= now) return std::nullopt;
-  return it->second.hold;
+  if (it == records_.end()) return std::nullopt;
+  const Hold h = hold_for(it->second.count);
+  if (it->second.last + h.seconds <= now) return std::nullopt;
+  return h;
 }
 
 }  // namespace fad

@@ -46,10 +46,10 @@ class LapsedAdmissions {
  private:
   struct Record {
     int count = 0;
-    double last = 0;  ///< when the last one was counted
-    Hold hold;
-    double held_until = 0;
+    double last = 0;  ///< when the last one was counted (and its hold began)
   };
+  /// The hold `count` lapses within the hour lead to; seconds 0: none.
+  static Hold hold_for(int count);
   std::map<uid_t, Record> records_;
 };
 
