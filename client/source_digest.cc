@@ -76,13 +76,18 @@ std::optional<std::string> source_digest(const std::string& source, const std::v
   std::set<std::string> seen{start};
   std::deque<std::pair<std::string, std::string>> pending{{start, *text}};
   std::string headers;
-  std::size_t count = 0, bytes = 0;
-  while (!pending.empty() && count < kMaxHeaders && bytes < kMaxHeaderBytes) {
+  std::size_t count = 0, bytes = 0, lookups = 0;
+  // A name not found from a directory is not found from it again.
+  std::set<std::pair<std::string, std::string>> missing;
+  while (!pending.empty() && count < kMaxHeaders && bytes < kMaxHeaderBytes && lookups < kMaxLookups) {
     const auto [path, content] = std::move(pending.front());
     pending.pop_front();
     const fs::path from_dir = fs::path(path).parent_path();
     for (const auto& name : quoted_includes(content)) {
+      if (missing.count({from_dir.string(), name})) continue;
+      if (++lookups > kMaxLookups) break;
       const std::string found = resolve(name, from_dir, dirs);
+      if (found.empty()) missing.emplace(from_dir.string(), name);
       if (found.empty() || !seen.insert(found).second) continue;
       auto header = read_regular_file(found, kMaxFileBytes);
       if (!header) continue;

@@ -24,6 +24,9 @@ namespace fad::client {
 /// read in all: a cut that falls the same way every time.
 inline constexpr std::size_t kMaxHeaders = 1024;
 inline constexpr std::size_t kMaxHeaderBytes = 256u << 20;
+/// And at most this many include directives looked up, found or not: a file
+/// of many includes that resolve nowhere costs one lookup per directory each.
+inline constexpr std::size_t kMaxLookups = 16 * kMaxHeaders;
 
 /// The source's content hash (common/content_hash.h), extended by the
 /// headers it includes; a source that includes no header of its project keeps

@@ -91,3 +91,23 @@ TEST_CASE("source digest: the headers followed are bounded", "[source_digest]") 
   t.write("h0.h", "int changed;\n");
   CHECK(source_digest(t.at("big.cu"), {}, "/") != before);
 }
+
+TEST_CASE("source digest: include lines that resolve nowhere are bounded too", "[source_digest]") {
+  Tree t;
+  // More distinct unresolved names than kMaxLookups, then a real header: the
+  // walk stops at the cap (the same cut each time), so the header is not seen.
+  std::string src;
+  for (std::size_t i = 0; i < fad::client::kMaxLookups; ++i) src += "#include \"no" + std::to_string(i) + ".h\"\n";
+  src += "#include \"real.h\"\n";
+  t.write("many.cu", src);
+  t.write("real.h", "int v;\n");
+  CHECK(source_digest(t.at("many.cu"), {"d1", "d2", "d3"}, t.root.string()) == fad::content_hash(src));
+
+  // The same missing name, however often, is looked up once per directory:
+  // it does not use up the cap, so the real header after it still counts.
+  std::string repeated;
+  for (std::size_t i = 0; i < 2 * fad::client::kMaxLookups; ++i) repeated += "#include \"gone.h\"\n";
+  repeated += "#include \"real.h\"\n";
+  t.write("repeated.cu", repeated);
+  CHECK(source_digest(t.at("repeated.cu"), {}, "/") != fad::content_hash(repeated));
+}
