@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/text.h"
+
 namespace fad {
 namespace {
 
@@ -25,7 +27,7 @@ bool all_digits(std::string_view s) {
 }
 
 Error arch_error(std::string_view text) {
-  return make_error("invalid arch '" + std::string(text) +
+  return make_error("invalid arch '" + printable(text) +
                     "': expected a compute capability such as 12.0, 120, sm_120, compute_120 or 9.0a");
 }
 
@@ -69,7 +71,7 @@ Result<Arch> parse_arch(std::string_view text) {
     if (!all_digits(rest) || rest.size() > 3) return arch_error(text);
     arch.number = std::stoi(std::string(rest));
     if (arch.number > 0 && arch.number < kMinArchNumber && !prefixed) {
-      return make_error("invalid arch '" + std::string(text) + "': ambiguous; write " + std::string(rest) + ".0 or " +
+      return make_error("invalid arch '" + printable(text) + "': ambiguous; write " + std::string(rest) + ".0 or " +
                         std::string(rest) + "0");
     }
   }

@@ -100,7 +100,7 @@ Result<std::uint64_t> size_value(const json& v) {
   if (v.is_string()) return parse_size(v.get<std::string>());
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
-  return make_error("expected a size such as \"4G\" or a number of bytes, got " + v.dump());
+  return make_error("expected a size such as \"4G\" or a number of bytes, got " + printable(v.dump()));
 }
 
 /// A positive age such as `example` ("30d"), or the word `off` that turns the
@@ -109,7 +109,7 @@ Result<std::optional<std::int64_t>> age_or_off(const json& v, const std::string&
   if (v == off) return std::optional<std::int64_t>();
   const std::string alternative = " (or \"" + off + "\")";
   if (!v.is_string())
-    return make_error("expected an age such as \"" + example + "\" or \"" + off + "\", got " + v.dump());
+    return make_error("expected an age such as \"" + example + "\" or \"" + off + "\", got " + printable(v.dump()));
   Result<std::int64_t> age = parse_age(v.get<std::string>());
   if (!age) return make_error(age.error() + alternative);
   if (*age == 0) return make_error("must be more than 0" + alternative);
@@ -120,7 +120,7 @@ Result<std::optional<std::int64_t>> age_or_off(const json& v, const std::string&
 /// into `out`, or why not.
 std::string set_limit(const json& v, int& out) {
   auto n = integer_in(v, 0, std::numeric_limits<int>::max());
-  if (!n) return "expected an integer >= 0 (0 = no limit), got " + v.dump();
+  if (!n) return "expected an integer >= 0 (0 = no limit), got " + printable(v.dump());
   out = static_cast<int>(*n);
   return "";
 }
@@ -147,7 +147,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
       if (!reserve) return reserve.error();
       config.reserve = *reserve;
     } else {
-      return "expected a size such as \"2G\" or a percentage such as \"10%\", got " + v.dump();
+      return "expected a size such as \"2G\" or a percentage such as \"10%\", got " + printable(v.dump());
     }
   } else if (key == "swap") {
     if (v == "use")
@@ -155,7 +155,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     else if (v == "ignore")
       config.swap_use = false;
     else
-      return "expected \"ignore\" or \"use\", got " + v.dump();
+      return "expected \"ignore\" or \"use\", got " + printable(v.dump());
   } else if (key == "max_parallel_units") {
     return set_limit(v, config.max_parallel_units);
   } else if (key == "max_builds_per_user") {
@@ -172,11 +172,11 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
       return "";
     }
     auto n = integer_in(v, 1, 64);
-    if (!n) return "expected \"auto\" or an integer from 1 to 64, got " + v.dump();
+    if (!n) return "expected \"auto\" or an integer from 1 to 64, got " + printable(v.dump());
     config.nvcc_threads = static_cast<int>(*n);
   } else if (key == "nvcc") {
     if (!v.is_string() || v.get<std::string>().empty())
-      return "expected a non-empty string (the nvcc program), got " + v.dump();
+      return "expected a non-empty string (the nvcc program), got " + printable(v.dump());
     if (auto problem = program_path_problem(v.get<std::string>()); !problem.empty()) return problem;
     config.nvcc = v.get<std::string>();
   } else if (key == "unit_memory_prior") {
@@ -186,20 +186,20 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     config.unit_memory_prior = *size;
   } else if (key == "poll_interval_ms") {
     auto n = integer_in(v, 50, 60000);
-    if (!n) return "expected an integer from 50 to 60000, got " + v.dump();
+    if (!n) return "expected an integer from 50 to 60000, got " + printable(v.dump());
     config.poll_interval_ms = static_cast<int>(*n);
   } else if (key == "log_level") {
     if (!v.is_string() || !is_log_level(v.get<std::string>())) {
-      return "expected one of trace, debug, info, warn, error, got " + v.dump();
+      return "expected one of trace, debug, info, warn, error, got " + printable(v.dump());
     }
     config.log_level = v.get<std::string>();
   } else if (key == "socket_mode") {
-    if (!v.is_string()) return "expected an octal mode string such as \"0660\", got " + v.dump();
+    if (!v.is_string()) return "expected an octal mode string such as \"0660\", got " + printable(v.dump());
     auto mode = parse_socket_mode(v.get<std::string>());
     if (!mode) return mode.error();
     config.socket_mode = *mode;
   } else if (key == "socket_group") {
-    if (!v.is_string() || v.get<std::string>().empty()) return "expected a group name, got " + v.dump();
+    if (!v.is_string() || v.get<std::string>().empty()) return "expected a group name, got " + printable(v.dump());
     const std::string name = v.get<std::string>();
     group g{};
     group* found = nullptr;
@@ -218,7 +218,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     config.log_max_size = *size;
   } else if (key == "log_max_files") {
     auto n = integer_in(v, 1, 100);
-    if (!n) return "expected an integer from 1 to 100, got " + v.dump();
+    if (!n) return "expected an integer from 1 to 100, got " + printable(v.dump());
     config.log_max_files = static_cast<int>(*n);
   } else if (key == "unit_max_file_size" || key == "unit_max_log_size") {
     std::uint64_t& limit = key == "unit_max_file_size" ? config.unit_max_file_size : config.unit_max_log_size;
@@ -244,7 +244,8 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (!size) return size.error() + " (0 turns the compile cache off)";
     config.cache_size = *size;
   } else if (key == "socket" || key == "state_dir" || key == "kernels_dir" || key == "cache_dir") {
-    if (!v.is_string() || v.get<std::string>().empty()) return "expected a non-empty path string, got " + v.dump();
+    if (!v.is_string() || v.get<std::string>().empty())
+      return "expected a non-empty path string, got " + printable(v.dump());
     if (v.get<std::string>().find('\0') != std::string::npos) return "a path with a NUL byte";
     std::optional<std::string>& field = key == "socket"        ? config.socket
                                         : key == "state_dir"   ? config.state_dir
@@ -279,7 +280,7 @@ Result<Reserve> parse_reserve(std::string_view text) {
     bool is_number = !number.empty() && end == number.c_str() + number.size() && errno == 0 &&
                      (std::isdigit(static_cast<unsigned char>(number.front())) || number.front() == '.');
     if (!is_number || !std::isfinite(pct) || pct <= 0 || pct >= 100) {
-      return make_error("invalid reserve '" + std::string(text) +
+      return make_error("invalid reserve '" + printable(text) +
                         "': a percentage must be more than 0% and less than 100%");
     }
     return Reserve{0, pct};
@@ -290,7 +291,7 @@ Result<Reserve> parse_reserve(std::string_view text) {
 }
 
 Result<unsigned> parse_socket_mode(std::string_view text) {
-  const std::string quoted = "'" + std::string(text) + "'";
+  const std::string quoted = "'" + printable(text) + "'";
   if (text.size() < 3 || text.size() > 4)
     return make_error("expected 3 or 4 octal digits such as \"0660\", got " + quoted);
   unsigned mode = 0;

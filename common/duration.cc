@@ -5,6 +5,8 @@
 #include <charconv>
 #include <limits>
 
+#include "common/text.h"
+
 namespace fad {
 namespace {
 
@@ -18,8 +20,7 @@ constexpr Unit kUnits[] = {{'w', 7 * 86400}, {'d', 86400}, {'h', 3600}, {'m', 60
 
 Result<std::int64_t> parse_age(std::string_view text) {
   auto bad = [&] {
-    return make_error("invalid age '" + std::string(text) +
-                      "': use a whole number with s, m, h, d or w (e.g. 30d, 12h)");
+    return make_error("invalid age '" + printable(text) + "': use a whole number with s, m, h, d or w (e.g. 30d, 12h)");
   };
   if (text.size() < 2) return bad();
   const char suffix = text.back();

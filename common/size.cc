@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/text.h"
+
 namespace fad {
 namespace {
 
 Error size_error(std::string_view text) {
-  return make_error("invalid size '" + std::string(text) +
+  return make_error("invalid size '" + printable(text) +
                     "': expected a number with an optional K, M, G or T suffix (e.g. 512M, 1.5G)");
 }
 
@@ -53,7 +55,7 @@ Result<std::uint64_t> parse_size(std::string_view text) {
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
     unsigned digit = static_cast<unsigned>(s[i] - '0');
     if (whole > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) {
-      return make_error("invalid size '" + std::string(text) + "': too large");
+      return make_error("invalid size '" + printable(text) + "': too large");
     }
     whole = whole * 10 + digit;
     ++i;
@@ -87,11 +89,11 @@ Result<std::uint64_t> parse_size(std::string_view text) {
 
   std::uint64_t bytes = 0;
   if (__builtin_mul_overflow(whole, mult, &bytes)) {
-    return make_error("invalid size '" + std::string(text) + "': too large");
+    return make_error("invalid size '" + printable(text) + "': too large");
   }
   auto extra = static_cast<std::uint64_t>(fraction * static_cast<long double>(mult));
   if (__builtin_add_overflow(bytes, extra, &bytes)) {
-    return make_error("invalid size '" + std::string(text) + "': too large");
+    return make_error("invalid size '" + printable(text) + "': too large");
   }
   return bytes;
 }

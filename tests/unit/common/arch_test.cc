@@ -54,6 +54,12 @@ TEST_CASE("parse_arch: rejects and quotes the input", "[arch]") {
     CHECK(r.error() == "invalid arch '" + std::string(bad) +
                            "': expected a compute capability such as 12.0, 120, sm_120, compute_120 or 9.0a");
   }
+  // Quoted printable: an escape sequence in a flag or a socket message does not reach a terminal or log.
+  CHECK(parse_arch("9.0\x1b[2J").error().find("invalid arch '9.0?[2J'") == 0);
+  CHECK(parse_arch("\xc2\x9b"
+                   "31m")
+            .error()
+            .find("invalid arch '?31m'") == 0);
 }
 
 TEST_CASE("parse_arch: a two-digit number below 3.0 is ambiguous", "[arch]") {

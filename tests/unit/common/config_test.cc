@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/config.h"
+#include "common/text.h"
 
 using fad::Config;
 using fad::parse_config;
@@ -399,4 +400,22 @@ TEST_CASE("config: bad slurm values are each named", "[config]") {
   for (const char* key : {"'nodes'", "'time_limit'", "'extra_args'", "'mode'", "'colour': unknown key"})
     CHECK(lines[1].find(key) != std::string::npos);
   CHECK_FALSE(parse_config(R"({"slurm": []})", "f.json").ok());
+}
+
+TEST_CASE("a bad value is shown printable: no escape sequence reaches the terminal", "[config]") {
+  auto one = [](const std::string& body) { return parse_config("{\n  " + body + "\n}\n", "f.json"); };
+  // ESC (C0) and U+009B (CSI, C1) inside values of each kind of key.
+  for (const std::string body :
+       {R"("memory_budget": "4G\u001b[2J")", R"("memory_budget": "\u009b2J")", R"("reserve": "5\u001b[2J%")",
+        R"("retention": "30d\u001b]0;owned\u0007")", R"("unit_time_limit": "\u009b31m")", R"("swap": "\u009b2J")",
+        R"("socket_mode": "06\u001b")", R"("log_level": "\u009b2J")", R"("nvcc_threads": "\u009b")"}) {
+    INFO(body);
+    const auto r = one(body);
+    REQUIRE_FALSE(r.ok());
+    CHECK_FALSE(fad::has_control(r.error()));
+    CHECK(r.error().find("f.json:2: key '") == 0);
+  }
+  CHECK(one(R"("memory_budget": "4G\u001b[2J")").error() ==
+        "f.json:2: key 'memory_budget': invalid size '4G?[2J': expected a number with an optional K, M, G or T "
+        "suffix (e.g. 512M, 1.5G) (or \"auto\")");
 }
