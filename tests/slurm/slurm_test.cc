@@ -276,3 +276,42 @@ TEST_CASE("job-per-unit mode: each unit is a Slurm job of its own, with fad's --
   CHECK(d.status_all().at("daemon").at("executor").at("mode") == "job-per-unit");
   CHECK(d.terminate() == 0);
 }
+
+TEST_CASE("a Slurm step past unit_time_limit is ended, and the build says why", "[slurm]") {
+  if (auto why = start_cluster(); !why.empty()) {
+    WARN("SKIP: " << why << "; unit_time_limit on Slurm steps was not tested");
+    return;
+  }
+  Daemon d;
+  // Two minutes of "compiling" against a 3 s limit: a hung compiler on a node
+  // holds its step's CPUs and memory as long as it likes.
+  d.write_kernels({{"fwd_hung", "duration_s=120 peak_mb=16"}});
+  std::ofstream(d.dir() / "test-config.json")
+      << R"({"poll_interval_ms": 100, "unit_memory_prior": "200M", "executor": "slurm", "unit_time_limit": "3s",
+            "slurm": {"nodes": 1, "time_limit": "30"}})"
+      << "\n";
+  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  const auto id = d.submit({"--arch", "9.0"});
+  const auto b = d.wait_final(id, 240);
+  INFO(b.dump(2) << d.daemon_log());
+  REQUIRE(b.at("state") == "failed");
+  bool found = false;
+  for (const auto& unit : b.at("unit_list")) {
+    if (unit.at("name") != "fwd_hung") continue;
+    found = true;
+    CHECK(unit.at("state") == "failed");
+    CHECK(unit.at("duration_s").get<double>() < 60);
+  }
+  CHECK(found);
+  const auto logs = d.fad({"logs", std::to_string(id)});
+  CHECK_THAT(logs.out, Catch::Contains("it compiled longer than unit_time_limit (3s)"));
+  // Slurm saw the step end too: nothing of fad's is left running on the node.
+  CHECK(wait_for(
+      [] {
+        for (const auto& [name, tres] : running_steps())
+          if (name.rfind("fad-u", 0) == 0) return false;
+        return true;
+      },
+      std::chrono::seconds(60)));
+  CHECK(d.terminate() == 0);
+}
