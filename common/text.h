@@ -32,8 +32,9 @@ inline std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
 
 /// How many bytes at `s[i]` encode a bidirectional formatting character
 /// (U+061C, U+200E-F, U+202A-E, U+2066-9), a line or paragraph separator
-/// (U+2028-9), or an invisible one (U+00AD, U+034F, U+180E, U+200B-D,
-/// U+2060-206F, U+FEFF, U+FFF9-B, the tags U+E0000-E007F); 0 if none. The
+/// (U+2028-9), or an invisible one (U+00AD, U+034F, U+115F-60, U+17B4-5,
+/// U+180E, U+200B-D, U+2060-206F, U+3164, U+FEFF, U+FFA0, U+FFF9-B, the tags
+/// U+E0000-E007F); 0 if none. The
 /// first reorder what follows them on screen, so that a listing can show
 /// another text than it holds; the second break lines; the last make two
 /// names that differ look the same, or shift a table's columns.
@@ -41,7 +42,11 @@ inline std::size_t format_control_at(std::string_view s, std::size_t i) {
   const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
   const unsigned b0 = at(0), b1 = at(1), b2 = at(2);
   if ((b0 == 0xD8 && b1 == 0x9C) || (b0 == 0xC2 && b1 == 0xAD) || (b0 == 0xCD && b1 == 0x8F)) return 2;
-  if (b0 == 0xE1 && b1 == 0xA0 && b2 == 0x8E) return 3;
+  if (b0 == 0xE1 && ((b1 == 0xA0 && b2 == 0x8E) || (b1 == 0x85 && (b2 == 0x9F || b2 == 0xA0)) ||
+                     (b1 == 0x9E && (b2 == 0xB4 || b2 == 0xB5))))
+    return 3;
+  if (b0 == 0xE3 && b1 == 0x85 && b2 == 0xA4) return 3;
+  if (b0 == 0xEF && b1 == 0xBE && b2 == 0xA0) return 3;
   if (b0 == 0xE2 && b1 == 0x80 && ((b2 >= 0x8B && b2 <= 0x8F) || (b2 >= 0xA8 && b2 <= 0xAE))) return 3;
   if (b0 == 0xE2 && b1 == 0x81 && b2 >= 0xA0 && b2 <= 0xAF) return 3;
   if (b0 == 0xEF && ((b1 == 0xBB && b2 == 0xBF) || (b1 == 0xBF && b2 >= 0xB9 && b2 <= 0xBB))) return 3;

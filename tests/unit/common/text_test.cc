@@ -48,6 +48,12 @@ TEST_CASE("printable replaces C0, DEL, C1, bidi and invisible controls and keeps
                        "h\xEF\xBF\xB9"
                        "i\xF3\xA0\x81\x81"
                        "j") == "a?b?c?d?e?f?g?h?i?j");
+  // Blank fillers that show as nothing: U+115F, U+1160, U+3164, U+FFA0 (Hangul), U+17B4, U+17B5 (Khmer).
+  CHECK(fad::printable("\xE1\x85\x9F\xE1\x85\xA0"
+                       "a\xE3\x85\xA4"
+                       "b\xEF\xBE\xA0"
+                       "c\xE1\x9E\xB4\xE1\x9E\xB5") == "??a?b?c??");
+  CHECK(fad::printable("\xE1\x84\x80\xE3\x85\x81\xEF\xBE\xA1") == "\xE1\x84\x80\xE3\x85\x81\xEF\xBE\xA1");
   CHECK(fad::printable("\xC3\xA9\xE2\x81\xB0\xF0\x9F\x98\x80") == "\xC3\xA9\xE2\x81\xB0\xF0\x9F\x98\x80");
   CHECK(fad::has_control("build\xE2\x80\xAE"));
   CHECK(fad::has_control("x\ny"));
