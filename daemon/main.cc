@@ -1,6 +1,7 @@
 // fadd: the fad build daemon. main() reads as the table of contents.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/sinks/rotating_file_sink.h>
@@ -9,6 +10,7 @@
 #include "daemon/daemon.h"
 #include "daemon/memory_probe.h"
 #include "daemon/options.h"
+#include "daemon/root_only_path.h"
 
 int main(int argc, char** argv) {
   // 1. Command line: usage errors exit 2 with one line.
@@ -42,6 +44,19 @@ int main(int argc, char** argv) {
   //    'fad daemon start' runs it) to a file rotated by size, so an unattended
   //    daemon's log never grows without bound.
   if (!options->log_file.empty()) {
+    // Opened by path, and at each rotation renamed and created again by path
+    // (as root, for a system fadd): where another user could change its
+    // directory, a link planted there would have fadd append to, or
+    // truncate, a file of their choosing.
+    const std::string dir = std::filesystem::path(options->log_file).parent_path().string();
+    for (const auto& path : {dir, options->log_file}) {
+      if (auto ok = fad::only_owner_can_replace(path, ::geteuid()); !ok) {
+        std::cerr << "fadd: refusing --log-file " << options->log_file << ": " << ok.error()
+                  << "; keep fadd's log where only " << (::geteuid() == 0 ? "root" : "you (and root)")
+                  << " can change it\n";
+        return 1;
+      }
+    }
     try {
       spdlog::set_default_logger(spdlog::rotating_logger_mt("fadd", options->log_file, options->config.log_max_size,
                                                             static_cast<std::size_t>(options->config.log_max_files)));

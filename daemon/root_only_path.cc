@@ -97,6 +97,17 @@ Status only_owner_can_replace(const std::string& path, uid_t owner) {
   return check_path(path, owner, p);
 }
 
+Status only_owner_can_replace_above(const std::string& path, uid_t owner) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) return make_error("cannot resolve " + path + ": " + ec.message());
+  if (!p.has_relative_path()) return ok_status();
+  p = p.parent_path();
+  struct stat st {};
+  while (p.has_relative_path() && ::lstat(p.c_str(), &st) != 0 && errno == ENOENT) p = p.parent_path();
+  return check_above(p, true, owner);
+}
+
 Status only_root_can_write(const std::string& path) {
   fs::path p;
   if (auto ok = check_path(path, 0, p); !ok) return ok;

@@ -32,4 +32,11 @@ Status only_root_can_write(const std::string& path);
 /// files of theirs choosing.
 Status only_owner_can_replace(const std::string& path, uid_t owner);
 
+/// Ok when each existing directory above `path` belongs to `owner` or root
+/// and is writable by no one else, or is sticky: no other user can rename or
+/// swap a directory on the way to the path. The path itself is the caller's
+/// to judge (fadd's socket directory may be made in /tmp). Directories not
+/// there yet are skipped: fadd makes them, and judges them once made.
+Status only_owner_can_replace_above(const std::string& path, uid_t owner);
+
 }  // namespace fad

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/socket_dir.h"
+#include "daemon/root_only_path.h"
 
 namespace fad {
 
@@ -308,6 +309,19 @@ Status Server::listen(const std::string& socket_path) {
   std::error_code ec;
   const bool group_access = (options_.socket_mode & 0070) != 0;
   const bool other_access = (options_.socket_mode & 0007) != 0;
+  // fadd gives the socket its group and mode by path, after bind(): another
+  // user who could rename a directory on the way to it could swap the path
+  // in between and have them given to a file of their choosing. Asked
+  // before creating anything (nothing is made in a directory someone else
+  // controls) and after.
+  const auto dirs_above = [&]() -> Status {
+    const Status ok = only_owner_can_replace_above(dir.string(), ::geteuid());
+    if (ok) return ok;
+    return make_error("refusing the socket directory " + dir.string() + ": " + ok.error() +
+                      "; keep fadd's socket where only " + (::geteuid() == 0 ? "root" : "you (and root)") +
+                      " can change the directories above it");
+  };
+  if (Status ok = dirs_above(); !ok) return ok;
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec) return make_error("cannot create socket directory " + dir.string() + ": " + ec.message());
@@ -320,6 +334,7 @@ Status Server::listen(const std::string& socket_path) {
   auto facts = path_facts(dir.string());
   if (!facts) return make_error("cannot examine the socket directory " + dir.string());
   if (Status trusted = check_daemon_socket_dir(dir.string(), *facts, ::geteuid()); !trusted) return trusted;
+  if (Status ok = dirs_above(); !ok) return ok;
   if ((group_access && !(facts->mode & 0010)) || (other_access && !(facts->mode & 0001)))
     spdlog::warn("the socket directory {} (mode {:o}) keeps out users the socket mode {:o} lets in", dir.string(),
                  facts->mode, options_.socket_mode);

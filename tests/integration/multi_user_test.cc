@@ -419,6 +419,48 @@ TEST_CASE("a root fadd refuses a state dir another user could change, and create
   }
 }
 
+TEST_CASE("a root fadd refuses a log file or socket path another user could change, and creates nothing there",
+          "[integration][users][hostile]") {
+  NEED_NOBODY(who);
+  TempDir tmp;
+  ::chmod(tmp.path().c_str(), 0755);
+  const auto fadd = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{FAD_FADD_BIN, "--state-dir", (tmp.path() / "state").string(), "--config",
+                                  std::string(FAD_SOURCE_DIR) + "/config/fad.json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto r = run(argv, {}, 30);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    return r.out + r.err;
+  };
+  const std::string socket = (tmp.path() / "run" / "s.sock").string();
+  // A shared sticky directory (/tmp): another user could plant a link where
+  // fadd creates the log, or renames it at rotation.
+  const auto shared = tmp.path() / "shared";
+  fs::create_directories(shared);
+  ::chmod(shared.c_str(), 01777);
+  CHECK_THAT(fadd({"--socket", socket, "--log-file", (shared / "fadd.log").string()}),
+             Catch::Contains("refusing --log-file " + (shared / "fadd.log").string() + ": " + shared.string() +
+                             " is writable by everyone (mode 1777)"));
+  // Their link (or file) in a directory of root's.
+  const auto logs = tmp.path() / "logs";
+  fs::create_directories(logs);
+  fs::create_symlink(tmp.path() / "victim", logs / "fadd.log");
+  ::lchown((logs / "fadd.log").c_str(), who->uid, who->gid);
+  CHECK_THAT(fadd({"--socket", socket, "--log-file", (logs / "fadd.log").string()}),
+             Catch::Contains((logs / "fadd.log").string() + " belongs to nobody"));
+  CHECK_FALSE(fs::exists(tmp.path() / "victim"));
+  // A socket under their directory: they could swap its directory between
+  // bind() and the chown and chmod fadd then gives the socket by path.
+  const auto theirs = tmp.path() / "theirs";
+  fs::create_directories(theirs);
+  ::chown(theirs.c_str(), who->uid, who->gid);
+  CHECK_THAT(fadd({"--socket", (theirs / "sub" / "s.sock").string()}),
+             Catch::Contains("refusing the socket directory " + (theirs / "sub").string() + ": " + theirs.string() +
+                             " belongs to nobody"));
+  CHECK_FALSE(fs::exists(theirs / "sub"));
+}
+
 TEST_CASE("the client refuses a socket directory another user squatted", "[integration][users]") {
   NEED_NOBODY(who);
   // A uid of the test's own, so that no real /tmp/fad-UID is touched.
