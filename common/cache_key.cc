@@ -86,9 +86,44 @@ bool is_debug_flag(const std::string& a) {
 
 }  // namespace
 
+bool uses_time_macros(std::string_view text) {
+  return text.find("__DATE__") != std::string_view::npos || text.find("__TIME__") != std::string_view::npos ||
+         text.find("__TIMESTAMP__") != std::string_view::npos;
+}
+
 std::string absolute_in(const std::string& path, const std::string& cwd) {
   fs::path p(path);
-  return (p.is_absolute() ? p : fs::path(cwd) / p).lexically_normal().string();
+  const fs::path joined = p.is_absolute() ? p : fs::path(cwd) / p;
+  // ".." is the kernel's to resolve: after a symlinked directory it leads up
+  // from where the link points, not back to where the text says.
+  for (const auto& part : joined)
+    if (part == "..") return joined.string();
+  return joined.lexically_normal().string();
+}
+
+std::vector<std::string> with_environment_flags(const std::vector<std::string>& argv, const EnvLookup& env) {
+  // nvcc splits them at spaces, and puts them before and after its arguments.
+  const auto words = [&](std::string_view name) {
+    std::vector<std::string> out;
+    const auto v = env(name);
+    if (!v) return out;
+    std::string word;
+    for (char c : *v + ' ') {
+      if (c == ' ' || c == '\t' || c == '\n') {
+        if (!word.empty()) out.push_back(std::move(word));
+        word.clear();
+      } else {
+        word += c;
+      }
+    }
+    return out;
+  };
+  if (argv.empty()) return argv;
+  std::vector<std::string> out{argv.front()};
+  for (auto& w : words("NVCC_PREPEND_FLAGS")) out.push_back(std::move(w));
+  out.insert(out.end(), argv.begin() + 1, argv.end());
+  for (auto& w : words("NVCC_APPEND_FLAGS")) out.push_back(std::move(w));
+  return out;
 }
 
 std::vector<std::string> compiler_environment(const EnvLookup& env) {
@@ -104,7 +139,9 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
                      bool (*exists)(const std::string& path, const std::string& cwd)) {
   CachePlan plan;
   std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
-  std::vector<std::string> kept;  // before root relabelling
+  // Before root relabelling; false: kept as written. A macro's value goes
+  // into the code (-DDATA_DIR=/abs/path), so defines are never relabelled.
+  std::vector<std::pair<std::string, bool>> kept;
   std::vector<std::string> sources;
   std::string depfile;
   bool compile = false, wants_deps = false, debug = false;
@@ -113,6 +150,11 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
     std::string value;
     if (const char* why = uncacheable_reason(a)) {
       plan.reason = why;
+      return plan;
+    }
+    // A macro given the time of the compile (-DSTAMP=__TIME__): the object holds it.
+    if (uses_time_macros(a)) {
+      plan.reason = "the command line uses __DATE__, __TIME__ or __TIMESTAMP__";
       return plan;
     }
     if (option_value(args, i, {"-o", "--output-file"}, &value)) {
@@ -126,7 +168,7 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
     if (option_value(args, i, {"--threads", "-t"}, &value)) continue;
     if (option_value(args, i, {"-ccbin", "--compiler-bindir"}, &value)) {
       plan.host_compiler = value;
-      kept.push_back("-ccbin=" + value);
+      kept.emplace_back("-ccbin=" + value, true);
       continue;
     }
     if (option_value(args, i, {"-Xcompiler", "--compiler-options"}, &value)) {
@@ -136,7 +178,7 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
         return plan;
       }
       if (value.find("-g") != std::string::npos) debug = true;
-      kept.push_back("-Xcompiler=" + value);
+      kept.emplace_back("-Xcompiler=" + value, value.find("-D") == std::string::npos);
       continue;
     }
     const std::size_t start = i;
@@ -172,7 +214,9 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
                      &value)) {
       // One element with its value, so that a value is never taken for the
       // source; "-I x" and "-I=x" stay distinct spellings.
-      kept.push_back(i == start ? a : args[start] + "\x1f" + value);
+      kept.emplace_back(i == start ? a : args[start] + "\x1f" + value,
+                        !is_one_of(args[start], {"-D", "--define-macro"}) && !starts_with(a, "-D=") &&
+                            !starts_with(a, "--define-macro="));
       continue;
     }
     if (a == "-c" || a == "--compile" || a == "-dc" || a == "--device-c" || a == "-dw" || a == "--device-w")
@@ -180,7 +224,7 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
     if (a == "-MD" || a == "--generate-dependencies-with-compile") wants_deps = true;
     if (is_debug_flag(a)) debug = true;
     if (!starts_with(a, "-") && has_source_extension(a) && exists(a, cwd)) sources.push_back(a);
-    kept.push_back(a);
+    kept.emplace_back(a, !starts_with(a, "-D") && !starts_with(a, "--define-macro"));
   }
   if (!compile) {
     plan.reason = "not a compile (-c)";
@@ -212,7 +256,7 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
     plan.key_literals.push_back("debug-cwd=" + cwd);
     plan.key_literals.push_back("debug-root=" + root);
   }
-  for (const auto& a : kept) plan.key_args.push_back(replace_root(a, root, "\x01"));
+  for (const auto& [a, relabel] : kept) plan.key_args.push_back(relabel ? replace_root(a, root, "\x01") : a);
   plan.cacheable = true;
   return plan;
 }

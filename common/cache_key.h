@@ -58,7 +58,17 @@ std::string call_key(const CachePlan& plan, const KeyInputs& inputs);
 /// The environment part of KeyInputs.
 std::vector<std::string> compiler_environment(const EnvLookup& env);
 
-/// `path` (as written, relative to `cwd` or absolute), made absolute.
+/// `path` (as written, relative to `cwd` or absolute), made absolute; ".."
+/// is left as written (a symlinked directory before it decides where it goes).
 std::string absolute_in(const std::string& path, const std::string& cwd);
+
+/// `argv` as nvcc runs it: NVCC_PREPEND_FLAGS's words before its arguments,
+/// NVCC_APPEND_FLAGS's after, so that plan_cache judges them too (a -g there
+/// is a debug compile, a --keep one it cannot capture).
+std::vector<std::string> with_environment_flags(const std::vector<std::string>& argv, const EnvLookup& env);
+
+/// Whether `text` uses __DATE__, __TIME__ or __TIMESTAMP__: a compile's
+/// object then holds the time it ran, and is not kept.
+bool uses_time_macros(std::string_view text);
 
 }  // namespace fad

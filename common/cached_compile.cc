@@ -37,11 +37,6 @@ bool write_atomically(const std::string& path, const std::string& bytes) {
   return static_cast<bool>(write_file_atomically(path, bytes));
 }
 
-bool uses_time_macros(const std::string& text) {
-  return text.find("__DATE__") != std::string::npos || text.find("__TIME__") != std::string::npos ||
-         text.find("__TIMESTAMP__") != std::string::npos;
-}
-
 std::int64_t ns_of(const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
 std::string result_key_of(const std::string& call_key, const std::vector<std::pair<std::string, std::string>>& files) {
@@ -57,7 +52,7 @@ CachedCompile::CachedCompile(CompileCache& cache, const std::vector<std::string>
                              const EnvLookup& env, const std::string& compiler, std::string own_depfile,
                              std::optional<std::string> known_identity)
     : cache_(cache), cwd_(cwd), own_depfile_(std::move(own_depfile)) {
-  plan_ = plan_cache(argv, cwd, regular_file_in);
+  plan_ = plan_cache(with_environment_flags(argv, env), cwd, regular_file_in);
   if (!plan_.cacheable) return;
   auto source = read_whole_file(absolute_in(plan_.source, cwd));
   if (!source) {
@@ -155,13 +150,24 @@ Status CachedCompile::store(std::chrono::system_clock::time_point started, const
     if (::stat(abs.c_str(), &st) != 0) return make_error("a file the compile read is gone: " + abs);
     // Changed while the compile ran: which version went into the object is unknown.
     if (ns_of(st.st_mtim) >= started_ns || ns_of(st.st_ctim) >= started_ns) return ok_status();
+    // A filesystem that keeps whole seconds (ext4 with 128-byte inodes, some
+    // network ones) dates a change later in the compile's first second
+    // before it started: a time in that second may be either.
+    const std::int64_t started_second = started_ns / 1000000000 * 1000000000;
+    if ((st.st_mtim.tv_nsec == 0 && ns_of(st.st_mtim) >= started_second) ||
+        (st.st_ctim.tv_nsec == 0 && ns_of(st.st_ctim) >= started_second))
+      return ok_status();
     auto text = read_whole_file(abs);
     if (!text) return make_error("cannot read " + abs);
     if (uses_time_macros(*text)) return ok_status();  // the object holds the time of the compile
     files.emplace_back(mark_root(path, plan_.root), sha256_hex(*text));
   }
   CompileResult result;
-  auto object = read_whole_file(absolute_in(plan_.output, cwd_));
+  const std::string output = absolute_in(plan_.output, cwd_);
+  // Written to /dev/null (or another device): no object to keep, and the
+  // empty read of it must never be served to a compile that wants one.
+  if (struct stat st{}; ::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return ok_status();
+  auto object = read_whole_file(output);
   if (!object) return make_error("the compile wrote no " + plan_.output);
   result.object = std::move(*object);
   if (!plan_.user_depfile.empty()) {

@@ -30,6 +30,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// No entry is larger (put_result stores none that is), so a reader never
+/// holds more: a file grown past it is damage, not an entry.
+constexpr std::uint64_t kMaxEntryBytes = 1ull << 30;
+
 constexpr const char* kCounterNames[] = {"size", "hits", "misses", "uncacheable", "stored", "evicted", "corrupt"};
 // A temporary file this old was left by a writer that died.
 constexpr auto kStaleTemporary = std::chrono::hours(1);
@@ -131,7 +135,7 @@ void store_counters(const std::string& dir, bool shared, const std::map<std::str
 }
 
 std::map<std::string, std::uint64_t> load_counters(const std::string& dir) {
-  return parse_counters(read_whole_file(dir + "/stats").value_or(""));
+  return parse_counters(read_small_file(dir + "/stats"));
 }
 
 }  // namespace
@@ -198,10 +202,23 @@ void CompileCache::make_dir(const fs::path& dir) const {
 }
 
 std::optional<std::string> CompileCache::read_file(const std::string& path) {
-  auto bytes = read_whole_file(path);
+  const std::uint64_t cap = std::min(settings_.max_bytes, kMaxEntryBytes);
+  auto bytes = read_regular_file(path, static_cast<std::size_t>(cap));
+  if (!bytes) {
+    // Not an entry: a FIFO (read, it would block the compile), a device or a
+    // link to one (/dev/zero would exhaust its memory), a file grown past any
+    // entry. Damage like a bad checksum: counted and removed, so the next
+    // compile stores a good one. An entry this user may not read stays.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > cap)) {
+      ::unlink(path.c_str());
+      count(CacheEvent::corrupt);
+    }
+    return std::nullopt;
+  }
   // Least recently used: a use refreshes the modification time eviction sorts by.
-  if (bytes) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
-  return bytes;
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  return std::move(*bytes);
 }
 
 void CompileCache::add_size(std::int64_t delta) {
@@ -261,14 +278,15 @@ std::optional<CompileResult> CompileCache::result(const std::string& result_key)
 
 Status CompileCache::put_result(const std::string& result_key, const CompileResult& result) {
   const std::string bytes = encode_result(result);
-  if (bytes.size() > settings_.max_bytes / 2) return ok_status();  // would evict most of the cache for one entry
+  // Half the cache would be evicted for one entry; past kMaxEntryBytes, no reader would take it.
+  if (bytes.size() > settings_.max_bytes / 2 || bytes.size() > kMaxEntryBytes) return ok_status();
   auto written = write_file(path_of('r', result_key), bytes);
   if (written) count(CacheEvent::stored);
   return written;
 }
 
 std::optional<std::string> CompileCache::note(const std::string& name) {
-  auto text = read_whole_file(settings_.dir + "/c/" + name);
+  auto text = read_regular_file(settings_.dir + "/c/" + name);
   if (!text || text->size() < 65 || (*text)[64] != '\n') return std::nullopt;
   std::string body = text->substr(65);
   if (sha256_hex(body) != text->substr(0, 64)) return std::nullopt;

@@ -1,6 +1,7 @@
 // Tests for common/cached_compile: a compile call's lookups and stores, with a
 // real cache directory and a real (script) compiler whose --version is its
 // identity. The "compile" writes its object and dependency file as nvcc would.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -253,4 +254,185 @@ TEST_CASE("a corrupted result is recompiled, not restored", "[cached_compile]") 
   CHECK(f.cache->stats()->corrupt == 1);
   CHECK(f.build(p, "unused"));
   CHECK(slurp(p / "out/a.o") == "RECOMPILED");
+}
+
+TEST_CASE("a compile written to /dev/null is not stored: no empty object is served later", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  auto argv = f.call(p);
+  *std::find(argv.begin(), argv.end(), "out/a.o") = "/dev/null";
+  {
+    CachedCompile c(*f.cache, argv, p.string(), f.lookup(), f.compiler.string());
+    REQUIRE(c.cacheable());
+    CHECK_FALSE(c.restore());
+    const auto started = std::chrono::system_clock::now();
+    write(p / "out/a.d", Fixture::depfile_for(p));
+    REQUIRE(c.store(started, "", ""));
+  }
+  CHECK(f.cache->stats()->stored == 0);
+  CHECK_FALSE(f.build(p, "REAL"));  // the same call with a real output compiles
+  CHECK(slurp(p / "out/a.o") == "REAL");
+}
+
+TEST_CASE("an entry that is a FIFO, a link to a device or too large is removed, never read", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  CHECK_FALSE(f.build(p, "GOOD"));
+  auto entry = [&] {
+    for (const auto& e : fs::recursive_directory_iterator(f.cache_dir / "r"))
+      if (e.is_regular_file() || e.is_symlink() || e.is_fifo()) return e.path();
+    FAIL("no result entry");
+    return fs::path();
+  };
+  std::uint64_t corrupt = 0;
+  for (const std::string damage : {"fifo", "zero", "huge"}) {
+    INFO(damage);
+    const fs::path e = entry();
+    fs::remove(e);
+    if (damage == "fifo") REQUIRE(::mkfifo(e.c_str(), 0644) == 0);  // read, it would block the compile forever
+    if (damage == "zero") fs::create_symlink("/dev/zero", e);       // read, it would exhaust memory
+    if (damage == "huge") {
+      std::ofstream(e).close();
+      fs::resize_file(e, (2ull << 30) + 1);  // sparse: past any entry, no memory used
+    }
+    CHECK_FALSE(f.build(p, "AGAIN"));  // recompiled, and stored again
+    CHECK(f.cache->stats()->corrupt == ++corrupt);
+    CHECK(f.build(p, "unused"));
+    CHECK(slurp(p / "out/a.o") == "AGAIN");
+  }
+}
+
+TEST_CASE("a define's absolute path is part of the key as written, the project's other paths are not",
+          "[cached_compile]") {
+  Fixture f;
+  const auto a = f.root / "pip-req-build-aaa", b = f.root / "pip-req-build-bbb";
+  f.write_project(a);
+  f.write_project(b);
+  // The macro's value is compiled into the object: b's must not be a's.
+  auto build_with = [&](const fs::path& dir, const std::vector<std::string>& extra) {
+    auto argv = f.call(dir);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    CachedCompile c(*f.cache, argv, dir.string(), f.lookup(), f.compiler.string());
+    REQUIRE(c.cacheable());
+    if (c.restore()) return true;
+    const auto started = std::chrono::system_clock::now();
+    write(dir / "out/a.o", "O");
+    write(dir / "out/a.d", Fixture::depfile_for(dir));
+    REQUIRE(c.store(started, "", ""));
+    return false;
+  };
+  for (const auto& spelling : std::vector<std::vector<std::string>>{
+           {"-DDATA=$"}, {"-D", "DATA=$"}, {"--define-macro=DATA=$"}, {"-Xcompiler", "-DDATA=$"}}) {
+    auto in = [&](const fs::path& dir) {
+      auto words = spelling;
+      for (auto& w : words)
+        if (auto at = w.find('$'); at != std::string::npos) w.replace(at, 1, (dir / "data").string());
+      return words;
+    };
+    INFO(spelling.back());
+    CHECK_FALSE(build_with(a, in(a)));
+    CHECK(build_with(a, in(a)));
+    CHECK_FALSE(build_with(b, in(b)));
+  }
+  // An include path under the root is relabelled: b hits a's object.
+  CHECK_FALSE(build_with(a, {"-I" + (a / "src").string()}));
+  CHECK(build_with(b, {"-I" + (b / "src").string()}));
+}
+
+TEST_CASE("the time on the command line or in NVCC_APPEND_FLAGS is not cacheable", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  auto argv = f.call(p);
+  argv.push_back("-DSTAMP=__TIME__");
+  CachedCompile on_line(*f.cache, argv, p.string(), f.lookup(), f.compiler.string());
+  CHECK_FALSE(on_line.cacheable());
+  f.env["NVCC_APPEND_FLAGS"] = "-O3 -DSTAMP=__DATE__";
+  CachedCompile in_env(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+  CHECK_FALSE(in_env.cacheable());
+  f.env["NVCC_PREPEND_FLAGS"] = "--keep";  // nvcc reads them as arguments: neither is capturable
+  f.env["NVCC_APPEND_FLAGS"] = "-O3";
+  CachedCompile keep(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+  CHECK_FALSE(keep.cacheable());
+}
+
+TEST_CASE("-g in NVCC_APPEND_FLAGS is a debug compile: another checkout does not get its paths", "[cached_compile]") {
+  Fixture f;
+  const auto a = f.root / "pip-req-build-aaa", b = f.root / "pip-req-build-bbb";
+  f.write_project(a);
+  f.write_project(b);
+  f.env["NVCC_APPEND_FLAGS"] = "  -g ";
+  CHECK_FALSE(f.build(a, "DEBUG-A"));
+  CHECK(f.build(a, "unused"));
+  CHECK_FALSE(f.build(b, "DEBUG-B"));
+}
+
+TEST_CASE("a header reached through '..' after a symlinked directory is checked where the compiler read it",
+          "[cached_compile]") {
+  Fixture f;
+  const auto proj = f.root / "proj", other = f.root / "other";
+  write(other / "mod" / "a.cu", "#include \"../include/h.h\"\n");
+  write(other / "include" / "h.h", "int real1;\n");
+  write(proj / "include" / "h.h", "int decoy;\n");  // where the text, collapsed, would point
+  fs::create_directories(proj / "out");
+  fs::create_symlink(other / "mod", proj / "mod");
+  std::vector<std::string> argv{f.compiler.string(), "-c", "mod/a.cu", "-o", "out/a.o", "-MD", "-MF", "out/a.d"};
+  auto build = [&](const std::string& object) {
+    CachedCompile c(*f.cache, argv, proj.string(), f.lookup(), f.compiler.string());
+    REQUIRE(c.cacheable());
+    if (c.restore()) return true;
+    const auto started = std::chrono::system_clock::now();
+    write(proj / "out/a.o", object);
+    write(proj / "out/a.d", "out/a.o : mod/a.cu mod/../include/h.h\n");
+    REQUIRE(c.store(started, "", ""));
+    return false;
+  };
+  CHECK_FALSE(build("REAL1"));
+  CHECK(build("unused"));
+  write(other / "include" / "h.h", "int real2;\n");
+  CHECK_FALSE(build("REAL2"));
+}
+
+TEST_CASE("on a filesystem of whole seconds, a header dated in the compile's first second is not trusted",
+          "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  const fs::path header = p / "include/h.h";
+  // Dates `header` at a whole second and returns a start within that second,
+  // after the change of date (whose ctime is exact): the file could have
+  // changed after the start, and its date could not tell.
+  auto date_header = [&](std::int64_t second) {
+    const timespec times[2] = {{second, 0}, {second, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, header.c_str(), times, 0) == 0);
+    struct stat st {};
+    REQUIRE(::stat(header.c_str(), &st) == 0);
+    return std::chrono::system_clock::time_point(std::chrono::seconds(st.st_ctim.tv_sec) +
+                                                 std::chrono::nanoseconds(st.st_ctim.tv_nsec + 1000));
+  };
+  auto store_at = [&](std::chrono::system_clock::time_point started) {
+    CachedCompile c(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+    CHECK_FALSE(c.restore());
+    write(p / "out/a.o", "O");
+    write(p / "out/a.d", Fixture::depfile_for(p));
+    REQUIRE(c.store(started, "", ""));
+  };
+  // The start's own second (retried in the rare case the clock ticked over meanwhile).
+  for (int tries = 0; tries < 5; ++tries) {
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto started = date_header(now);
+    if (std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count() != now) continue;
+    store_at(started);
+    break;
+  }
+  CHECK(f.cache->stats()->stored == 0);
+  // A whole second before the start's: older than the compile, trusted.
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto started = date_header(now - 2);
+  store_at(started);
+  CHECK(f.cache->stats()->stored == 1);
 }
