@@ -119,12 +119,15 @@ void Engine::discard_temp_dirs(std::vector<std::string> dirs, uid_t owner) {
 void Engine::discard_stale_build_dirs() {
   // A known build's tmp/ holds what the compilers of a stopped fadd left.
   // A directory under builds/ that no build of the database owns is another
-  // database's (fad.db deleted or replaced while builds existed): the new
-  // build given its number, perhaps another user's, must not find the old
-  // one's logs and outputs in it. It goes to the trash.
+  // database's (fad.db deleted, emptied or replaced while builds existed):
+  // the new build given its number, perhaps another user's, must not find
+  // the old one's logs and outputs in it. It is moved out of builds/, and
+  // kept: a database restored from a backup (or a recovered copy) may own
+  // it still, and fadd never deletes a finished build's files on a guess.
   std::error_code ec;
   const std::string builds = options_.state_dir + "/builds";
-  std::vector<std::string> stale;
+  const std::string aside = options_.state_dir + "/orphaned";
+  std::vector<std::string> moved;
   for (fs::directory_iterator it(builds, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -137,25 +140,27 @@ void Engine::discard_stale_build_dirs() {
       discard_temp_dirs(std::move(temps), owner_of(*build));
       continue;
     }
-    const std::string moved = trash_dir() + "/stale-" + name + "-" + std::to_string(++trash_serial_);
-    fs::create_directories(trash_dir(), ec);
-    if (::rename(it->path().c_str(), moved.c_str()) != 0) {
-      spdlog::warn("{} belongs to no build fadd knows, and cannot be moved to the trash: {}", it->path().string(),
+    // Private like the state dir: what is inside keeps its owners and modes.
+    if (::mkdir(aside.c_str(), 0700) != 0 && errno != EEXIST) {
+      spdlog::warn("{} belongs to no build fadd knows, and cannot be moved aside to {}: {}", it->path().string(), aside,
                    std::strerror(errno));
       continue;
     }
-    stale.push_back(moved);
+    const std::string target =
+        aside + "/" + name + "-" + std::to_string(::time(nullptr)) + "-" + std::to_string(++trash_serial_);
+    if (::rename(it->path().c_str(), target.c_str()) != 0) {
+      spdlog::warn("{} belongs to no build fadd knows, and cannot be moved aside to {}: {}", it->path().string(),
+                   target, std::strerror(errno));
+      continue;
+    }
+    moved.push_back(target);
   }
-  if (stale.empty()) return;
+  if (moved.empty()) return;
   spdlog::warn(
-      "{} build director{} under {} belong to no build in the database (was fad.db deleted or replaced?); "
-      "moved to the trash, first {}",
-      stale.size(), stale.size() == 1 ? "y" : "ies", builds, stale.front());
-  if (remove_trees_)
-    remove_trees_(std::move(stale), false, trash_dir(), 0, [](std::vector<TreeResult> results) {
-      for (const auto& r : results)
-        if (!r.error.empty()) spdlog::warn("deleting a stale build directory: {}", r.error);
-    });
+      "{} build director{} under {} belong to no build in the database (was fad.db deleted, emptied or "
+      "replaced?); moved, kept, to {} (first {}): if the database was replaced by mistake, stop fadd, restore "
+      "it and move them back; otherwise delete them",
+      moved.size(), moved.size() == 1 ? "y" : "ies", builds, aside, moved.front());
 }
 
 void Engine::prune(const Caller& caller, const PruneRequest& req, Reply done) {
