@@ -358,7 +358,7 @@ TEST_CASE("the time on the command line or in NVCC_APPEND_FLAGS is not cacheable
   CHECK_FALSE(keep.cacheable());
 }
 
-TEST_CASE("-g in NVCC_APPEND_FLAGS is a debug compile: another checkout does not get its paths", "[cached_compile]") {
+TEST_CASE("NVCC_APPEND_FLAGS with -g is a debug compile: another checkout does not get its paths", "[cached_compile]") {
   Fixture f;
   const auto a = f.root / "pip-req-build-aaa", b = f.root / "pip-req-build-bbb";
   f.write_project(a);
