@@ -88,28 +88,39 @@ Result<std::string> compiler_identity(const std::string& program, CompileCache* 
   const fs::path real = fs::canonical(program, ec);
   struct stat st {};
   if (ec || ::stat(real.c_str(), &st) != 0) return make_error("compiler " + program + " not found");
-  const std::string note = "compiler-" + Sha256()
-                                             .field(real.string())
-                                             .field(std::to_string(st.st_dev))
-                                             .field(std::to_string(st.st_ino))
-                                             .field(std::to_string(st.st_size))
-                                             .field(std::to_string(st.st_mtim.tv_sec))
-                                             .field(std::to_string(st.st_mtim.tv_nsec))
-                                             .hex();
-  if (cache)
+  // nvcc.profile beside nvcc sets its include and library paths.
+  const fs::path profile = real.parent_path() / "nvcc.profile";
+  const bool has_profile = real.filename() == "nvcc" && fs::exists(profile, ec);
+  Sha256 file_key;
+  for (const fs::path& file : {real, profile}) {
+    struct stat f {};
+    if (file == profile && (!has_profile || ::stat(file.c_str(), &f) != 0)) continue;
+    if (file == real) f = st;
+    file_key.field(file.string())
+        .field(std::to_string(f.st_dev))
+        .field(std::to_string(f.st_ino))
+        .field(std::to_string(f.st_size))
+        .field(std::to_string(f.st_mtim.tv_sec))
+        .field(std::to_string(f.st_mtim.tv_nsec));
+  }
+  const std::string note = "compiler-" + file_key.hex();
+  // A script (a wrapper such as `exec /opt/cuda-$V/bin/nvcc "$@"`) may run
+  // another compiler tomorrow without changing itself: asked every time
+  // (a few milliseconds), never known by its file.
+  char head[2] = {};
+  const bool script = std::ifstream(real, std::ios::binary).read(head, 2) && head[0] == '#' && head[1] == '!';
+  if (cache && !script)
     if (auto known = cache->note(note)) return *known;
   auto version = program_output({program, "--version"}, kProbeTimeoutS);
   if (!version) return make_error("cannot identify compiler " + program + ": " + version.error());
   std::string identity = *version;
-  // nvcc.profile beside nvcc sets its include and library paths.
-  const fs::path profile = real.parent_path() / "nvcc.profile";
-  if (real.filename() == "nvcc" && fs::exists(profile, ec)) {
+  if (has_profile) {
     std::ifstream in(profile, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
     identity += kProfileMarker + text.str();
   }
-  if (cache) (void)cache->put_note(note, identity);
+  if (cache && !script) (void)cache->put_note(note, identity);
   return identity;
 }
 

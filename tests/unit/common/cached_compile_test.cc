@@ -436,3 +436,35 @@ TEST_CASE("on a filesystem of whole seconds, a header dated in the compile's fir
   store_at(started);
   CHECK(f.cache->stats()->stored == 1);
 }
+
+TEST_CASE("a wrapper script is asked its version every time: a compiler changed behind it misses", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  // `exec /opt/cuda-$V/bin/nvcc "$@"` with $V switched elsewhere: the script
+  // itself never changes.
+  const fs::path version = f.root / "current-version";
+  write(version, "Cuda compilation tools, release 13.0\n");
+  write(f.compiler, "#!/bin/sh\ncat " + version.string() + "\n");
+  fs::permissions(f.compiler, fs::perms::owner_all);
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+  write(version, "Cuda compilation tools, release 12.9\n");
+  CHECK_FALSE(f.build(p, "O"));
+}
+
+TEST_CASE("an edit of nvcc.profile beside a compiled nvcc misses", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  // A real executable (not a script), whose identity fad keeps by its file;
+  // coreutils' echo answers --version.
+  fs::remove(f.compiler);
+  fs::copy_file("/bin/echo", f.compiler);
+  write(f.compiler.parent_path() / "nvcc.profile", "INCLUDES += \"-DPROF=1\"\n");
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+  write(f.compiler.parent_path() / "nvcc.profile", "INCLUDES += \"-DPROF=2\"\n");
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+}
