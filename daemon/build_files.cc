@@ -6,19 +6,26 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 namespace fad {
 
 namespace fs = std::filesystem;
 
-void make_daemon_dir(const std::string& dir, const std::optional<FileOwner>& owner) {
-  if (dir.empty()) return;
+std::string make_daemon_dir(const std::string& dir, const std::optional<FileOwner>& owner) {
+  if (dir.empty()) return "";
   struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0) return;
+  if (::stat(dir.c_str(), &st) == 0) return "";
   const fs::path parent = fs::path(dir).parent_path();
-  if (!parent.empty() && parent != fs::path(dir)) make_daemon_dir(parent.string(), owner);
-  if (::mkdir(dir.c_str(), 0700) == 0 && owner) ::chmod(dir.c_str(), 0711);
+  if (!parent.empty() && parent != fs::path(dir))
+    if (auto why = make_daemon_dir(parent.string(), owner); !why.empty()) return why;
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    if (owner) ::chmod(dir.c_str(), 0711);
+    return "";
+  }
+  if (errno == EEXIST) return "";
+  return "cannot create " + dir + ": " + std::strerror(errno);
 }
 
 void make_owned_dir(const std::string& dir, const std::optional<FileOwner>& owner) {

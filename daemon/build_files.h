@@ -23,8 +23,9 @@ struct FileOwner {
 
 /// Creates `dir` and missing parents as fadd's directories: 0711 with an
 /// owner (so the owner can pass through), fadd's default mode without.
-/// Existing directories are left as they are.
-void make_daemon_dir(const std::string& dir, const std::optional<FileOwner>& owner);
+/// Existing directories are left as they are. Why `dir` could not be made
+/// ("" when it is there): the first mkdir that failed, and its error.
+std::string make_daemon_dir(const std::string& dir, const std::optional<FileOwner>& owner);
 
 /// Creates `dir` (parents as make_daemon_dir) for a compiler to write in,
 /// belonging to `owner` (mode 0700) when there is one.

@@ -763,7 +763,9 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   const auto creds = build ? run_as(*build) : std::nullopt;
   const auto owner = file_owner(creds);
   make_owned_dir(fs::path(unit.output_path).parent_path().string(), owner);
-  make_daemon_dir(fs::path(unit.log_path).parent_path().string(), owner);
+  if (auto why = make_daemon_dir(fs::path(unit.log_path).parent_path().string(), owner); !why.empty())
+    // Said here, where the cause is known: the unit's log cannot hold it.
+    spdlog::error("unit {} of build {}: {}; its compiler cannot write its log", unit.name, unit.build_id, why);
   const std::string source = estimate_source_id(d.source, d.imported);
   store_.start_unit(unit.id, d.threads, d.estimate_bytes, clock_.wall(), source);
   try {

@@ -450,6 +450,11 @@ Response Engine::logs(const Caller& caller, const LogsRequest& req) {
                                                       "' (see 'fad status " + std::to_string(req.id) + "')");
     path = unit->log_path;
     finished = unit->state != UnitState::queued && unit->state != UnitState::running;
+    // A unit that ran has a log: none there would read as a compiler that printed nothing.
+    if (unit->started_at && !fs::exists(path, ec) && !ec)
+      return error_response(ErrorCode::not_found,
+                            "unit " + *req.unit + "'s log is gone: " + path +
+                                " was deleted outside fad, or could not be created (fadd's log says why)");
   }
   std::uint64_t size = 0;
   auto slice = read_file_slice(path, req.offset, static_cast<std::size_t>(req.max_bytes), &size);

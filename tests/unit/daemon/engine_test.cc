@@ -649,6 +649,23 @@ TEST_CASE("engine: the logs of a finished build whose directory was deleted are 
   }
 }
 
+TEST_CASE("engine: a unit that ran and has no log says so, even while its build runs", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  LogsRequest req;
+  req.id = id;
+  req.unit = "a_one";
+  REQUIRE(f.engine->logs(f.me, req).ok);  // queued: no log yet, and none expected
+  f.engine->tick();                       // started: its log holds its command
+  REQUIRE(f.engine->logs(f.me, req).ok);
+  fs::remove_all(f.build_dir(id) + "/logs");
+  const auto r = f.engine->logs(f.me, req);
+  CHECK(r.code == ErrorCode::not_found);
+  CHECK(r.message == "unit a_one's log is gone: " + f.build_dir(id) +
+                         "/logs/a_one.log was deleted outside fad, or could not be created (fadd's log says why)");
+}
+
 TEST_CASE("engine: a log of control bytes is sent in slices that fit the message limit, and always moves on",
           "[engine]") {
   EngineFixture f;
