@@ -83,6 +83,12 @@ NvccCall parse_nvcc_call(const std::vector<std::string>& args, bool (*exists)(co
     }
   }
   if (call.source.empty()) call.compile = false;  // nothing to schedule (e.g. -c with a .o input)
+  // Asked to stop before compiling (-E, -M, --dryrun ...) or to do something
+  // else (-ptx, -cubin still compile and stay units): quick, not scheduled.
+  for (const auto& a : args)
+    if (a == "-E" || a == "--preprocess" || a == "-M" || a == "--generate-dependencies" || a == "-MM" ||
+        a == "--generate-nonsystem-dependencies" || a == "-dryrun" || a == "--dryrun")
+      call.compile = false;
   return call;
 }
 

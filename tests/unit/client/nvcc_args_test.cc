@@ -49,6 +49,12 @@ TEST_CASE("nvcc_args: calls that are not compiles are not scheduled", "[nvcc_arg
   auto call = parse_nvcc_call({"-MF", "dep.cu", "-c", "real.cu"}, exists_cu);
   CHECK(call.source == "real.cu");
   CHECK(parse_nvcc_call({"-dc", "rdc.cu"}, exists_cu).compile);
+  // Stopped before the compile, -c or not: preprocessing, dependencies, a dry run.
+  for (const char* quick : {"-E", "--preprocess", "-M", "-MM", "--generate-dependencies", "--dryrun", "-dryrun"}) {
+    INFO(quick);
+    CHECK_FALSE(parse_nvcc_call({"-c", quick, "real.cu"}, exists_cu).compile);
+  }
+  CHECK(parse_nvcc_call({"-c", "-MD", "real.cu"}, exists_cu).compile);  // dependencies with a compile
 }
 
 TEST_CASE("nvcc_args: --threads is replaced by the grant", "[nvcc_args]") {
