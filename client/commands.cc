@@ -168,6 +168,8 @@ int run_control(const Command& cmd, Context& ctx) {
     else
       line += ", " + std::to_string(result->value("requeued", 0)) + " unit(s) requeued";
   }
+  if (result->value("recorded", true) == false)
+    line += " (its compilers are stopped; fadd records it once it can write its database again)";
   ctx.out << line << "\n";
   return kExitOk;
 }

@@ -266,6 +266,7 @@ void Engine::tick() {
   // must not keep the others, the response to memory pressure above all,
   // from running.
   // Ends that could not be recorded are recorded first.
+  best_effort([&] { retry_unrecorded_cancels(); });
   best_effort([&] { retry_unrecorded(); });
   best_effort([&] { retry_unmarked_prunes(); });
   best_effort([&] { retry_unwritten_attempts(); });
@@ -547,7 +548,7 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
   for (const auto& [id, r] : running_)
     if (r.external && r.pgid == 0 && r.stop == StopReason::none) pending.insert(r.owner);
   for (const auto& b : queue_mirror_.builds()) {
-    if (b.state == BuildState::paused) continue;
+    if (b.state == BuildState::paused || unrecorded_cancels_.count(b.id)) continue;
     auto& q = queue_mirror_.queues()[b.id];
     for (auto& u : q.units) {
       if (running_.count(u.id)) continue;
@@ -1005,6 +1006,10 @@ void Engine::prepare_end(Ended& e) {
 }
 
 void Engine::record_end(std::int64_t unit_id, Ended e) {
+  if (unrecorded_cancels_.count(e.run.unit.build_id)) {
+    unrecorded_.insert_or_assign(unit_id, std::move(e));  // after its build's cancel
+    return;
+  }
   try {
     commit_end(unit_id, e);
     storage_ok();
@@ -1018,8 +1023,22 @@ void Engine::record_end(std::int64_t unit_id, Ended e) {
   }
 }
 
+void Engine::retry_unrecorded_cancels() {
+  for (auto it = unrecorded_cancels_.begin(); it != unrecorded_cancels_.end();) {
+    store_.cancel_build(it->first, it->second, "cancelled by user");  // throws again while the disk is full
+    spdlog::info("build {}: its cancel is recorded", it->first);
+    best_effort([&] { append_build_log(it->first, "build cancelled\n"); });
+    it = unrecorded_cancels_.erase(it);
+    storage_ok();
+  }
+}
+
 void Engine::retry_unrecorded() {
   for (auto it = unrecorded_.begin(); it != unrecorded_.end();) {
+    if (unrecorded_cancels_.count(it->second.run.unit.build_id)) {
+      ++it;
+      continue;
+    }
     commit_end(it->first, it->second);  // throws again while the disk is full
     it = unrecorded_.erase(it);
     storage_ok();

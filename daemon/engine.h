@@ -188,7 +188,9 @@ class Engine {
   bool idle() const { return running_.empty(); }
   /// Ends of finished units and prune marks the database has not taken yet
   /// (a full disk): lost if fadd exits now.
-  std::size_t unwritten_count() const { return unrecorded_.size() + unmarked_prunes_.size(); }
+  std::size_t unwritten_count() const {
+    return unrecorded_.size() + unmarked_prunes_.size() + unrecorded_cancels_.size();
+  }
   std::size_t running_count() const { return running_.size(); }
 
   /// Called whenever a unit ends or a build is submitted, so the loop can
@@ -320,6 +322,7 @@ class Engine {
   /// The end of a unit whose start could not go through: nothing ran.
   Ended never_started(const UnitRecord& unit, double now, ExitOutcome::Action action);
   void retry_unrecorded();
+  void retry_unrecorded_cancels();
   void retry_unmarked_prunes();
   /// Refills the hourly allowances from what users opened in the last hour.
   void restore_allowances();
@@ -442,6 +445,11 @@ class Engine {
   QueueMirror queue_mirror_;
   std::map<std::int64_t, Running> running_;   ///< by unit id
   std::map<std::int64_t, Ended> unrecorded_;  ///< ended, database write failed: retried each tick
+  /// Builds cancelled while the database could not take it (a full disk):
+  /// their compilers were stopped; the cancel is written first each tick,
+  /// and their units' ends only after it (a unit recorded cancelled in a
+  /// build still running would leave its link waiting for ever).
+  std::map<std::int64_t, std::string> unrecorded_cancels_;  ///< build id -> when
   /// Attempt rows (reports only) the database did not take: written after
   /// the ends, oldest first; past kMaxHeldAttempts the oldest are dropped.
   std::deque<UnitAttempt> unwritten_attempts_;

@@ -324,14 +324,31 @@ Response Engine::cancel(const Caller& caller, std::int64_t id) {
   if (is_final(b->state))
     return error_response(ErrorCode::failed,
                           "build " + std::to_string(id) + " already " + std::string(to_string(b->state)));
-  // Recorded first, all at once: a database that cannot take it (a full
-  // disk) leaves the build as it was, its compilers running, and says so.
-  store_.cancel_build(id, clock_.wall(), "cancelled by user");
+  // Recorded first, all at once. A database that cannot take it (a full
+  // disk, perhaps filled by this very build) must not keep its compilers
+  // running: they are stopped, and the cancel is written before anything
+  // else once the database can take it (nothing starts until then). Lost
+  // only if fadd stops before that: the build then runs again.
+  bool recorded = true;
+  try {
+    store_.cancel_build(id, clock_.wall(), "cancelled by user");
+    unrecorded_cancels_.erase(id);  // asked again, and taken this time
+  } catch (const StoreError& err) {
+    storage_failed(err.what());
+    spdlog::warn(
+        "build {} cancelled, not recorded yet ({}): its compilers are stopped, the cancel is written "
+        "once the database can take it",
+        id, err.what());
+    unrecorded_cancels_.emplace(id, clock_.wall());
+    recorded = false;
+  }
   const double now = clock_.now();
   for (auto& [uid, r] : running_)
     if (r.unit.build_id == id) stop_unit(r, StopReason::cancel, now);
-  best_effort([&] { append_build_log(id, "build cancelled\n"); });
-  return ok_response({{"id", id}, {"state", "cancelled"}});
+  if (recorded) best_effort([&] { append_build_log(id, "build cancelled\n"); });
+  json result{{"id", id}, {"state", "cancelled"}};
+  if (!recorded) result["recorded"] = false;
+  return ok_response(std::move(result));
 }
 
 Response Engine::pause(const Caller& caller, std::int64_t id) {

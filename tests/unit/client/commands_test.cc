@@ -446,6 +446,21 @@ TEST_CASE("control commands send their type and report the new state") {
   CHECK(d.seen[1].type == "cancel");
 }
 
+TEST_CASE("a cancel fadd could not record yet says its compilers are stopped") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}, {"state", "cancelled"}, {"recorded", false}});
+  d.ok({{"id", 8}, {"state", "cancelled"}});
+  Command cancel = cmd(CommandKind::cancel, "fad cancel");
+  cancel.id = 7;
+  Context ctx = d.context();
+  CHECK(run_control(cancel, ctx) == 0);
+  cancel.id = 8;
+  CHECK(run_control(cancel, ctx) == 0);
+  CHECK(d.out.str() ==
+        "build 7: cancelled (its compilers are stopped; fadd records it once it can write its database again)\n"
+        "build 8: cancelled\n");
+}
+
 TEST_CASE("history sends the limit") {
   ScriptedDaemon d;
   d.ok({{"builds", json::array()}});

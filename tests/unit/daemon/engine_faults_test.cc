@@ -1121,22 +1121,18 @@ TEST_CASE("engine faults: the reserve file is deleted by the first failed write 
   CHECK_FALSE(fs::exists(reserve));
 }
 
-TEST_CASE("engine faults: a cancel or pause the database cannot take changes nothing, and works once it can",
+TEST_CASE("engine faults: a pause or resume the database cannot take changes nothing, and works once it can",
           "[engine][faults]") {
-  // Bug: cancel stopped the compilers, then failed to record the build
-  // cancelled: the rest ran on, and its link waited for ever for the
-  // compiles that were cancelled. Pause froze them and left the build running.
+  // Bug: pause froze the compilers and left the build running.
   EngineFixture f;
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
   REQUIRE(f.launcher.launches.size() == 4);
   refuse_writes(f, "UPDATE ON builds");
-  CHECK_THROWS_AS(f.engine->cancel(f.me, id), StoreError);
   CHECK_THROWS_AS(f.engine->pause(f.me, id), StoreError);
   CHECK(f.launcher.signals.empty());
   CHECK(f.build_state(id) == BuildState::running);
-  for (const auto& u : f.store->units(id)) CHECK((u.state == UnitState::running || u.kind == UnitKind::link));
   lift(f);
   // Resume likewise: refused, the paused build stays paused and frozen.
   REQUIRE(f.engine->pause(f.me, id).ok);
@@ -1149,6 +1145,44 @@ TEST_CASE("engine faults: a cancel or pause the database cannot take changes not
   REQUIRE(f.engine->cancel(f.me, id).ok);
   CHECK(f.build_state(id) == BuildState::cancelled);
   for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
+}
+
+TEST_CASE("engine faults: a cancel the database cannot take stops the compilers, and is written before their ends",
+          "[engine][faults]") {
+  // A build whose compilers fill the disk must still be stoppable. Bug
+  // before that: cancel stopped the compilers and failed to record the build
+  // cancelled, so their ends went in as cancelled in a running build, whose
+  // link then waited for ever.
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  REQUIRE(f.launcher.launches.size() == 4);
+  const auto other = f.submit();  // queued behind it
+  refuse_writes(f, "UPDATE ON builds");
+  const auto r = f.engine->cancel(f.me, id);
+  REQUIRE(r.ok);
+  CHECK(r.result["state"] == "cancelled");
+  CHECK(r.result["recorded"] == false);
+  CHECK(f.launcher.signals.size() == 4);            // every compiler asked to stop
+  CHECK(f.build_state(id) == BuildState::running);  // the database could not take it yet
+  CHECK(f.engine->unwritten_count() == 1);
+  // They end; the units' rows could be written, but wait for the build's.
+  for (const auto& name : kCompileUnits) f.launcher.exit(name, 128 + SIGTERM);
+  f.engine->tick();
+  for (const auto& u : f.store->units(id)) CHECK((u.state == UnitState::running || u.kind == UnitKind::link));
+  CHECK(f.launcher.launches.size() == 4);  // nothing started meanwhile, of this build or another
+  CHECK_FALSE(f.launcher.find("link"));
+  lift(f);
+  f.engine->tick();
+  CHECK(f.build_state(id) == BuildState::cancelled);
+  for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
+  CHECK(f.engine->unwritten_count() == 0);
+  CHECK(test::slurp(f.build_dir(id) + "/build.log").find("build cancelled") != std::string::npos);
+  // The other build runs on, and this one's link never starts.
+  CHECK(f.launcher.launches.size() == 8);
+  for (const auto& l : f.launcher.launches) CHECK(l.spec.unit_id != f.unit(id, "link")->id);
+  CHECK(f.build_state(other) == BuildState::running);
 }
 
 TEST_CASE("engine faults: a database another program holds locked keeps the reserve: the disk is not full",

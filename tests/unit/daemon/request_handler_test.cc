@@ -135,10 +135,10 @@ TEST_CASE("request handler: a database that cannot be written is named as the ca
   const auto id = f.submit();
   f.store->db().exec(
       "CREATE TEMP TRIGGER full BEFORE UPDATE ON builds BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
-  auto r = f.call(R"({"v":1,"type":"cancel","body":{"id":)" + std::to_string(id) + "}}\n");
+  auto r = f.call(R"({"v":1,"type":"pause","body":{"id":)" + std::to_string(id) + "}}\n");
   CHECK_FALSE(r.ok);
   CHECK(r.message ==
-        "the cancel failed: fadd cannot use its database (step: database or disk is full); try again once it can");
+        "the pause failed: fadd cannot use its database (step: database or disk is full); try again once it can");
 }
 
 TEST_CASE("request handler: shutdown is answered, then the callback runs", "[request_handler]") {
