@@ -186,8 +186,8 @@ class Engine {
   /// Units that ended but could not be recorded do not hold it up: the
   /// database still says running, so the next start requeues them.
   bool idle() const { return running_.empty(); }
-  /// Ends of finished units and prune marks the database has not taken yet
-  /// (a full disk): lost if fadd exits now.
+  /// Ends of finished units, cancels and prune marks the database has not
+  /// taken yet (a full disk): lost if fadd exits now.
   std::size_t unwritten_count() const {
     return unrecorded_.size() + unmarked_prunes_.size() + unrecorded_cancels_.size();
   }
