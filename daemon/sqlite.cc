@@ -14,6 +14,14 @@ namespace {
   throw StoreError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"),
                    db ? sqlite3_errcode(db) : SQLITE_NOMEM);
 }
+
+bool busy(int rc) { return (rc & 0xff) == SQLITE_BUSY; }
+
+// SQLite's own "database is locked" does not say by whom; the usual holder
+// is a person's sqlite3 shell left inside a transaction, which they can end.
+std::string locked_message(const std::string& path) {
+  return "database " + path + " is locked by another process (a sqlite3 shell inside a transaction?)";
+}
 }  // namespace
 
 bool StoreError::damaged() const {
@@ -67,7 +75,7 @@ void Database::exec(std::string_view sql) {
   char* err = nullptr;
   std::string s(sql);
   if (const int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
-    std::string msg = "database " + path_ + ": " + (err ? err : "error");
+    std::string msg = busy(rc) ? locked_message(path_) : "database " + path_ + ": " + (err ? err : "error");
     sqlite3_free(err);
     throw StoreError(msg, rc);
   }
@@ -107,9 +115,7 @@ Statement& Statement::bind_null(int index) {
 
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
-  if ((rc & 0xff) == SQLITE_BUSY)
-    throw StoreError(
-        "database " + owner_->path_ + " is locked by another process (a sqlite3 shell inside a transaction?)", rc);
+  if (busy(rc)) throw StoreError(locked_message(owner_->path_), rc);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(db_, "step");
   return rc == SQLITE_ROW;
 }

@@ -107,5 +107,21 @@ TEST_CASE("database: a lock released while a write waits lets it through, within
   CHECK(f.rows() == 2);
 }
 
+TEST_CASE("database: a lock met by a plain statement (fadd's start, a transaction) names the likely holder",
+          "[store]") {
+  Locked f;
+  f.other.exec("BEGIN IMMEDIATE");
+  // Bug: exec() passed on SQLite's bare "database is locked", so a fadd
+  // started while a sqlite3 shell held its database gave no hint why.
+  try {
+    f.db.exec("BEGIN IMMEDIATE");
+    FAIL("a transaction began under a held lock");
+  } catch (const StoreError& e) {
+    CHECK((e.code & 0xff) == SQLITE_BUSY);
+    CHECK_THAT(e.what(), Catch::Contains(f.path) && Catch::Contains("locked by another process") &&
+                             Catch::Contains("sqlite3 shell"));
+  }
+}
+
 }  // namespace
 }  // namespace fad
