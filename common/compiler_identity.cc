@@ -92,17 +92,17 @@ Result<std::string> compiler_identity(const std::string& program, CompileCache* 
   const fs::path profile = real.parent_path() / "nvcc.profile";
   const bool has_profile = real.filename() == "nvcc" && fs::exists(profile, ec);
   Sha256 file_key;
-  for (const fs::path& file : {real, profile}) {
-    struct stat f {};
-    if (file == profile && (!has_profile || ::stat(file.c_str(), &f) != 0)) continue;
-    if (file == real) f = st;
+  // Known by inode and change time, so an edited or replaced file is a new compiler.
+  auto add_file = [&](const fs::path& file, const struct stat& f) {
     file_key.field(file.string())
         .field(std::to_string(f.st_dev))
         .field(std::to_string(f.st_ino))
         .field(std::to_string(f.st_size))
         .field(std::to_string(f.st_mtim.tv_sec))
         .field(std::to_string(f.st_mtim.tv_nsec));
-  }
+  };
+  add_file(real, st);
+  if (struct stat f{}; has_profile && ::stat(profile.c_str(), &f) == 0) add_file(profile, f);
   const std::string note = "compiler-" + file_key.hex();
   // A script (a wrapper such as `exec /opt/cuda-$V/bin/nvcc "$@"`) may run
   // another compiler tomorrow without changing itself: asked every time

@@ -168,7 +168,7 @@ int run_daemon(const DaemonOptions& o) {
     auto ok = only_owner_can_replace(o.state_dir, ::geteuid());
     if (!ok)
       spdlog::critical("refusing state dir {}: {}; keep fadd's state where only {} can change it", o.state_dir,
-                       ok.error(), ::geteuid() == 0 ? "root" : "you (and root)");
+                       ok.error(), who_may_change_fadds_files());
     return !ok;
   };
   if (state_dir_problem()) return 1;

@@ -52,8 +52,7 @@ int main(int argc, char** argv) {
     for (const auto& path : {dir, options->log_file}) {
       if (auto ok = fad::only_owner_can_replace(path, ::geteuid()); !ok) {
         std::cerr << "fadd: refusing --log-file " << options->log_file << ": " << ok.error()
-                  << "; keep fadd's log where only " << (::geteuid() == 0 ? "root" : "you (and root)")
-                  << " can change it\n";
+                  << "; keep fadd's log where only " << fad::who_may_change_fadds_files() << " can change it\n";
         return 1;
       }
     }

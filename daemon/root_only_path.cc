@@ -131,4 +131,6 @@ Status only_root_can_write(const std::string& path) {
   return ok_status();
 }
 
+const char* who_may_change_fadds_files() { return ::geteuid() == 0 ? "root" : "you (and root)"; }
+
 }  // namespace fad

@@ -39,4 +39,8 @@ Status only_owner_can_replace(const std::string& path, uid_t owner);
 /// there yet are skipped: fadd makes them, and judges them once made.
 Status only_owner_can_replace_above(const std::string& path, uid_t owner);
 
+/// Who may change fadd's files, as advice after a refusal names them:
+/// "root" for a root fadd, "you (and root)" otherwise.
+const char* who_may_change_fadds_files();
+
 }  // namespace fad

@@ -318,7 +318,7 @@ Status Server::listen(const std::string& socket_path) {
     const Status ok = only_owner_can_replace_above(dir.string(), ::geteuid());
     if (ok) return ok;
     return make_error("refusing the socket directory " + dir.string() + ": " + ok.error() +
-                      "; keep fadd's socket where only " + (::geteuid() == 0 ? "root" : "you (and root)") +
+                      "; keep fadd's socket where only " + who_may_change_fadds_files() +
                       " can change the directories above it");
   };
   if (Status ok = dirs_above(); !ok) return ok;
