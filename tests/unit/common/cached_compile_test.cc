@@ -92,16 +92,22 @@ struct Fixture {
   static std::string depfile_for(const fs::path& dir) {
     return "out/a.o : " + (dir / "src/a.cu").string() + " \\\n    " + (dir / "include/h.h").string() + "\n";
   }
-  /// Looks call(dir) up; on a miss, "compiles" (object = `object`) and stores it.
-  bool build(const fs::path& dir, const std::string& object) {
-    CachedCompile c(*cache, call(dir), dir.string(), lookup(), compiler.string());
+  /// Looks `argv` up, run in `cwd`; on a miss, "compiles" it (writing
+  /// out/a.o = `object` and out/a.d = `depfile`) and stores it. Whether it hit.
+  bool build_call(const std::vector<std::string>& argv, const fs::path& cwd, const std::string& object,
+                  const std::string& depfile) {
+    CachedCompile c(*cache, argv, cwd.string(), lookup(), compiler.string());
     REQUIRE(c.cacheable());
     if (c.restore()) return true;
     const auto started = std::chrono::system_clock::now();
-    write(dir / "out/a.o", object);
-    write(dir / "out/a.d", depfile_for(dir));
+    write(cwd / "out/a.o", object);
+    write(cwd / "out/a.d", depfile);
     REQUIRE(c.store(started, "compiled\n", "warning: w\n"));
     return false;
+  }
+  /// call(dir) through build_call().
+  bool build(const fs::path& dir, const std::string& object) {
+    return build_call(call(dir), dir, object, depfile_for(dir));
   }
 };
 
@@ -314,14 +320,7 @@ TEST_CASE("a define's absolute path is part of the key as written, the project's
   auto build_with = [&](const fs::path& dir, const std::vector<std::string>& extra) {
     auto argv = f.call(dir);
     argv.insert(argv.end(), extra.begin(), extra.end());
-    CachedCompile c(*f.cache, argv, dir.string(), f.lookup(), f.compiler.string());
-    REQUIRE(c.cacheable());
-    if (c.restore()) return true;
-    const auto started = std::chrono::system_clock::now();
-    write(dir / "out/a.o", "O");
-    write(dir / "out/a.d", Fixture::depfile_for(dir));
-    REQUIRE(c.store(started, "", ""));
-    return false;
+    return f.build_call(argv, dir, "O", Fixture::depfile_for(dir));
   };
   for (const auto& spelling : std::vector<std::vector<std::string>>{
            {"-DDATA=$"}, {"-D", "DATA=$"}, {"--define-macro=DATA=$"}, {"-Xcompiler", "-DDATA=$"}}) {
@@ -380,14 +379,7 @@ TEST_CASE("a header reached through '..' after a symlinked directory is checked 
   fs::create_symlink(other / "mod", proj / "mod");
   std::vector<std::string> argv{f.compiler.string(), "-c", "mod/a.cu", "-o", "out/a.o", "-MD", "-MF", "out/a.d"};
   auto build = [&](const std::string& object) {
-    CachedCompile c(*f.cache, argv, proj.string(), f.lookup(), f.compiler.string());
-    REQUIRE(c.cacheable());
-    if (c.restore()) return true;
-    const auto started = std::chrono::system_clock::now();
-    write(proj / "out/a.o", object);
-    write(proj / "out/a.d", "out/a.o : mod/a.cu mod/../include/h.h\n");
-    REQUIRE(c.store(started, "", ""));
-    return false;
+    return f.build_call(argv, proj, object, "out/a.o : mod/a.cu mod/../include/h.h\n");
   };
   CHECK_FALSE(build("REAL1"));
   CHECK(build("unused"));
