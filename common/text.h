@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,28 +31,38 @@ inline std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
   return std::string(text.substr(0, cut));
 }
 
-/// How many bytes at `s[i]` encode a bidirectional formatting character
-/// (U+061C, U+200E-F, U+202A-E, U+2066-9), a line or paragraph separator
-/// (U+2028-9), or an invisible one (U+00AD, U+034F, U+115F-60, U+17B4-5,
-/// U+180E, U+200B-D, U+2060-206F, U+3164, U+FEFF, U+FFA0, U+FFF9-B, the tags
-/// U+E0000-E007F); 0 if none. The
-/// first reorder what follows them on screen, so that a listing can show
-/// another text than it holds; the second break lines; the last make two
-/// names that differ look the same, or shift a table's columns.
+/// Whether code point `c` is a bidirectional formatting character, a line
+/// or paragraph separator, or one that shows as nothing: Unicode's format
+/// characters (category Cf: U+00AD, U+0600-5, U+200B-F, U+2060-F, U+FEFF,
+/// U+FFF9-B, the tags U+E0000-7F, the Egyptian, shorthand and musical
+/// format controls...), the other default-ignorable ones (U+034F, the
+/// variation selectors U+180B-F, U+FE00-F and U+E0100-EF) and the blank
+/// fillers (U+115F-60, U+17B4-5, U+2800, U+3164, U+FFA0). The first reorder
+/// what follows them on screen, so that a listing can show another text
+/// than it holds; the second break lines; the rest make two names that
+/// differ look the same, or shift a table's columns.
+inline bool format_control(char32_t c) {
+  struct Range {
+    char32_t first, last;
+  };
+  static constexpr Range kRanges[] = {
+      {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x0600, 0x0605},   {0x061C, 0x061C},   {0x06DD, 0x06DD},
+      {0x070F, 0x070F},   {0x0890, 0x0891},   {0x08E2, 0x08E2},   {0x115F, 0x1160},   {0x17B4, 0x17B5},
+      {0x180B, 0x180F},   {0x200B, 0x200F},   {0x2028, 0x202E},   {0x2060, 0x206F},   {0x2800, 0x2800},
+      {0x3164, 0x3164},   {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},   {0xFFF0, 0xFFFB},
+      {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+      {0xE0000, 0xE0FFF},
+  };
+  const auto* r = std::upper_bound(std::begin(kRanges), std::end(kRanges), c,
+                                   [](char32_t v, const Range& range) { return v < range.first; });
+  return r != std::begin(kRanges) && c <= (r - 1)->last;
+}
+
+/// How many bytes at `s[i]` encode a format_control() character; 0 if none.
 inline std::size_t format_control_at(std::string_view s, std::size_t i) {
-  const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
-  const unsigned b0 = at(0), b1 = at(1), b2 = at(2);
-  if ((b0 == 0xD8 && b1 == 0x9C) || (b0 == 0xC2 && b1 == 0xAD) || (b0 == 0xCD && b1 == 0x8F)) return 2;
-  if (b0 == 0xE1 && ((b1 == 0xA0 && b2 == 0x8E) || (b1 == 0x85 && (b2 == 0x9F || b2 == 0xA0)) ||
-                     (b1 == 0x9E && (b2 == 0xB4 || b2 == 0xB5))))
-    return 3;
-  if (b0 == 0xE3 && b1 == 0x85 && b2 == 0xA4) return 3;
-  if (b0 == 0xEF && b1 == 0xBE && b2 == 0xA0) return 3;
-  if (b0 == 0xE2 && b1 == 0x80 && ((b2 >= 0x8B && b2 <= 0x8F) || (b2 >= 0xA8 && b2 <= 0xAE))) return 3;
-  if (b0 == 0xE2 && b1 == 0x81 && b2 >= 0xA0 && b2 <= 0xAF) return 3;
-  if (b0 == 0xEF && ((b1 == 0xBB && b2 == 0xBF) || (b1 == 0xBF && b2 >= 0xB9 && b2 <= 0xBB))) return 3;
-  if (b0 == 0xF3 && b1 == 0xA0 && (b2 == 0x80 || b2 == 0x81) && at(3) >= 0x80 && at(3) <= 0xBF) return 4;
-  return 0;
+  if (static_cast<unsigned char>(s[i]) < 0xC2) return 0;  // ASCII, or no lead byte of one
+  const Utf8Char c = utf8_char_at(s, i);
+  return c.well_formed && format_control(c.code) ? c.length : 0;
 }
 
 /// `s` safe to print on a terminal: control characters (C0, DEL, C1 as

@@ -54,6 +54,24 @@ TEST_CASE("printable replaces C0, DEL, C1, bidi and invisible controls and keeps
                        "b\xEF\xBE\xA0"
                        "c\xE1\x9E\xB4\xE1\x9E\xB5") == "??a?b?c??");
   CHECK(fad::printable("\xE1\x84\x80\xE3\x85\x81\xEF\xBE\xA1") == "\xE1\x84\x80\xE3\x85\x81\xEF\xBE\xA1");
+  // Format characters and variation selectors that passed before (found by a
+  // probe that made two users' build names look the same): U+180B, U+FE0F,
+  // U+1D173, U+0600, U+13430, U+1BCA0, U+110BD, U+2800 (a blank), U+E0100.
+  CHECK(fad::printable("a\xE1\xA0\x8B"
+                       "b\xEF\xB8\x8F"
+                       "c\xF0\x9D\x85\xB3"
+                       "d\xD8\x80"
+                       "e\xF0\x93\x90\xB0"
+                       "f\xF0\x9B\xB2\xA0"
+                       "g\xF0\x91\x82\xBD"
+                       "h\xE2\xA0\x80"
+                       "i\xF3\xA0\x84\x80"
+                       "j") == "a?b?c?d?e?f?g?h?i?j");
+  // Their neighbours are visible and stay: U+180A, U+FE10, U+1D172, U+0606, U+2801.
+  CHECK(fad::printable("\xE1\xA0\x8A\xEF\xB8\x90\xF0\x9D\x85\xB2\xD8\x86\xE2\xA0\x81") ==
+        "\xE1\xA0\x8A\xEF\xB8\x90\xF0\x9D\x85\xB2\xD8\x86\xE2\xA0\x81");
+  // An overlong or cut-off form of one is not it (and is not valid UTF-8 anyway).
+  CHECK(fad::printable("\xE2\x80") == "\xE2\x80");
   CHECK(fad::printable("\xC3\xA9\xE2\x81\xB0\xF0\x9F\x98\x80") == "\xC3\xA9\xE2\x81\xB0\xF0\x9F\x98\x80");
   CHECK(fad::has_control("build\xE2\x80\xAE"));
   CHECK(fad::has_control("x\ny"));
