@@ -77,6 +77,9 @@ std::string socket_path_problem(const std::string& path) {
 std::string program_path_problem(const std::string& program) {
   if (program.empty()) return "an empty program name";
   if (program.find('\0') != std::string::npos) return "a path with a NUL byte";
+  // Shown in every user's listing and JSON, and in the build log root reads.
+  if (has_control(program))
+    return "'" + printable(program) + "' holds control or invisible characters ('?' here): rename the compiler's path";
   if (program.find('/') != std::string::npos && program.front() != '/')
     return "'" + printable(program) + "' is a relative path: give an absolute path or a bare name (looked up on PATH)";
   return {};

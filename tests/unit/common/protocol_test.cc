@@ -164,6 +164,18 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "../bin/nvcc"}}).error() ==
         "field \"nvcc\": '../bin/nvcc' is a relative path: give an absolute path or a bare name (looked up on PATH)");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "nvcc"}}));
+  // Shown raw in every user's --json (a probe planted a terminal title and
+  // U+009B, a CSI, there): a compiler's path holds no control or invisible
+  // character, whoever submits it.
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "/tmp/e\x1b]0;T\x07/nvcc"}}).error() ==
+        "field \"nvcc\": '/tmp/e?]0;T?/nvcc' holds control or invisible characters ('?' here): rename the "
+        "compiler's path");
+  CHECK_FALSE(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}},
+                                                 {"nvcc",
+                                                  "/tmp/b\xE2\x80\xAE"
+                                                  "exe/nvcc"}}));
+  CHECK_FALSE(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "/tmp/\xC2\x9Bm/nvcc"}}));
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", "/opt/caf\xC3\xA9/nvcc"}}));
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd_*\0zzz"s}}).error() ==
         "field \"kernels\" must be printable text (no control characters)");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", "fwd\x1b[2J"}}).error() ==
