@@ -120,6 +120,10 @@ Response Engine::history_import(const Caller& caller, const HistoryImportRequest
                                                    " profiles recorded before the error): " + e.what());
   }
   spdlog::info("imported {} unit profile(s), {} already known", imported, skipped);
+  // Held to the same bound as what fadd measures, now rather than at the
+  // next daily trim: a file of millions of profiles would otherwise grow
+  // the estimator (and every start's read) until then.
+  if (imported > 0) best_effort([&] { trim_history(); });
   if (wake_ && imported > 0) wake_();
   return ok_response({{"imported", imported}, {"skipped", skipped}});
 }

@@ -193,6 +193,45 @@ TEST_CASE("engine: the last unit, stopped while others in the cgroup hold the me
   CHECK(f.launcher.live() == std::vector<std::string>{"a_one"});
 }
 
+TEST_CASE("engine: an import is held to the history's bound at once, not at the next daily trim", "[engine]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  // The unscoped history (where imports go) already full of older rows.
+  f.store->db().exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+                     std::to_string(Engine::kMaxHistoryKeysPerScope) +
+                     ") INSERT INTO unit_history(key, source, content_hash, flags, archs, compiler, family, "
+                     "arch_count, threads, profile, recorded_at) SELECT 'k' || i, 'x.cu', 'h', '', '90', 'V', 'x', 1, "
+                     "1, '0:1048576;10', '2026-01-01T00:00:00Z' FROM n");
+  json profiles = json::array();
+  for (int i = 0; i < 3; ++i)
+    profiles.push_back({{"source", "new" + std::to_string(i) + ".cu"},
+                        {"content_hash", "c"},
+                        {"flags", ""},
+                        {"archs", "9.0"},
+                        {"compiler", "V"},
+                        {"family", "new"},
+                        {"recorded_at", ""},
+                        {"origin", "local"},
+                        {"arch_count", 1},
+                        {"threads", 1},
+                        {"duration_s", 10},
+                        {"points", {{0, 100 * kMiB}}}});
+  auto req = HistoryImportRequest::from_json(json{{"profiles", profiles}});
+  REQUIRE(req);
+  auto imported = f.engine->history_import(f.me, *req);
+  REQUIRE(imported.ok);
+  CHECK(imported.result["imported"] == 3);
+  // Bug: nothing bounded an import until the next daily trim or start, so
+  // 200,000 imported profiles grew fadd by hundreds of MiB meanwhile.
+  CHECK(f.store->history().size() == Engine::kMaxHistoryKeysPerScope);
+  CHECK(f.engine->known_observations() == Engine::kMaxHistoryKeysPerScope);
+  // What was measured here outranks what was imported: the import is what goes.
+  std::map<std::string, int> sources;
+  for (const auto& h : f.store->history()) ++sources[h.source];
+  CHECK(sources["x.cu"] == static_cast<int>(Engine::kMaxHistoryKeysPerScope));
+  CHECK(sources["new0.cu"] == 0);
+}
+
 TEST_CASE("engine: history exported from one daemon seeds another, marked as imported", "[engine]") {
   EngineFixture from;
   from.make_engine().recover();
