@@ -169,7 +169,11 @@ int run_control(const Command& cmd, Context& ctx) {
       line += ", " + std::to_string(result->value("requeued", 0)) + " unit(s) requeued";
   }
   if (result->value("recorded", true) == false)
-    line += " (its compilers are stopped; fadd records it once it can write its database again)";
+    line += std::string(" (its compilers ") +
+            (cmd.kind == CommandKind::pause    ? "are frozen"
+             : cmd.kind == CommandKind::resume ? "go on"
+                                               : "are stopped") +
+            "; fadd records it once it can write its database again)";
   ctx.out << line << "\n";
   return kExitOk;
 }

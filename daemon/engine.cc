@@ -267,6 +267,7 @@ void Engine::tick() {
   // from running.
   // Ends that could not be recorded are recorded first.
   best_effort([&] { retry_unrecorded_cancels(); });
+  best_effort([&] { retry_unrecorded_pauses(); });
   best_effort([&] { retry_unrecorded(); });
   best_effort([&] { retry_unmarked_prunes(); });
   best_effort([&] { retry_unwritten_attempts(); });
@@ -548,7 +549,7 @@ std::vector<QueuedUnit> Engine::collect_queue(double now, QueuedRecords& by_id) 
   for (const auto& [id, r] : running_)
     if (r.external && r.pgid == 0 && r.stop == StopReason::none) pending.insert(r.owner);
   for (const auto& b : queue_mirror_.builds()) {
-    if (b.state == BuildState::paused || unrecorded_cancels_.count(b.id)) continue;
+    if (paused(b) || unrecorded_cancels_.count(b.id)) continue;
     auto& q = queue_mirror_.queues()[b.id];
     for (auto& u : q.units) {
       if (running_.count(u.id)) continue;
@@ -808,7 +809,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
   r.predicted = d.predicted;
   r.guess = d.guess;
   r.duration_guessed = d.duration_guessed;
-  r.paused = build && build->state == BuildState::paused;
+  r.paused = build && paused(*build);
   r.note_frozen(now);
   r.started_epoch = epoch_now();
   r.attempt = unit.attempts + 1;
@@ -1029,6 +1030,48 @@ void Engine::retry_unrecorded_cancels() {
     spdlog::info("build {}: its cancel is recorded", it->first);
     best_effort([&] { append_build_log(it->first, "build cancelled\n"); });
     it = unrecorded_cancels_.erase(it);
+    storage_ok();
+  }
+}
+
+bool Engine::paused(const BuildRecord& b) const {
+  const auto asked = unrecorded_pauses_.find(b.id);
+  return asked != unrecorded_pauses_.end() ? asked->second : b.state == BuildState::paused;
+}
+
+bool Engine::record_pause(const BuildRecord& b, bool pause) {
+  if ((b.state == BuildState::paused) == pause) {
+    unrecorded_pauses_.erase(b.id);  // undoes one not written yet: the database already says so
+    return true;
+  }
+  try {
+    store_.set_build_state(b.id, pause ? BuildState::paused : BuildState::queued, std::nullopt);
+    unrecorded_pauses_.erase(b.id);
+    if (!pause) update_build(b.id);
+    return true;
+  } catch (const StoreError& err) {
+    storage_failed(err.what());
+    spdlog::warn("build {} {}, not recorded yet ({}): written once the database can take it", b.id,
+                 pause ? "paused" : "resumed", err.what());
+    unrecorded_pauses_.insert_or_assign(b.id, pause);
+    return false;
+  }
+}
+
+void Engine::retry_unrecorded_pauses() {
+  for (auto it = unrecorded_pauses_.begin(); it != unrecorded_pauses_.end();) {
+    const std::int64_t id = it->first;
+    const bool pause = it->second;
+    const auto b = store_.build(id);
+    if (!b || is_final(b->state)) {  // cancelled or ended meanwhile: nothing left to pause
+      it = unrecorded_pauses_.erase(it);
+      continue;
+    }
+    store_.set_build_state(id, pause ? BuildState::paused : BuildState::queued, std::nullopt);  // throws again
+    it = unrecorded_pauses_.erase(it);
+    if (!pause) update_build(id);
+    spdlog::info("build {}: its {} is recorded", id, pause ? "pause" : "resume");
+    best_effort([&] { append_build_log(id, pause ? "build paused\n" : "build resumed\n"); });
     storage_ok();
   }
 }

@@ -189,7 +189,7 @@ class Engine {
   /// Ends of finished units, cancels and prune marks the database has not
   /// taken yet (a full disk): lost if fadd exits now.
   std::size_t unwritten_count() const {
-    return unrecorded_.size() + unmarked_prunes_.size() + unrecorded_cancels_.size();
+    return unrecorded_.size() + unmarked_prunes_.size() + unrecorded_cancels_.size() + unrecorded_pauses_.size();
   }
   std::size_t running_count() const { return running_.size(); }
 
@@ -368,6 +368,8 @@ class Engine {
   /// A build as status shows it, with its owner; with a unit list of at most
   /// `unit_list_bytes` (the rest counted in "units_left_out") when not 0.
   json owned_build_json(const BuildRecord& b, std::size_t unit_list_bytes = 0);
+  /// `b`'s state as its owner asked it, where the database has not taken it yet.
+  std::string shown_state(const BuildRecord& b) const;
   /// A build's units counted for a listing, as overlay_unrecorded shows them.
   UnitSummary listed_summary(const BuildRecord& b);
   void update_build(std::int64_t build_id);
@@ -450,6 +452,17 @@ class Engine {
   /// and their units' ends only after it (a unit recorded cancelled in a
   /// build still running would leave its link waiting for ever).
   std::map<std::int64_t, std::string> unrecorded_cancels_;  ///< build id -> when
+  /// Pauses (true) and resumes (false) the database could not take: acted
+  /// on at once (compilers frozen or thawed, the queue held or let go) and
+  /// written each tick. Lost if fadd stops first: the build is then as last
+  /// recorded.
+  std::map<std::int64_t, bool> unrecorded_pauses_;
+  /// Whether `b` is paused: as asked, where the database has not taken it yet.
+  bool paused(const BuildRecord& b) const;
+  /// Records a pause or a resume of `b`, or keeps it for retry_unrecorded_pauses()
+  /// when the database refuses; whether it is recorded.
+  bool record_pause(const BuildRecord& b, bool pause);
+  void retry_unrecorded_pauses();
   /// Attempt rows (reports only) the database did not take: written after
   /// the ends, oldest first; past kMaxHeldAttempts the oldest are dropped.
   std::deque<UnitAttempt> unwritten_attempts_;

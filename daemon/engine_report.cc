@@ -100,7 +100,7 @@ LiveUnits Engine::running_live(const std::vector<UnitRecord>& units) {
 }
 
 QueuedLive Engine::queued_live(const BuildRecord& b) {
-  return [this, paused = b.state == BuildState::paused, id = b.id](const UnitRecord& u) {
+  return [this, paused = this->paused(b), id = b.id](const UnitRecord& u) {
     // The estimate at the fewest threads the scheduler would grant: the one
     // its wait reason ("needs 6.2 GiB, ...") quotes.
     const QueuedUnit q = queued_unit(u);

@@ -239,9 +239,18 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
   return s;
 }
 
+std::string Engine::shown_state(const BuildRecord& b) const {
+  // A pause or resume not written yet is shown as asked: its compilers are.
+  if (const auto asked = unrecorded_pauses_.find(b.id); asked != unrecorded_pauses_.end())
+    return asked->second ? "paused" : "queued";
+  return std::string(to_string(b.state));
+}
+
 json Engine::owned_build_json(const BuildRecord& stored, std::size_t unit_list_bytes) {
   BuildRecord b = stored;
   b.pruned_at = pruned_on(stored);
+  if (const auto asked = unrecorded_pauses_.find(b.id); asked != unrecorded_pauses_.end())
+    b.state = asked->second ? BuildState::paused : BuildState::queued;
   json j;
   if (unit_list_bytes == 0) {
     j = build_json(b, listed_summary(b));
@@ -333,6 +342,7 @@ Response Engine::cancel(const Caller& caller, std::int64_t id) {
   try {
     store_.cancel_build(id, clock_.wall(), "cancelled by user");
     unrecorded_cancels_.erase(id);  // asked again, and taken this time
+    unrecorded_pauses_.erase(id);
   } catch (const StoreError& err) {
     storage_failed(err.what());
     spdlog::warn(
@@ -340,6 +350,7 @@ Response Engine::cancel(const Caller& caller, std::int64_t id) {
         "once the database can take it",
         id, err.what());
     unrecorded_cancels_.emplace(id, clock_.wall());
+    unrecorded_pauses_.erase(id);  // the cancel, written first, ends it
     recorded = false;
   }
   const double now = clock_.now();
@@ -355,11 +366,13 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "pause")) return *refused;
-  if (is_final(b->state) || b->state == BuildState::paused)
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) +
-                                                 ", not running or queued");
-  // Recorded first: a database that cannot take it leaves the build running.
-  store_.set_build_state(id, BuildState::paused, std::nullopt);
+  if (is_final(b->state) || paused(*b))
+    return error_response(ErrorCode::failed,
+                          "build " + std::to_string(id) + " is " + shown_state(*b) + ", not running or queued");
+  // A database that cannot take it (a full disk, perhaps filled by this
+  // build) must not keep the build running: it is paused at once, and the
+  // pause written once the database can take it.
+  const bool recorded = record_pause(*b, true);
   // Running units are frozen (SIGSTOP of their process group), keeping their
   // memory; nothing new starts until resume.
   for (auto& [uid, r] : running_) {
@@ -369,19 +382,19 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
     if (!r.suspended) signal_unit(r, SIGSTOP);
     record_event(uid, "pause");
   }
-  best_effort([&] { append_build_log(id, "build paused\n"); });
-  return ok_response({{"id", id}, {"state", "paused"}});
+  if (recorded) best_effort([&] { append_build_log(id, "build paused\n"); });
+  json result{{"id", id}, {"state", "paused"}};
+  if (!recorded) result["recorded"] = false;
+  return ok_response(std::move(result));
 }
 
 Response Engine::resume(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "resume")) return *refused;
-  if (b->state != BuildState::paused)
-    return error_response(ErrorCode::failed,
-                          "build " + std::to_string(id) + " is " + std::string(to_string(b->state)) + ", not paused");
-  // Recorded first: a database that cannot take it leaves the build paused.
-  store_.set_build_state(id, BuildState::queued, std::nullopt);
+  if (is_final(b->state) || !paused(*b))
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + shown_state(*b) + ", not paused");
+  const bool recorded = record_pause(*b, false);
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;
     r.paused = false;
@@ -389,10 +402,12 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
     if (!r.suspended) signal_unit(r, SIGCONT);
     record_event(uid, "unpause");
   }
-  best_effort([&] { update_build(id); });
   if (wake_) wake_();
-  best_effort([&] { append_build_log(id, "build resumed\n"); });
-  return ok_response({{"id", id}, {"state", to_string(store_.build(id)->state)}});
+  if (recorded) best_effort([&] { append_build_log(id, "build resumed\n"); });
+  auto now = store_.build(id);
+  json result{{"id", id}, {"state", recorded && now ? to_string(now->state) : "queued"}};
+  if (!recorded) result["recorded"] = false;
+  return ok_response(std::move(result));
 }
 
 Response Engine::retry(const Caller& caller, std::int64_t id) {

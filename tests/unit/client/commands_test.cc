@@ -446,6 +446,22 @@ TEST_CASE("control commands send their type and report the new state") {
   CHECK(d.seen[1].type == "cancel");
 }
 
+TEST_CASE("a pause or resume fadd could not record yet says what its compilers do") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}, {"state", "paused"}, {"recorded", false}});
+  d.ok({{"id", 7}, {"state", "queued"}, {"recorded", false}});
+  Command pause = cmd(CommandKind::pause, "fad pause");
+  pause.id = 7;
+  Command resume = cmd(CommandKind::resume, "fad resume");
+  resume.id = 7;
+  Context ctx = d.context();
+  CHECK(run_control(pause, ctx) == 0);
+  CHECK(run_control(resume, ctx) == 0);
+  CHECK(d.out.str() ==
+        "build 7: paused (its compilers are frozen; fadd records it once it can write its database again)\n"
+        "build 7: queued (its compilers go on; fadd records it once it can write its database again)\n");
+}
+
 TEST_CASE("a cancel fadd could not record yet says its compilers are stopped") {
   ScriptedDaemon d;
   d.ok({{"id", 7}, {"state", "cancelled"}, {"recorded", false}});

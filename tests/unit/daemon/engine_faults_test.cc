@@ -1121,30 +1121,83 @@ TEST_CASE("engine faults: the reserve file is deleted by the first failed write 
   CHECK_FALSE(fs::exists(reserve));
 }
 
-TEST_CASE("engine faults: a pause or resume the database cannot take changes nothing, and works once it can",
+TEST_CASE("engine faults: a pause or resume the database cannot take acts at once and is written once it can",
           "[engine][faults]") {
-  // Bug: pause froze the compilers and left the build running.
+  // A build filling the state disk must be pausable (its compilers frozen
+  // stop writing). Bug: the pause was refused until the disk had room.
   EngineFixture f;
   f.make_engine().recover();
   const auto id = f.submit();
   f.engine->tick();
   REQUIRE(f.launcher.launches.size() == 4);
+  const auto stops = [&] {
+    return std::count_if(f.launcher.signals.begin(), f.launcher.signals.end(),
+                         [](const auto& s) { return s.second == SIGSTOP; });
+  };
+  const auto conts = [&] {
+    return std::count_if(f.launcher.signals.begin(), f.launcher.signals.end(),
+                         [](const auto& s) { return s.second == SIGCONT; });
+  };
+  const auto shown = [&] {
+    return f.engine->status(f.me, StatusRequest{id}).result["builds"][0]["state"].get<std::string>();
+  };
   refuse_writes(f, "UPDATE ON builds");
-  CHECK_THROWS_AS(f.engine->pause(f.me, id), StoreError);
-  CHECK(f.launcher.signals.empty());
+  auto r = f.engine->pause(f.me, id);
+  REQUIRE(r.ok);
+  CHECK(r.result["state"] == "paused");
+  CHECK(r.result["recorded"] == false);
+  CHECK(stops() == 4);                              // frozen at once
+  CHECK(f.build_state(id) == BuildState::running);  // the database could not take it yet
+  CHECK(shown() == "paused");                       // shown as its compilers are
+  CHECK(f.engine->unwritten_count() == 1);
+  CHECK_FALSE(f.engine->pause(f.me, id).ok);  // already paused
+  f.engine->tick();
   CHECK(f.build_state(id) == BuildState::running);
   lift(f);
-  // Resume likewise: refused, the paused build stays paused and frozen.
-  REQUIRE(f.engine->pause(f.me, id).ok);
-  refuse_writes(f, "UPDATE ON builds");
-  CHECK_THROWS_AS(f.engine->resume(f.me, id), StoreError);
-  CHECK(std::none_of(f.launcher.signals.begin(), f.launcher.signals.end(),
-                     [](const auto& s) { return s.second == SIGCONT; }));
+  f.engine->tick();
   CHECK(f.build_state(id) == BuildState::paused);
+  CHECK(f.engine->unwritten_count() == 0);
+  CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Contains("build paused"));
+
+  // A resume likewise: the compilers go on at once, the record follows.
+  refuse_writes(f, "UPDATE ON builds");
+  r = f.engine->resume(f.me, id);
+  REQUIRE(r.ok);
+  CHECK(r.result["recorded"] == false);
+  CHECK(conts() == 4);
+  CHECK(f.build_state(id) == BuildState::paused);
+  CHECK(shown() == "queued");
+  lift(f);
+  f.engine->tick();
+  CHECK(f.build_state(id) == BuildState::running);
+  CHECK(f.engine->unwritten_count() == 0);
+
+  // A pause taken back before it was written needs no write at all.
+  refuse_writes(f, "UPDATE ON builds");
+  REQUIRE(f.engine->pause(f.me, id).ok);
+  CHECK(stops() == 8);
+  r = f.engine->resume(f.me, id);
+  REQUIRE(r.ok);
+  CHECK_FALSE(r.result.contains("recorded"));
+  CHECK(conts() == 8);
+  CHECK(f.engine->unwritten_count() == 0);
+  CHECK(shown() == "running");
+
+  // One not written when fadd stops is lost: the build is as last recorded.
+  REQUIRE(f.engine->pause(f.me, id).ok);
+  lift(f);
+  f.make_engine().recover();
+  CHECK(f.build_state(id) == BuildState::running);
+  CHECK(f.engine->unwritten_count() == 0);
+
+  // A cancel ends a pause not written yet: the cancel alone is written.
+  refuse_writes(f, "UPDATE ON builds");
+  REQUIRE_FALSE(f.engine->pause(f.me, id).result.value("recorded", true));
   lift(f);
   REQUIRE(f.engine->cancel(f.me, id).ok);
+  CHECK(f.engine->unwritten_count() == 0);
+  f.engine->tick();
   CHECK(f.build_state(id) == BuildState::cancelled);
-  for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
 }
 
 TEST_CASE("engine faults: a cancel the database cannot take stops the compilers, and is written before their ends",

@@ -133,12 +133,13 @@ TEST_CASE("request handler: a database that cannot be written is named as the ca
           "[request_handler]") {
   HandlerFixture f;
   const auto id = f.submit();
+  f.store->set_build_state(id, BuildState::failed, "2026-01-01T00:00:00Z");
   f.store->db().exec(
       "CREATE TEMP TRIGGER full BEFORE UPDATE ON builds BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
-  auto r = f.call(R"({"v":1,"type":"pause","body":{"id":)" + std::to_string(id) + "}}\n");
+  auto r = f.call(R"({"v":1,"type":"retry","body":{"id":)" + std::to_string(id) + "}}\n");
   CHECK_FALSE(r.ok);
   CHECK(r.message ==
-        "the pause failed: fadd cannot use its database (step: database or disk is full); try again once it can");
+        "the retry failed: fadd cannot use its database (step: database or disk is full); try again once it can");
 }
 
 TEST_CASE("request handler: shutdown is answered, then the callback runs", "[request_handler]") {
