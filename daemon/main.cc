@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon/daemon.h"
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
     // Every line reaches the file at once, as it would on stderr: a kill -9
     // must not take the last lines with it.
     spdlog::flush_on(spdlog::level::trace);
+  } else {
+    // spdlog's own default is stdout: a script reading fadd's 2> for why it
+    // would not start found nothing there.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("fadd"));
   }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(options->config.log_level));

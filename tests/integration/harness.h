@@ -130,7 +130,7 @@ class Daemon {
   void start(std::vector<std::string> extra_args = {}, std::map<std::string, std::string> env = {});
   /// Writes `text` as the daemon's config file (FAD_CONFIG) for the next start.
   void write_config(const std::string& text) { std::ofstream(dir() / "test-config.json") << text; }
-  /// Starts fadd and returns its exit code (for refusals).
+  /// Starts fadd and returns its exit code (for refusals); `log`: what it wrote to stderr.
   int start_expect_exit(std::vector<std::string> extra_args, std::string* log);
   void kill9();
   /// SIGTERM and wait; returns fadd's exit code.
