@@ -79,7 +79,14 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
       }
       ++first;
     }
-    if (first < args.size() && args[first] == "--") ++first;
+    if (first < args.size() && args[first] == "--") {
+      ++first;
+    } else if (first < args.size() && args[first].size() > 1 && args[first][0] == '-') {
+      // No compiler is named "-x": a mistyped option (--sockt) would
+      // otherwise be run as the compiler, and fail as one.
+      std::cerr << "fad: " << unknown_entry_option(args[first], {}, "launch") << "\n";
+      return kExitUsage;
+    }
     if (first >= args.size()) {
       std::cerr << "fad: no compiler to launch (usage: fad launch [OPTIONS] [--] COMPILER [ARGS...])\n";
       return kExitUsage;

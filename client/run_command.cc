@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "client/cli.h"
 #include "client/connection.h"
 #include "client/exit_codes.h"
 #include "client/launcher.h"
@@ -143,6 +144,16 @@ bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, Ent
   return true;
 }
 
+std::string unknown_entry_option(const std::string& option, const std::vector<std::string>& own,
+                                 const std::string& mode) {
+  std::vector<std::string> names = {"--socket", "--config", "--color", "--help"};
+  names.insert(names.end(), own.begin(), own.end());
+  const std::string name = option.substr(0, option.find('='));
+  const auto closest = suggest(name, names);
+  return "unknown option " + option + (closest ? "; did you mean '" + *closest + "'?" : "") + " (see 'fad " + mode +
+         " --help')";
+}
+
 std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out) {
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -176,7 +187,7 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
     } else if (a == "--help" || a == "-h") {
       return "help";
     } else if (a.rfind("-", 0) == 0) {
-      return "unknown option " + a + " (see 'fad run --help')";
+      return unknown_entry_option(a, {"--budget", "--name"}, "run");
     } else {
       break;  // the command starts here
     }

@@ -23,6 +23,12 @@ struct EntryOptions {
 bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, EntryOptions* out, std::string* error,
                        const std::string& mode);
 
+/// "unknown option OPT[; did you mean '--x'?] (see 'fad `mode` --help')":
+/// for an option an entry mode does not take, among the entry options and
+/// `own` (the mode's own, e.g. --budget).
+std::string unknown_entry_option(const std::string& option, const std::vector<std::string>& own,
+                                 const std::string& mode);
+
 struct RunOptions {
   EntryOptions entry;  ///< socket: the resolved one once parsed and looked up
   std::string name;

@@ -429,5 +429,14 @@ TEST_CASE("fad launch and fad run take --socket, --config and --color before the
   auto dangling = run({FAD_FAD_BIN, "run", "--socket"}, env);
   CHECK(dangling.exit_code == 2);
   CHECK(dangling.err == "fad: option --socket needs a value (see 'fad run --help')\n");
+  // A mistyped option is one, not the compiler (it was run as one: exit 127,
+  // and a failed unit in fadd); the closest is named, as every command does.
+  auto typo = run({FAD_FAD_BIN, "launch", "--sockt", d.socket(), "touch", (d.dir() / "ran").string()}, env);
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.err == "fad: unknown option --sockt; did you mean '--socket'? (see 'fad launch --help')\n");
+  auto run_typo = run({FAD_FAD_BIN, "run", "--budgt", "4G", "--", "touch", (d.dir() / "ran").string()}, env);
+  CHECK(run_typo.exit_code == 2);
+  CHECK(run_typo.err == "fad: unknown option --budgt; did you mean '--budget'? (see 'fad run --help')\n");
   CHECK_FALSE(fs::exists(d.dir() / "ran"));
+  CHECK(d.status_all().at("builds").size() == 2);  // neither reached fadd
 }
