@@ -441,7 +441,7 @@ TEST_CASE("a root fadd refuses a log file or socket path another user could chan
   ::chmod(shared.c_str(), 01777);
   CHECK_THAT(fadd({"--socket", socket, "--log-file", (shared / "fadd.log").string()}),
              Catch::Contains("refusing --log-file " + (shared / "fadd.log").string() + ": " + shared.string() +
-                             " is writable by everyone (mode 1777)"));
+                             " is writable by everyone (owner root, mode 1777)"));
   // Their link (or file) in a directory of root's.
   const auto logs = tmp.path() / "logs";
   fs::create_directories(logs);

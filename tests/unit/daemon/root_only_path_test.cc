@@ -29,20 +29,20 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
   ::chmod(cache.c_str(), 02775);
   auto group = only_root_can_write(cache);
   REQUIRE_FALSE(group);
-  CHECK(group.error() == cache + " is writable by its group (mode 2775)");
+  CHECK(group.error() == cache + " is writable by its group (owner root, mode 2775)");
   ::chmod(cache.c_str(), 0755);
 
   // A parent others may write: they could move the cache aside and put their own.
   ::chmod(top.c_str(), 0777);
   auto parent = only_root_can_write(cache);
   REQUIRE_FALSE(parent);
-  CHECK(parent.error() == top + " is writable by everyone (mode 0777)");
+  CHECK(parent.error() == top + " is writable by everyone (owner root, mode 0777)");
   ::chmod(top.c_str(), 01777);  // sticky, like /tmp: others cannot rename root's entries
   CHECK(only_root_can_write(cache));
   // But not a path fadd would make in it: another user could make it first, as theirs.
   auto unmade = only_root_can_write(top + "/new");
   REQUIRE_FALSE(unmade);
-  CHECK(unmade.error() == top + " is writable by everyone (mode 1777): fadd creates " + top +
+  CHECK(unmade.error() == top + " is writable by everyone (owner root, mode 1777): fadd creates " + top +
                               "/new only in a directory no one else can change; create it first (mkdir -m 0700) or "
                               "choose another");
   ::chmod(top.c_str(), 0755);
@@ -50,7 +50,7 @@ TEST_CASE("root-only path: root's private directories pass, shared or foreign on
   ::chmod(cache.c_str(), 01777);
   auto sticky = only_root_can_write(cache);
   REQUIRE_FALSE(sticky);
-  CHECK(sticky.error() == cache + " is writable by everyone (mode 1777)");
+  CHECK(sticky.error() == cache + " is writable by everyone (owner root, mode 1777)");
   ::chmod(cache.c_str(), 0755);
 
   // An entry someone else left inside (while the cache was shared), however deep.
