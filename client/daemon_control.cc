@@ -325,6 +325,14 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
   // Only what still holds on is named: a lock this user cannot open reads as free.
   std::string holding = alive ? "the process is still running" : "";
   if (locked) holding += std::string(holding.empty() ? "" : ", ") + lock + " is still locked";
+  if (!running) {
+    // Never asked: it answers at no socket named here.
+    ctx.err << "fad: " << who << " has not exited in " << kStopTimeout.count() << " s (" << holding
+            << ") and does not answer at " << ctx.socket
+            << ": if it serves another socket, name that one with --socket; see "
+            << (fs::path(state_dir) / "fadd.log").string() << "\n";
+    return kExitFailed;
+  }
   ctx.err << "fad: " << who << " has not exited " << kStopTimeout.count() << " s after being asked to stop (" << holding
           << "); see " << (fs::path(state_dir) / "fadd.log").string() << "\n";
   return kExitFailed;

@@ -155,6 +155,23 @@ TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is wait
   CHECK(s.types == std::vector<std::string>{"status"});  // nothing to send a shutdown to
 }
 
+TEST_CASE("daemon stop: a fadd that answers at no named socket and keeps its lock was not asked, and is not said to") {
+  // Bug: "has not exited 60 s after being asked to stop", though nothing was
+  // sent: the fadd holding the state dir served another socket.
+  StopScript s;
+  s.locked_checks_left = 1 << 30;
+  Context ctx = s.context();
+  Locations named{"/s", "/st", std::nullopt, true};
+  named.socket_named = true;
+  CHECK(run_daemon_stop(named, ctx, s.watch()) == 1);
+  CHECK(s.types == std::vector<std::string>{"status"});
+  CHECK_THAT(s.err.str(), Catch::StartsWith("fad: fadd (pid ") &&
+                              Catch::Contains("has not exited in 60 s (/st/fadd.lock is still locked) and does not "
+                                              "answer at /s: if it serves another socket, name that one with "
+                                              "--socket; see /st/fadd.log") &&
+                              !Catch::Contains("asked"));
+}
+
 TEST_CASE("daemon start --state-dir DIR is no success while the fadd at the socket keeps another state dir") {
   // Bug: "fadd is already running", exit 0, and the user believed DIR in use.
   StopScript s;
