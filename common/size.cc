@@ -121,7 +121,9 @@ std::string memory_size_problem(std::uint64_t bytes, std::string_view written, s
   const std::string smallest = " is less than 1M, the smallest " + std::string(what);
   if (!bare) return std::string(written) + smallest;
   const std::string n = std::to_string(bytes);
-  return n + (bytes == 1 ? " byte" : " bytes") + smallest + ": give a unit, such as \"" + n + "G\"";
+  // The unit meant: "12" is 12G; "1048575" is no petabyte, but about 1G in K.
+  const char* meant = bytes <= 65536 ? "G" : "K";
+  return n + (bytes == 1 ? " byte" : " bytes") + smallest + ": give a unit, such as \"" + n + meant + "\"";
 }
 
 }  // namespace fad

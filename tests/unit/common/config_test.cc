@@ -106,6 +106,10 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("memory_budget": 12)").error() ==
         "f.json:2: key 'memory_budget': 12 bytes is less than 1M, the smallest budget: give a unit, such as \"12G\" "
         "(or \"auto\")");
+  // Too many for gigabytes (this one would be a petabyte): kilobytes, then.
+  CHECK(one(R"("memory_budget": "1048575")").error() ==
+        "f.json:2: key 'memory_budget': 1048575 bytes is less than 1M, the smallest budget: give a unit, such as "
+        "\"1048575K\" (or \"auto\")");
   // With a unit, no hint to add one.
   CHECK(one(R"("memory_budget": "1023K")").error() ==
         "f.json:2: key 'memory_budget': 1023K is less than 1M, the smallest budget (or \"auto\")");
