@@ -109,8 +109,7 @@ std::string estimate_cell(const json& unit) {
   const std::string size = size_cell(unit, "estimate_bytes");
   // A unit that never ran has no estimate of its own unless fadd sent one.
   if (size == "0 B" && never_ran(unit)) return "-";
-  const std::string source = str(unit, "estimate_source");
-  return source.empty() || size == "-" ? size : size + " (" + source + ")";
+  return size;  // where it came from has its own column
 }
 
 std::string unit_time_cell(const json& unit) {
