@@ -361,6 +361,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   completions->add_option("SHELL", raw.shell, "bash, zsh or fish")
       ->required()
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  add_locations(completions, raw);  // unused, but every subcommand takes them: an alias may add them
 
   return owned;
 }

@@ -284,6 +284,9 @@ TEST_CASE("watch, report and completions parse, and --color is checked") {
   CHECK(c.shell == "zsh");
   usage_error({"completions"});
   CHECK(usage_error({"completions", "tcsh"}).find("tcsh") != std::string::npos);
+  // The options every subcommand takes, completions too (they were refused).
+  CHECK(command({"completions", "--color", "never", "bash"}).shell == "bash");
+  CHECK(command({"completions", "bash", "--socket", "/x"}).shell == "bash");
   CHECK(command({"status"}).color == "auto");
   CHECK(command({"status", "--color", "never"}).color == "never");
   CHECK(command({"history", "--color=always"}).color == "always");
