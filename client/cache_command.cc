@@ -23,7 +23,7 @@ json stats_json(const CacheStats& s, bool enabled) {
 
 std::string stats_text(const CacheStats& s, bool enabled) {
   std::string out = "compile cache " + s.dir + (s.shared ? " (shared: group-writable)" : "") +
-                    (enabled ? "" : " (off: cache_size is 0)") + "\n";
+                    (enabled ? "" : " (off: its size, FAD_CACHE_SIZE or cache_size, is 0)") + "\n";
   // Off, its bound is 0: "of 0 B" beside what it still holds would read as a fault.
   out += "size: " + format_size(s.size_bytes) + (enabled ? " of " + format_size(s.max_bytes) : std::string()) + ", " +
          std::to_string(s.results) + " result(s), " + std::to_string(s.manifests) + " manifest(s)\n";

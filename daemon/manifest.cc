@@ -90,7 +90,9 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view filename
 Result<Manifest> load_manifest(const std::string& kernels_dir) {
   const std::string path = kernels_dir + "/manifest.json";
   auto text = read_regular_file(path, kMaxManifestBytes, "kernels manifest");
-  if (!text) return make_error(text.error() + " (set kernels_dir in the config)");
+  if (!text)
+    return make_error(text.error() +
+                      " (kernels_dir in the config, or fadd --kernels-dir, names the directory holding manifest.json)");
   return parse_manifest(*text, path);
 }
 

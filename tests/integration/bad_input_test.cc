@@ -123,7 +123,7 @@ TEST_CASE("fadd says at start that its kernels dir has no manifest, and builds i
   CHECK_THAT(d.daemon_log(), Catch::Contains(d.kernels_dir() + "/manifest.json"));
   auto r = d.fad({"submit", "--arch", "9.0"});
   CHECK(r.exit_code != 0);
-  CHECK_THAT(r.err, Catch::Contains("set kernels_dir in the config"));
+  CHECK_THAT(r.err, Catch::Contains("kernels_dir in the config, or fadd --kernels-dir, names the directory"));
   // Read at each submit: no restart needed once it is there.
   d.write_kernels({{"fwd_x", ""}});
   r = d.fad({"submit", "--arch", "9.0"});
