@@ -36,8 +36,8 @@ Status owner_only(const fs::path& p, const struct stat& st, bool sticky_ok, uid_
   const mode_t others = owner == 0 ? (S_IWGRP | S_IWOTH) : S_IWOTH;
   if (S_ISLNK(st.st_mode) || (st.st_mode & others) == 0) return ok_status();
   if (sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0) return ok_status();
-  return make_error(p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") +
-                    " (owner " + user_name(st.st_uid) + ", mode " + mode_text(st) + ")");
+  return make_error(p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") + " (owner " +
+                    user_name(st.st_uid) + ", mode " + mode_text(st) + ")");
 }
 
 Status check_above(fs::path p, bool sticky_ok, uid_t owner);
