@@ -76,7 +76,9 @@ Result<Toolchain> toolchain_from_output(const std::string& path, const std::stri
   for (std::string line; std::getline(ss, line);)
     if (!line.empty()) tc.version = utf8_prefix(line, kMaxCompilerVersionBytes);
   tc.archs = parse_nvcc_arch_list(arch_list_output);
-  if (tc.archs.empty()) return make_error(path + " --list-gpu-arch listed no architectures");
+  if (tc.archs.empty())
+    return make_error(
+        path + " --list-gpu-arch listed no architectures: is it nvcc (or a wrapper that passes its options on)?");
   return tc;
 }
 

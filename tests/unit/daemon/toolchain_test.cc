@@ -53,7 +53,9 @@ TEST_CASE("toolchain: the version line is bounded, as a launch's is", "[toolchai
   REQUIRE(tc);
   CHECK(tc->version.size() == 512);
   CHECK(tc->archs.size() == 1);
-  CHECK_FALSE(toolchain_from_output("/x/nvcc", "v\n", "nothing\n"));
+  // A program that is not nvcc (a script that only echoes) is named as the likely cause.
+  CHECK(toolchain_from_output("/x/nvcc", "v\n", "nothing\n").error() ==
+        "/x/nvcc --list-gpu-arch listed no architectures: is it nvcc (or a wrapper that passes its options on)?");
 }
 
 TEST_CASE("toolchain: the cache keeps the most recently used answers, however many paths are named", "[toolchain]") {
