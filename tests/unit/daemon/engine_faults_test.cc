@@ -1198,6 +1198,7 @@ TEST_CASE("engine faults: a pause or resume the database cannot take acts at onc
   CHECK(f.engine->unwritten_count() == 0);
   f.engine->tick();
   CHECK(f.build_state(id) == BuildState::cancelled);
+  for (const auto& u : f.store->units(id)) CHECK(u.state == UnitState::cancelled);
 }
 
 TEST_CASE("engine faults: a cancel the database cannot take stops the compilers, and is written before their ends",
