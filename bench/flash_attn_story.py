@@ -118,14 +118,6 @@ def kernel_oom_kills(cg):
                if "oom-kill:" in line and re.search(r"oom_memcg=" + re.escape(name) + r"[,/]", line))
 
 
-def anon_bytes(cg):
-    """Anonymous memory of the cgroup and all below it: what the compilers hold.
-    memory.usage_in_bytes also counts page cache, which fills any limit in a
-    long build and is dropped, not OOM-killed, when the limit is reached."""
-    stat = dict(line.split() for line in cg.read("memory.stat").splitlines())
-    return int(stat.get("total_rss", 0)) + int(stat.get("total_shmem", 0))
-
-
 class Sampler(threading.Thread):
     """Every `period` s the cgroup's anonymous memory; every 10 periods the
     objects the build has written so far with their finish times (nvcc writes
@@ -150,7 +142,7 @@ class Sampler(threading.Thread):
     def run(self):
         n = 0
         while not self.done.wait(self.period):
-            self.samples.append(anon_bytes(self.cg))
+            self.samples.append(self.cg.anon())
             n += 1
             if n % 10 == 0:
                 self.scan()
@@ -307,7 +299,7 @@ def main():
     ap.add_argument("--nvcc", default=shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
     args = ap.parse_args()
     if os.geteuid() != 0 or not os.path.isdir(CG_ROOT):
-        sys.exit(f"needs root and a cgroup v1 memory controller at {CG_ROOT}")
+        sys.exit(f"needs root and a memory cgroup controller (v1 or v2) at {CG_ROOT}")
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
         if p not in NAMED and not FIXED.match(p):

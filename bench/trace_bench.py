@@ -53,7 +53,10 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CG_ROOT = "/sys/fs/cgroup/memory"
+# cgroup v1's memory hierarchy where it is mounted (this project's CI machine),
+# else the unified v2 hierarchy (current distributions, VMs without systemd).
+CG_V2 = not os.path.isdir("/sys/fs/cgroup/memory") and os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+CG_ROOT = "/sys/fs/cgroup" if CG_V2 else "/sys/fs/cgroup/memory"
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -97,51 +100,95 @@ def machine_cores():
 
 
 class Cgroup:
+    """One memory cgroup with a hard limit, v1 or v2. The figures a benchmark
+    reads (usage, peak, limit hits) mean the same under both; under v2 the
+    peak and the limit-hit count start from reset() as under v1."""
+
     def __init__(self, name, limit):
         self.path = os.path.join(CG_ROOT, name)
+        if CG_V2:
+            # A child may use memory only if its parent delegates it; the root
+            # cgroup may delegate while it holds processes.
+            with open(os.path.join(CG_ROOT, "cgroup.subtree_control")) as f:
+                if "memory" not in f.read().split():
+                    self._write_at(CG_ROOT, "cgroup.subtree_control", "+memory")
         os.mkdir(self.path)
         self.limit = limit
-        self.write("memory.limit_in_bytes", limit)
-        try:
-            self.write("memory.swappiness", 0)
-        except OSError:
-            pass
+        self._peak_fd, self._hits0 = None, 0
+        if CG_V2:
+            self.write("memory.max", limit)
+            try:
+                self.write("memory.swap.max", 0)
+            except OSError:
+                pass
+        else:
+            self.write("memory.limit_in_bytes", limit)
+            try:
+                self.write("memory.swappiness", 0)
+            except OSError:
+                pass
+
+    @staticmethod
+    def _write_at(directory, name, value):
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(str(value))
 
     def write(self, name, value):
-        with open(os.path.join(self.path, name), "w") as f:
-            f.write(str(value))
+        self._write_at(self.path, name, value)
 
     def read(self, name):
         with open(os.path.join(self.path, name)) as f:
             return f.read()
 
-    def usage(self):
-        return int(self.read("memory.usage_in_bytes"))
-
-    def stat(self, key):
-        for line in self.read("memory.stat").splitlines():
+    def _keyed(self, name, key):
+        for line in self.read(name).splitlines():
             k, _, v = line.partition(" ")
             if k == key:
                 return int(v)
         return 0
 
+    def usage(self):
+        return int(self.read("memory.current" if CG_V2 else "memory.usage_in_bytes"))
+
+    def stat(self, key):
+        """A memory.stat figure by its v1 hierarchical name (total_*); v2's are hierarchical already."""
+        return self._keyed("memory.stat", key[len("total_"):] if CG_V2 and key.startswith("total_") else key)
+
     def anon(self):
         """What processes hold (no page cache): what an overrun is made of."""
-        return self.stat("total_rss") + self.stat("total_shmem")
+        return (self.stat("total_anon") if CG_V2 else self.stat("total_rss")) + self.stat("total_shmem")
 
     def free(self):
         """The limit less what is held, as a MemAvailable-style launcher would read it."""
         return self.limit - (self.usage() - self.stat("total_inactive_file"))
 
     def max_usage(self):
-        return int(self.read("memory.max_usage_in_bytes"))
+        if not CG_V2:
+            return int(self.read("memory.max_usage_in_bytes"))
+        if self._peak_fd is not None:
+            return int(os.pread(self._peak_fd, 64, 0))
+        return int(self.read("memory.peak"))
 
     def failcnt(self):
-        return int(self.read("memory.failcnt"))
+        if not CG_V2:
+            return int(self.read("memory.failcnt"))
+        return self._keyed("memory.events", "max") - self._hits0
 
     def reset(self):
-        self.write("memory.max_usage_in_bytes", 0)
-        self.write("memory.failcnt", 0)
+        if not CG_V2:
+            self.write("memory.max_usage_in_bytes", 0)
+            self.write("memory.failcnt", 0)
+            return
+        self._hits0 = self._keyed("memory.events", "max")
+        # v2's peak resets only for the file descriptor that asks (Linux 6.12+);
+        # on older kernels the peak counts from the cgroup's creation.
+        if self._peak_fd is None:
+            self._peak_fd = os.open(os.path.join(self.path, "memory.peak"), os.O_RDWR)
+        try:
+            os.write(self._peak_fd, b"reset\n")
+        except OSError:
+            os.close(self._peak_fd)
+            self._peak_fd = None
 
     def wrap(self, argv):
         """argv run inside the cgroup: a shell joins it, then execs argv."""
@@ -155,6 +202,9 @@ class Cgroup:
         return out
 
     def remove(self):
+        if self._peak_fd is not None:
+            os.close(self._peak_fd)
+            self._peak_fd = None
         for pid in self.tasks():  # only processes this benchmark started can be here
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -501,7 +551,7 @@ def main():
     args = ap.parse_args()
 
     if os.geteuid() != 0 or not os.path.isdir(CG_ROOT):
-        sys.exit(f"needs root and a cgroup v1 memory controller at {CG_ROOT}")
+        sys.exit(f"needs root and a memory cgroup controller (v1 or v2) at {CG_ROOT}")
     args.limit_bytes = parse_size(args.limit)
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="fad-trace-bench-"))
     os.makedirs(args.workdir, exist_ok=True)
