@@ -3,17 +3,15 @@
 // team or a CI job seeds a fresh machine. The client reads and writes the file
 // as the user who runs it; fadd only sends and receives profiles, in pages
 // that stay under the protocol's line limit.
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <ostream>
-#include <sstream>
 
 #include "client/commands.h"
 #include "client/exit_codes.h"
+#include "common/file_read.h"
 #include "common/file_write.h"
 #include "common/history_format.h"
 
@@ -24,7 +22,7 @@ namespace {
 constexpr std::size_t kBatchBytes = 512 * 1024;
 /// A history file larger than this is refused rather than read (fadd keeps
 /// at most five profiles of 200 points per unit key: this is many thousands).
-constexpr std::uintmax_t kMaxFileBytes = 256ull << 20;
+constexpr std::size_t kMaxFileBytes = 256ull << 20;
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -80,17 +78,11 @@ int run_history_export(const Command& cmd, Context& ctx) {
 }
 
 int run_history_import(const Command& cmd, Context& ctx) {
-  struct stat st {};
-  if (::stat(cmd.file.c_str(), &st) != 0)
-    return usage_error(ctx, "cannot read " + cmd.file + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return usage_error(ctx, cmd.file + " is not a regular file");
-  if (static_cast<std::uintmax_t>(st.st_size) > kMaxFileBytes)
-    return usage_error(ctx, cmd.file + " is larger than 256 MiB; not a fad history file");
-  std::ifstream in(cmd.file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return usage_error(ctx, "cannot read " + cmd.file);
-  json doc = json::parse(text.str(), nullptr, false);
+  // Checked on the open file, not by path first: a file swapped for a FIFO
+  // between the two would otherwise hang the (root) client.
+  auto text = read_regular_file(cmd.file, kMaxFileBytes, "history file");
+  if (!text) return usage_error(ctx, text.error());
+  json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded()) return usage_error(ctx, cmd.file + ": not valid JSON");
   auto profiles = parse_history_document(doc);
   if (!profiles) return usage_error(ctx, cmd.file + ": " + profiles.error());

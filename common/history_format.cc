@@ -3,6 +3,7 @@
 
 #include "common/time_text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -15,7 +16,12 @@ namespace {
 
 constexpr std::size_t kMaxText = 4096;
 constexpr double kMaxDuration = 30 * 24 * 3600.0;  // a month: no compile runs longer
-constexpr std::uint64_t kMaxBytes = 1ull << 50;    // 1 PiB: no machine has more
+// A profile's peak outside these steers every estimate that uses it: a 0-byte
+// compile would look free (and fill the machine), a petabyte one would run
+// alone. Every real compile holds its driver's few MiB, and the heaviest nvcc
+// units known peak under 20 GiB.
+constexpr std::uint64_t kMinPeak = 1ull << 20;   // 1 MiB
+constexpr std::uint64_t kMaxBytes = 1ull << 40;  // 1 TiB
 
 Result<std::string> text_field(const json& j, const char* name) {
   auto it = j.find(name);
@@ -98,10 +104,14 @@ Result<HistoryProfile> history_profile_from_json(const json& j) {
     const double t = pt[0].get<double>();
     auto bytes = integer_in(pt[1], 0, static_cast<std::int64_t>(kMaxBytes));
     if (!std::isfinite(t) || t < 0 || t > p.duration_s || !bytes)
-      return field_error(where, "a [seconds, bytes] pair within the duration, bytes at most 1 PiB");
+      return field_error(where, "a [seconds, bytes] pair within the duration, bytes at most 1 TiB");
     if (!p.points.empty() && t < p.points.back().first) return field_error(where, "later than the point before it");
     p.points.emplace_back(t, static_cast<std::uint64_t>(*bytes));
   }
+  std::uint64_t peak = 0;
+  for (const auto& pt : p.points) peak = std::max(peak, pt.second);
+  if (peak < kMinPeak)
+    return field_error("points", "a memory profile whose peak is at least 1 MiB (no compile holds less)");
   return p;
 }
 

@@ -40,7 +40,8 @@ struct Scripted {
   }
 };
 
-json profile(const std::string& source, std::uint64_t bytes) {
+json profile(const std::string& source, std::uint64_t mib) {
+  const std::uint64_t bytes = mib << 20;
   return {{"source", source},
           {"content_hash", "h"},
           {"flags", "-O3"},
@@ -206,11 +207,25 @@ TEST_CASE("history import refuses bad files with one line and exit 2, before tal
   CHECK(import() == kExitUsage);
   CHECK(d.err.str().find("profiles[1]: field \"archs\" must be GPU architectures such as \"8.0,9.0\"") !=
         std::string::npos);
+  // A peak no compile has would steer every estimate that uses it: a free
+  // unit fills the machine, a petabyte one runs alone.
+  doc["profiles"][1] = profile("b.cu", 1);
+  doc["profiles"][1]["points"] = json::array({json::array({0.0, 0}), json::array({10.0, 512 * 1024})});
+  std::ofstream(file.path) << doc.dump();
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("profiles[1]: field \"points\" must be a memory profile whose peak is at least 1 MiB") !=
+        std::string::npos);
+  doc["profiles"][1]["points"] = json::array({json::array({0.0, 1ull << 20}), json::array({10.0, 1ull << 50})});
+  std::ofstream(file.path) << doc.dump();
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find("profiles[1]: field \"points[1]\" must be a [seconds, bytes] pair within the duration, "
+                         "bytes at most 1 TiB") != std::string::npos);
   doc["profiles"][1] = profile("b.cu", 1);
   fs::remove(file.path);
   fs::create_directory(file.path);
   CHECK(import() == kExitUsage);
-  CHECK(d.err.str().find("not a regular file") != std::string::npos);
+  CHECK(d.err.str().find("cannot read history file " + file.path.string() + ": it is a directory") !=
+        std::string::npos);
   fs::remove(file.path);
   CHECK(d.seen.empty());
 }
