@@ -366,37 +366,6 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   return owned;
 }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  // Optimal string alignment: insertions, deletions, substitutions and swaps
-  // of neighbours ("stauts" is one swap from "status").
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i)
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
-std::optional<std::string> suggest(const std::string& word, const std::vector<std::string>& candidates) {
-  // Short words get one edit, longer ones two: "frob" must not turn into "logs".
-  const std::size_t allowed = word.size() <= 4 ? 1 : 2;
-  std::optional<std::string> best;
-  std::size_t best_distance = allowed + 1;
-  for (const auto& c : candidates) {
-    const std::size_t dist = edit_distance(word, c);
-    if (dist < best_distance) {
-      best = c;
-      best_distance = dist;
-    }
-  }
-  return best;
-}
-
 Result<std::int64_t> parse_build_id(const std::string& text) {
   std::int64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/arch.h"
+#include "common/suggest.h"
 
 namespace fad::client {
 
@@ -92,12 +93,5 @@ ParseOutcome parse_command(int argc, const char* const* argv);
 
 /// Parses a build id: a positive decimal integer. The error quotes the text.
 Result<std::int64_t> parse_build_id(const std::string& text);
-
-/// Optimal-string-alignment distance (insert, delete, substitute, swap neighbours).
-std::size_t edit_distance(const std::string& a, const std::string& b);
-
-/// The candidate closest to a mistyped `word` ("stauts" -> "status"), if one
-/// is close enough to be what was meant; nullopt otherwise.
-std::optional<std::string> suggest(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace fad::client

@@ -1,12 +1,16 @@
 // fadd's options; see options.h.
 #include "daemon/options.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <utility>
 
 #include <CLI/CLI.hpp>
 
+#include "common/paths.h"
 #include "common/size.h"
+#include "common/suggest.h"
 
 namespace fad {
 
@@ -15,12 +19,14 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
       "fadd: the fad build daemon. Schedules CUDA compile units by memory, not job count.", "fadd");
   CLI::App& app = *owned;
   app.set_help_flag("-h,--help", "Show this help and exit");
-  auto opt = [&](const char* name, std::optional<std::string>& target, const char* type, const char* help) {
+  auto opt = [&](const char* name, std::optional<std::string>& target, const char* type, const std::string& help) {
     app.add_option_function<std::string>(
            name, [&target](const std::string& v) { target = v; }, help)
         ->type_name(type);
   };
-  opt("--config", f.config, "FILE", "Config file (JSON); default ~/.config/fad/fad.json if present");
+  opt("--config", f.config, "FILE",
+      "Config file (JSON); default $FAD_CONFIG, else ~/.config/fad/fad.json, else " + system_config_path() +
+          ", the first that is set or exists");
   opt("--state-dir", f.state_dir, "DIR", "State directory (database, logs, outputs)");
   opt("--socket", f.socket, "PATH", "Unix socket path");
   opt("--memory-budget", f.memory_budget, "SIZE|auto", "Memory fad may use: SIZE (e.g. 16G) or auto");
@@ -42,6 +48,30 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
   return owned;
 }
 
+namespace {
+
+// CLI11's "The following arguments were not expected: 4G --memry-budget" as
+// the line a user acts on: the mistyped option (not the value after it) and
+// the option it most likely was.
+std::string describe_extras(const CLI::App& app, const std::string& what) {
+  const auto colon = what.find(": ");
+  std::istringstream words(colon == std::string::npos ? std::string() : what.substr(colon + 2));
+  std::vector<std::string> extras;
+  for (std::string w; words >> w;) extras.push_back(w);
+  if (extras.empty()) return what;
+  const auto option =
+      std::find_if(extras.begin(), extras.end(), [](const std::string& w) { return w.size() > 1 && w[0] == '-'; });
+  if (option == extras.end()) return "unexpected argument '" + extras.front() + "' (fadd takes only options)";
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options())
+    for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+  const std::string bare = option->substr(0, option->find('='));
+  auto close = suggest(bare, names);
+  return "unknown option " + *option + (close ? "; did you mean '" + *close + "'?" : "");
+}
+
+}  // namespace
+
 Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   DaemonFlags f;
   auto owned = make_daemon_cli(f);
@@ -52,6 +82,8 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
     f.help = true;
     f.help_text = app.help();
     return f;
+  } catch (const CLI::ExtrasError& e) {
+    return make_error(describe_extras(app, e.what()) + " (see 'fadd --help')");
   } catch (const CLI::ParseError& e) {
     return make_error(std::string(e.what()) + " (see 'fadd --help')");
   }

@@ -254,18 +254,6 @@ TEST_CASE("cache stats and clear, with --json and --cache-dir") {
   CHECK(usage_error({"cache", "wipe"}).find("'wipe'") != std::string::npos);
 }
 
-TEST_CASE("edit distance and suggestions") {
-  CHECK(edit_distance("status", "status") == 0);
-  CHECK(edit_distance("stauts", "status") == 1);  // one swap of neighbours
-  CHECK(edit_distance("stat", "status") == 2);
-  CHECK(edit_distance("", "abc") == 3);
-  const std::vector<std::string> names{"submit", "status", "logs", "watch"};
-  CHECK(suggest("stauts", names) == std::optional<std::string>("status"));
-  CHECK(suggest("lgos", names) == std::optional<std::string>("logs"));
-  CHECK_FALSE(suggest("frob", names));
-  CHECK_FALSE(suggest("xyzzy", names));
-}
-
 TEST_CASE("watch, report and completions parse, and --color is checked") {
   Command w = command({"watch"});
   CHECK(w.kind == CommandKind::watch);

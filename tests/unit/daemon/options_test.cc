@@ -91,4 +91,19 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
   CHECK_THAT(directory.error(), Contains("--log-file: ") && Contains(" is a directory; give a file in it, e.g. "));
 }
 
+TEST_CASE("options: a mistyped option is named, not its value, with the option it most likely was", "[options]") {
+  const auto error = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "fadd");
+    auto r = parse_daemon_flags(static_cast<int>(args.size()), args.data());
+    REQUIRE_FALSE(r);
+    return r.error();
+  };
+  CHECK(error({"--memry-budget", "4G"}) ==
+        "unknown option --memry-budget; did you mean '--memory-budget'? (see 'fadd --help')");
+  CHECK(error({"--cores", "2", "--sokcet=/run/fad.sock"}) ==
+        "unknown option --sokcet=/run/fad.sock; did you mean '--socket'? (see 'fadd --help')");
+  CHECK(error({"--frobnicate"}) == "unknown option --frobnicate (see 'fadd --help')");
+  CHECK(error({"start"}) == "unexpected argument 'start' (fadd takes only options) (see 'fadd --help')");
+}
+
 }  // namespace fad
