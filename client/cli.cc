@@ -12,6 +12,7 @@
 #include "client/cli_app.h"
 #include "client/exit_codes.h"
 #include "common/duration.h"
+#include "common/json_fields.h"
 #include "common/paths.h"
 #include "common/text.h"
 
@@ -190,6 +191,10 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   cmd.follow = raw.follow;
   cmd.kernels = raw.kernels;
   if (!raw.nvcc.empty()) cmd.nvcc = raw.nvcc;
+  if (raw.name.size() > kMaxBuildNameBytes)
+    return usage(
+        "--name: at most " + std::to_string(kMaxBuildNameBytes) + " bytes, got " + std::to_string(raw.name.size()),
+        cmd.path);
   if (!valid_utf8(raw.name)) return usage("--name: not valid UTF-8", cmd.path);
   if (has_control(raw.name)) return usage("--name: control or invisible characters are not allowed", cmd.path);
   cmd.name = raw.name;

@@ -208,6 +208,11 @@ TEST_CASE("unknown options and commands: one line pointing at the right help") {
   CHECK(usage_error({"submit", "--name", "bad\xff name"}) ==
         "fad: --name: not valid UTF-8 (see 'fad submit --help')\n");
   CHECK(usage_error({"submit", "--name", "\xc0\xaf"}).find("not valid UTF-8") != std::string::npos);  // overlong '/'
+  // Said in the option's words, not in fadd's protocol's ("field \"name\"").
+  const std::string longest(256, 'n'), too_long(257, 'n');
+  CHECK(command({"submit", "--name", longest.c_str()}).name == longest);
+  CHECK(usage_error({"submit", "--name", too_long.c_str()}) ==
+        "fad: --name: at most 256 bytes, got 257 (see 'fad submit --help')\n");
   // A command's own option before the command.
   CHECK(usage_error({"--socket", "/x/s", "status"}) ==
         "fad: --socket goes after the command: 'fad status --socket ...' (see 'fad status --help')\n");
