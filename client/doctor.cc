@@ -266,8 +266,9 @@ int run_doctor(const Command& cmd, const Locations& locations, Context& ctx) {
   findings.push_back(check_cgroup(gather_cgroup()));
 
   // 9-10. Where fadd keeps its state, and whether it is running.
-  findings.push_back(gather_and_check_disk(locations.state_dir));
-  findings.push_back(check_daemon(locations.socket, ctx.send(Request{"status", json::object()})));
+  const CallResult status = ctx.send(Request{"status", json::object()});
+  findings.push_back(gather_and_check_disk(state_dir_to_check(status, locations.state_dir)));
+  findings.push_back(check_daemon(locations.socket, status));
 
   if (cmd.json)
     ctx.out << with_schema(findings_json(findings)).dump(2) << "\n";

@@ -389,6 +389,18 @@ Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_by
   return make("disk", Verdict::ok, detail);
 }
 
+std::string state_dir_to_check(const CallResult& reply, const std::string& configured) {
+  const auto* response = std::get_if<Response>(&reply);
+  if (response == nullptr || !response->ok || !response->result.is_object()) return configured;
+  const json daemon = response->result.value("daemon", json::object());
+  if (!daemon.is_object()) return configured;
+  const auto it = daemon.find("state_dir");
+  // Only an absolute path: a relative one would be measured from fad's own
+  // directory, not fadd's.
+  if (it == daemon.end() || !it->is_string() || it->get<std::string>().rfind('/', 0) != 0) return configured;
+  return it->get<std::string>();
+}
+
 Finding check_daemon(const std::string& socket, const CallResult& reply) {
   if (const auto* failure = std::get_if<CallFailure>(&reply)) {
     // Exit code 3 means nothing answered; anything else answered garbage.

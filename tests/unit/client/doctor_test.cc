@@ -345,6 +345,20 @@ TEST_CASE("daemon: answering is ok with pid and version, absent warns how to sta
   CHECK(check_daemon("/s", CallFailure{1, "garbled"}).status == Verdict::warn);
 }
 
+TEST_CASE("disk: measured where the fadd that answered keeps its state, else where fad would") {
+  fad::Response response;
+  response.ok = true;
+  response.result = {{"daemon", {{"version", FAD_VERSION}, {"state_dir", "/var/lib/fad"}}}};
+  CHECK(state_dir_to_check(response, "/home/u/.local/state/fad") == "/var/lib/fad");
+  CHECK(state_dir_to_check(CallFailure{3, "cannot connect"}, "/home/u/.local/state/fad") == "/home/u/.local/state/fad");
+  response.result["daemon"]["state_dir"] = "state";  // not fadd's answer: fad would measure its own cwd
+  CHECK(state_dir_to_check(response, "/d") == "/d");
+  response.result["daemon"].erase("state_dir");  // an older fadd
+  CHECK(state_dir_to_check(response, "/d") == "/d");
+  response.ok = false;
+  CHECK(state_dir_to_check(response, "/d") == "/d");
+}
+
 TEST_CASE("report: lines, fix lines, JSON and the overall verdict") {
   std::vector<Finding> findings{{"nvcc", Verdict::ok, "/usr/local/cuda/bin/nvcc, CUDA 13.0 (V13.0.88)", ""},
                                 {"disk", Verdict::warn, "4.0 GiB free at /s", "free space"}};
