@@ -14,6 +14,7 @@
 #include "common/file_read.h"
 #include "common/file_write.h"
 #include "common/history_format.h"
+#include "common/protocol.h"
 
 namespace fad::client {
 namespace {
@@ -82,6 +83,9 @@ int run_history_import(const Command& cmd, Context& ctx) {
   // between the two would otherwise hang the (root) client.
   auto text = read_regular_file(cmd.file, kMaxFileBytes, "history file");
   if (!text) return usage_error(ctx, text.error());
+  // Before parsing: a file of nested brackets costs the parser about 40
+  // bytes of memory per byte of file; no history file nests that deep.
+  if (Status depth = check_nesting(*text); !depth) return usage_error(ctx, cmd.file + ": " + depth.error());
   json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded()) return usage_error(ctx, cmd.file + ": not valid JSON");
   auto profiles = parse_history_document(doc);

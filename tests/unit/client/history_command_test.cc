@@ -173,6 +173,9 @@ TEST_CASE("history import refuses bad files with one line and exit 2, before tal
   std::ofstream(file.path) << "{not json";
   CHECK(import() == kExitUsage);
   CHECK(d.err.str().find("not valid JSON") != std::string::npos);
+  std::ofstream(file.path) << std::string(100000, '[') + std::string(100000, ']');
+  CHECK(import() == kExitUsage);
+  CHECK(d.err.str().find(file.path.string() + ": nesting deeper than 32 levels at byte 33") != std::string::npos);
   std::ofstream(file.path) << R"({"format": "something-else", "version": 1, "profiles": []})";
   CHECK(import() == kExitUsage);
   CHECK(d.err.str().find("not a fad history file") != std::string::npos);
