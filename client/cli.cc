@@ -353,6 +353,12 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   auto* start = daemon->add_subcommand("start", "start fadd in the background; args after -- go to fadd");
   add_locations(start, raw);
   start->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)")->type_name("DIR");
+  // CLI11 2.1 writes its own usage line, without the "-- FADD-ARGS" it cannot parse.
+  auto fadd_args = [](const std::string& verb) {
+    return "After --, fadd's own options (see 'fadd --help'), e.g.\n  fad daemon " + verb +
+           " -- --memory-budget 12G --cores 8";
+  };
+  start->footer(fadd_args("start"));
   auto* stop = daemon->add_subcommand("stop", "ask fadd to stop and wait until it has exited");
   add_locations(stop, raw);
   stop->add_option("--state-dir", raw.state_dir, "fadd's state directory, when its status does not say")
@@ -360,6 +366,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   auto* restart = daemon->add_subcommand("restart", "stop fadd, then start it again; args after -- go to fadd");
   add_locations(restart, raw);
   restart->add_option("--state-dir", raw.state_dir, "fadd's state directory (db, logs, outputs)")->type_name("DIR");
+  restart->footer(fadd_args("restart"));
 
   auto* completions = app.add_subcommand(
       "completions", "print a completion script: eval \"$(fad completions bash)\", or see the manual");

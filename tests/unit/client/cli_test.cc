@@ -242,6 +242,9 @@ TEST_CASE("help and version go to stdout with exit 0") {
     if (std::string(sub) != "daemon") CHECK(h.text.find("--socket") != std::string::npos);
   }
   CHECK(early({"daemon", "start", "--help"}).text.find("--state-dir") != std::string::npos);
+  // How to hand fadd its own options, which the usage line cannot show.
+  CHECK(early({"daemon", "start", "--help"}).text.find("fad daemon start -- --memory-budget 12G") != std::string::npos);
+  CHECK(early({"daemon", "restart", "--help"}).text.find("fad daemon restart -- --memory-budget") != std::string::npos);
   EarlyExit v = early({"--version"});
   CHECK(v.exit_code == 0);
   CHECK(v.text == std::string("fad ") + FAD_VERSION + "\n");
