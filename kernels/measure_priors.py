@@ -36,8 +36,12 @@ def main():
         sock = os.path.join(tmp, "fad.sock")
         config = os.path.join(tmp, "fad.json")
         with open(config, "w") as f:
-            json.dump({"nvcc_threads": 1, "poll_interval_ms": 100}, f)
+            # No compile cache: a unit it served (built by an earlier run, a
+            # demo, a test) would be recorded at the cache's cost, not nvcc's.
+            json.dump({"nvcc_threads": 1, "poll_interval_ms": 100, "cache_size": 0}, f)
         env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/cuda/bin", FAD_SOCKET=sock)
+        for k in ("FAD_CACHE_SIZE", "FAD_CACHE_DIR"):
+            env.pop(k, None)
         daemon = subprocess.Popen(
             [fadd, "--socket", sock, "--state-dir", os.path.join(tmp, "state"), "--config", config,
              "--kernels-dir", HERE, "--nvcc", args.nvcc, "--cores", "1", "--log-level", "warn"], env=env)
@@ -52,10 +56,8 @@ def main():
             wall = time.monotonic() - t0
             if done.returncode != 0:
                 sys.exit("measure_priors: the build failed:\n" + done.stdout + done.stderr)
-            build = json.loads(done.stdout)
-            status = subprocess.run([fad, "status", str(build["id"]), "--json"],
-                                    capture_output=True, text=True, check=True, env=env)
-            units = json.loads(status.stdout)["builds"][0]["unit_list"]
+            # --wait --json ends with the document `fad status ID --json` prints.
+            units = json.loads(done.stdout)["builds"][0]["unit_list"]
         finally:
             daemon.terminate()
             daemon.wait()
