@@ -100,7 +100,8 @@ def run_fixed(args, cg, manifest, units, jobs):
             name = units[i]["name"]
             if p.returncode == 0:
                 finished += 1
-                per_unit[name] = {"duration_s": round(time.monotonic() - start, 1), "tries": tries[i]}
+                per_unit[name] = {"started_s": round(start - t0, 1), "duration_s": round(time.monotonic() - start, 1),
+                                  "tries": tries[i]}
             elif p.returncode == -signal.SIGKILL:
                 sigkilled += 1
                 if tries[i] <= args.max_reruns:
@@ -177,7 +178,8 @@ def run_fad(args, cg, units):
             "build_state": build.get("state"), "stopped_at_deadline": stopped,
             "did_not_finish": build.get("state") != "succeeded",
             "cache_hits": sum(1 for u in compiles if u.get("cached")),
-            "units": {u["name"]: {"peak_bytes": u.get("peak_bytes"), "duration_s": u.get("duration_s"),
+            "units": {u["name"]: {"peak_bytes": u.get("peak_bytes"), "started_at": u.get("started_at"),
+                                  "duration_s": u.get("duration_s"),
                                   "threads": u.get("threads"), "attempts": u.get("attempts")} for u in unit_list},
             "usage_mib": sampler.series()}
 

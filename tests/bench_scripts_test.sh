@@ -47,6 +47,7 @@ for policy in ("j2", "fad"):
     r = d["results"][policy]
     assert not r["did_not_finish"] and r["units_finished"] == 2, (policy, r)
     assert r["peak_bytes"] > 0 and r["usage_mib"], (policy, r)
+    assert all(u.get("started_s", u.get("started_at")) is not None for u in r["units"].values()), (policy, r)
 fad = d["results"]["fad"]
 assert fad["cache_hits"] == 0, "fad's units came from a compile cache"
 for name in ("fwd_hdim32_fp16_causal", "dispatch"):
