@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -63,10 +62,6 @@ std::string lower_first(std::string text) {
   return text;
 }
 
-std::string did_you_mean(const std::optional<std::string>& suggestion) {
-  return suggestion ? "; did you mean '" + *suggestion + "'?" : "";
-}
-
 EarlyExit usage(const std::string& message, const std::string& path) {
   return EarlyExit{kExitUsage, "fad: " + message + " (see '" + path + " --help')\n", true};
 }
@@ -79,18 +74,13 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   const bool wants_command = at.get_require_subcommand_min() > 0 && at.get_subcommands().empty();
   std::vector<std::string> extras;
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-    std::string what = e.what();
-    auto colon = what.find(": ");
-    std::istringstream words(colon == std::string::npos ? std::string() : what.substr(colon + 2));
-    for (std::string w; words >> w;) extras.push_back(w);
+    extras = unexpected_words(e.what());
   } else if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && wants_command) {
     extras = at.remaining();
     if (extras.empty()) return usage("missing command", path);
   }
   if (!extras.empty()) {
-    // "--arhc 9.0": the mistyped option is what to name, not the value after it.
-    const auto option =
-        std::find_if(extras.begin(), extras.end(), [](const std::string& w) { return w.size() > 1 && w[0] == '-'; });
+    const auto option = first_option(extras);
     const std::string& first = option != extras.end() ? *option : extras.front();
     if (first.size() > 1 && first[0] == '-') {
       std::vector<std::string> names;
@@ -100,7 +90,7 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
       // "fad --socket S status": the command's own option, given before it.
       if (std::find(names.begin(), names.end(), bare) != names.end())
         return usage(bare + " goes after the command: '" + path + " " + bare + " ...'", path);
-      return usage("unknown option " + first + did_you_mean(suggest(bare, names)), path);
+      return usage(unknown_option(first, names), path);
     }
     std::vector<std::string> commands;
     for (const CLI::App* sub : at.get_subcommands({})) commands.push_back(sub->get_name());

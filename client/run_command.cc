@@ -148,10 +148,7 @@ std::string unknown_entry_option(const std::string& option, const std::vector<st
                                  const std::string& mode) {
   std::vector<std::string> names = {"--socket", "--config", "--color", "--help"};
   names.insert(names.end(), own.begin(), own.end());
-  const std::string name = option.substr(0, option.find('='));
-  const auto closest = suggest(name, names);
-  return "unknown option " + option + (closest ? "; did you mean '" + *closest + "'?" : "") + " (see 'fad " + mode +
-         " --help')";
+  return unknown_option(option, names) + " (see 'fad " + mode + " --help')";
 }
 
 std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out) {

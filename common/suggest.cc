@@ -2,6 +2,7 @@
 #include "common/suggest.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace fad {
 
@@ -34,6 +35,26 @@ std::optional<std::string> suggest(const std::string& word, const std::vector<st
     }
   }
   return best;
+}
+
+std::string did_you_mean(const std::optional<std::string>& suggestion) {
+  return suggestion ? "; did you mean '" + *suggestion + "'?" : "";
+}
+
+std::vector<std::string> unexpected_words(const std::string& message) {
+  const auto colon = message.find(": ");
+  std::istringstream in(colon == std::string::npos ? std::string() : message.substr(colon + 2));
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+std::vector<std::string>::const_iterator first_option(const std::vector<std::string>& words) {
+  return std::find_if(words.begin(), words.end(), [](const std::string& w) { return w.size() > 1 && w[0] == '-'; });
+}
+
+std::string unknown_option(const std::string& option, const std::vector<std::string>& names) {
+  return "unknown option " + option + did_you_mean(suggest(option.substr(0, option.find('=')), names));
 }
 
 }  // namespace fad

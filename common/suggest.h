@@ -16,4 +16,18 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 /// is close enough to be what was meant; nullopt otherwise.
 std::optional<std::string> suggest(const std::string& word, const std::vector<std::string>& candidates);
 
+/// "; did you mean 'X'?" for a suggestion, "" for none.
+std::string did_you_mean(const std::optional<std::string>& suggestion);
+
+/// The words CLI11 lists in "The following arguments were not expected: 4G --memry-budget".
+std::vector<std::string> unexpected_words(const std::string& message);
+
+/// The first of `words` that looks like an option, or words.end(): in "--arhc 9.0"
+/// the mistyped option is what to name, not the value after it.
+std::vector<std::string>::const_iterator first_option(const std::vector<std::string>& words);
+
+/// "unknown option --sokcet=/x; did you mean '--socket'?": the option as typed, and
+/// the closest of `names` to its name without any "=VALUE".
+std::string unknown_option(const std::string& option, const std::vector<std::string>& names);
+
 }  // namespace fad

@@ -1,9 +1,7 @@
 // fadd's options; see options.h.
 #include "daemon/options.h"
 
-#include <algorithm>
 #include <filesystem>
-#include <sstream>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -54,20 +52,14 @@ namespace {
 // the line a user acts on: the mistyped option (not the value after it) and
 // the option it most likely was.
 std::string describe_extras(const CLI::App& app, const std::string& what) {
-  const auto colon = what.find(": ");
-  std::istringstream words(colon == std::string::npos ? std::string() : what.substr(colon + 2));
-  std::vector<std::string> extras;
-  for (std::string w; words >> w;) extras.push_back(w);
+  const std::vector<std::string> extras = unexpected_words(what);
   if (extras.empty()) return what;
-  const auto option =
-      std::find_if(extras.begin(), extras.end(), [](const std::string& w) { return w.size() > 1 && w[0] == '-'; });
+  const auto option = first_option(extras);
   if (option == extras.end()) return "unexpected argument '" + extras.front() + "' (fadd takes only options)";
   std::vector<std::string> names;
   for (const CLI::Option* opt : app.get_options())
     for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
-  const std::string bare = option->substr(0, option->find('='));
-  auto close = suggest(bare, names);
-  return "unknown option " + *option + (close ? "; did you mean '" + *close + "'?" : "");
+  return unknown_option(*option, names);
 }
 
 }  // namespace

@@ -18,3 +18,15 @@ TEST_CASE("edit distance and suggestions") {
   CHECK_FALSE(suggest("frob", names));
   CHECK_FALSE(suggest("xyzzy", names));
 }
+
+TEST_CASE("an unknown option is named as typed, with the closest name to its name") {
+  const std::vector<std::string> names{"--socket", "--memory-budget", "--cores"};
+  CHECK(fad::unknown_option("--sokcet=/run/fad.sock", names) ==
+        "unknown option --sokcet=/run/fad.sock; did you mean '--socket'?");
+  CHECK(fad::unknown_option("--frobnicate", names) == "unknown option --frobnicate");
+  const auto words = fad::unexpected_words("The following arguments were not expected: 4G --memry-budget");
+  CHECK(words == std::vector<std::string>{"4G", "--memry-budget"});
+  REQUIRE(fad::first_option(words) != words.end());
+  CHECK(*fad::first_option(words) == "--memry-budget");
+  CHECK(fad::unexpected_words("no list here").empty());
+}
