@@ -267,7 +267,7 @@ int run_doctor(const Command& cmd, const Locations& locations, Context& ctx) {
 
   // 9-10. Where fadd keeps its state, and whether it is running.
   const CallResult status = ctx.send(Request{"status", json::object()});
-  findings.push_back(gather_and_check_disk(state_dir_to_check(status, locations.state_dir)));
+  findings.push_back(gather_and_check_disk(state_dir_to_check(status, locations.state_dir, cmd.state_dir.has_value())));
   findings.push_back(check_daemon(locations.socket, status));
 
   if (cmd.json)

@@ -389,9 +389,9 @@ Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_by
   return make("disk", Verdict::ok, detail);
 }
 
-std::string state_dir_to_check(const CallResult& reply, const std::string& configured) {
+std::string state_dir_to_check(const CallResult& reply, const std::string& configured, bool named) {
   const auto* response = std::get_if<Response>(&reply);
-  if (response == nullptr || !response->ok || !response->result.is_object()) return configured;
+  if (named || response == nullptr || !response->ok || !response->result.is_object()) return configured;
   const json daemon = response->result.value("daemon", json::object());
   if (!daemon.is_object()) return configured;
   const auto it = daemon.find("state_dir");

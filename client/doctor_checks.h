@@ -151,10 +151,12 @@ Finding check_cgroup(const CgroupFacts& facts);
 /// nullopt when statvfs failed. warn < 5 GiB, fail < 1 GiB.
 Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_bytes);
 
-/// The state dir whose disk to check: the one the fadd that answered uses (a
-/// system fadd's /var/lib/fad, or one given --state-dir), else `configured`
-/// (fad's own default, where a fadd started by this user would keep it).
-std::string state_dir_to_check(const CallResult& reply, const std::string& configured);
+/// The state dir whose disk to check: `configured` when the user `named` it
+/// (`fad doctor --state-dir D` asks about D), else the one the fadd that
+/// answered uses (a system fadd's /var/lib/fad, or one given --state-dir),
+/// else `configured` (fad's own default, where a fadd started by this user
+/// would keep it).
+std::string state_dir_to_check(const CallResult& reply, const std::string& configured, bool named = false);
 
 /// The answer to a "status" request: ok with fadd's version and pid, warn when
 /// nothing answers (with how to start it) or when fadd's version differs from fad's.

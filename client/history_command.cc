@@ -15,6 +15,7 @@
 #include "common/file_write.h"
 #include "common/history_format.h"
 #include "common/protocol.h"
+#include "common/text.h"
 
 namespace fad::client {
 namespace {
@@ -45,6 +46,7 @@ int run_history_export(const Command& cmd, Context& ctx) {
   json profiles = json::array();
   HistoryExportRequest req;
   std::int64_t left_out = 0;
+  std::string left_out_reason;
   while (true) {
     int rc = kExitOk;
     auto page = request(ctx, "history_export", req.to_json(), rc);
@@ -54,16 +56,21 @@ int run_history_export(const Command& cmd, Context& ctx) {
       for (const auto& p : *list) profiles.push_back(p);
     if (const auto n = page->value("left_out", json()); n.is_number_integer() && n.get<std::int64_t>() > 0)
       left_out += n.get<std::int64_t>();
+    if (const auto r = page->value("left_out_reason", json()); r.is_string() && left_out_reason.empty())
+      left_out_reason = r.get<std::string>();
     const json next = page->value("next_after", json());
     if (!next.is_number_integer() || next.get<std::int64_t>() <= req.after) break;
     req.after = next.get<std::int64_t>();
   }
   const std::size_t count = profiles.size();
   // Said, or a shorter file than the history looks like lost profiles.
+  // The first one's reason, as fadd found it: which profile, and why import
+  // would refuse it (its text is the client's to make safe for a terminal).
   const std::string note =
-      left_out == 0 ? std::string()
-                    : " (" + std::to_string(left_out) +
-                          " left out: a compiler version or flags with a control character, which import refuses)";
+      left_out == 0
+          ? std::string()
+          : " (" + std::to_string(left_out) + " left out, which import would refuse" +
+                (left_out_reason.empty() ? std::string() : "; the first, " + printable(left_out_reason)) + ")";
   const std::string document = history_document(std::move(profiles), utc_now()).dump(1) + "\n";
   // "-": the document on stdout (to pipe it to another machine's import),
   // so what is said about it goes to stderr.

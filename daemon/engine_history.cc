@@ -34,7 +34,8 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
   std::size_t bytes = 0;
   std::int64_t last = req.after;
   bool more = false;
-  int left_out = 0;  // told to the user: a silently shorter file looks like lost history
+  int left_out = 0;             // told to the user: a silently shorter file looks like lost history
+  std::string left_out_reason;  // the first one's, so that the user can find it
   try {
     const auto page = store_.history_page(req.after, req.limit);
     for (const auto& h : page) {
@@ -65,8 +66,8 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
       // Only what an import takes back, as it will read it: a compiler
       // version or flags with a control character (a client's choice,
       // recorded as it came) would make the whole file fail to import.
-      if (!history_profile_from_json(j)) {
-        ++left_out;
+      if (auto taken = history_profile_from_json(j); !taken) {
+        if (left_out++ == 0) left_out_reason = (h.source.empty() ? h.family : h.source) + ": " + taken.error();
         continue;
       }
       bytes += text.size();
@@ -76,8 +77,10 @@ Response Engine::history_export(const Caller&, const HistoryExportRequest& req) 
   } catch (const StoreError& e) {
     return error_response(ErrorCode::internal, std::string("cannot read the history: ") + e.what());
   }
-  return ok_response(
-      {{"profiles", std::move(profiles)}, {"left_out", left_out}, {"next_after", more ? json(last) : json(nullptr)}});
+  json result{
+      {"profiles", std::move(profiles)}, {"left_out", left_out}, {"next_after", more ? json(last) : json(nullptr)}};
+  if (left_out) result["left_out_reason"] = left_out_reason;
+  return ok_response(std::move(result));
 }
 
 Response Engine::history_import(const Caller& caller, const HistoryImportRequest& req) {

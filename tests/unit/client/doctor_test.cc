@@ -350,6 +350,8 @@ TEST_CASE("disk: measured where the fadd that answered keeps its state, else whe
   response.ok = true;
   response.result = {{"daemon", {{"version", FAD_VERSION}, {"state_dir", "/var/lib/fad"}}}};
   CHECK(state_dir_to_check(response, "/home/u/.local/state/fad") == "/var/lib/fad");
+  // `fad doctor --state-dir /scratch` asks about /scratch, whatever fadd uses.
+  CHECK(state_dir_to_check(response, "/scratch", true) == "/scratch");
   CHECK(state_dir_to_check(CallFailure{3, "cannot connect"}, "/home/u/.local/state/fad") == "/home/u/.local/state/fad");
   response.result["daemon"]["state_dir"] = "state";  // not fadd's answer: fad would measure its own cwd
   CHECK(state_dir_to_check(response, "/d") == "/d");

@@ -90,17 +90,24 @@ TEST_CASE("history export and import parse their FILE") {
 TEST_CASE("history export pages through fadd and writes a versioned file that import reads back") {
   TempFile file;
   Scripted d;
-  d.answers = {json{{"profiles", {profile("a.cu", 100), profile("b.cu", 200)}}, {"left_out", 1}, {"next_after", 2}},
-               json{{"profiles", {profile("c.cu", 300)}}, {"left_out", 2}, {"next_after", nullptr}}};
+  d.answers = {json{{"profiles", {profile("a.cu", 100), profile("b.cu", 200)}},
+                    {"left_out", 1},
+                    {"left_out_reason", "x.cu: field \"flags\" must be printable text\x1b[2J"},
+                    {"next_after", 2}},
+               json{{"profiles", {profile("c.cu", 300)}},
+                    {"left_out", 2},
+                    {"left_out_reason", "y.cu: another"},
+                    {"next_after", nullptr}}};
   auto ctx = d.context();
   REQUIRE(run_history_export(file_command(CommandKind::history_export, file.path.string()), ctx) == kExitOk);
   REQUIRE(d.seen.size() == 2);
   CHECK(d.seen[0].type == "history_export");
   CHECK(d.seen[1].body["after"] == 2);
-  // What fadd left out (import would refuse it) is counted over every page.
+  // What fadd left out (import would refuse it) is counted over every page,
+  // and the first one named with its reason, made safe for a terminal.
   CHECK(d.out.str() == "exported 3 unit profile(s) to " + file.path.string() +
-                           " (3 left out: a compiler version or flags with a control character, which import "
-                           "refuses)\n");
+                           " (3 left out, which import would refuse; the first, x.cu: field \"flags\" must be "
+                           "printable text?[2J)\n");
   json doc = json::parse(std::ifstream(file.path));
   CHECK(doc["format"] == "fad-history");
   CHECK(doc["version"] == 1);
@@ -213,10 +220,10 @@ TEST_CASE("history import refuses bad files with one line and exit 2, before tal
   // A peak no compile has would steer every estimate that uses it: a free
   // unit fills the machine, a petabyte one runs alone.
   doc["profiles"][1] = profile("b.cu", 1);
-  doc["profiles"][1]["points"] = json::array({json::array({0.0, 0}), json::array({10.0, 512 * 1024})});
+  doc["profiles"][1]["points"] = json::array({json::array({0.0, 0}), json::array({10.0, 60 * 1024})});
   std::ofstream(file.path) << doc.dump();
   CHECK(import() == kExitUsage);
-  CHECK(d.err.str().find("profiles[1]: field \"points\" must be a memory profile whose peak is at least 1 MiB") !=
+  CHECK(d.err.str().find("profiles[1]: field \"points\" must be a memory profile whose peak is at least 64 KiB") !=
         std::string::npos);
   doc["profiles"][1]["points"] = json::array({json::array({0.0, 1ull << 20}), json::array({10.0, 1ull << 50})});
   std::ofstream(file.path) << doc.dump();
