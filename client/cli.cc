@@ -293,7 +293,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   add_locations(history_export, raw);
   auto* history_import =
       history->add_subcommand("import", "add unit profiles from FILE (written by 'fad history export')");
-  history_import->add_option("FILE", raw.file, "file to read")->required()->type_name("FILE");
+  history_import->add_option("FILE", raw.file, "file to read; - for stdin")->required()->type_name("FILE");
   add_locations(history_import, raw);
 
   auto* prune = app.add_subcommand("prune", "delete finished builds' outputs and logs older than an age");

@@ -13,6 +13,7 @@
 #include "client/cli.h"
 #include "client/connection.h"
 #include "client/locations.h"
+#include "common/result.h"
 
 namespace fad::client {
 
@@ -37,6 +38,11 @@ struct Context {
   /// SIGHUP), 0 while none; the follower then exits 128 + it, as a shell reports.
   std::function<int()> interrupted = [] { return 0; };
   bool color = false;  ///< colour states (see style.h)
+  /// Standard input, read to its end, at most the given bytes (`history
+  /// import -`); tests hand their own text.
+  std::function<Result<std::string>(std::size_t)> read_stdin = [](std::size_t) -> Result<std::string> {
+    return make_error("no standard input to read");
+  };
 };
 
 /// The version of every JSON document fad prints (its top-level

@@ -86,17 +86,20 @@ int run_history_export(const Command& cmd, Context& ctx) {
 }
 
 int run_history_import(const Command& cmd, Context& ctx) {
-  // Checked on the open file, not by path first: a file swapped for a FIFO
-  // between the two would otherwise hang the (root) client.
-  auto text = read_regular_file(cmd.file, kMaxFileBytes, "history file");
+  // "-": what another machine's `fad history export -` writes into a pipe.
+  // A file is checked on the open file, not by path first: a file swapped
+  // for a FIFO between the two would otherwise hang the (root) client.
+  const bool piped = cmd.file == "-";
+  const std::string name = piped ? "standard input" : cmd.file;
+  auto text = piped ? ctx.read_stdin(kMaxFileBytes) : read_regular_file(cmd.file, kMaxFileBytes, "history file");
   if (!text) return usage_error(ctx, text.error());
   // Before parsing: a file of nested brackets costs the parser about 40
   // bytes of memory per byte of file; no history file nests that deep.
-  if (Status depth = check_nesting(*text); !depth) return usage_error(ctx, cmd.file + ": " + depth.error());
+  if (Status depth = check_nesting(*text); !depth) return usage_error(ctx, name + ": " + depth.error());
   json doc = json::parse(*text, nullptr, false);
-  if (doc.is_discarded()) return usage_error(ctx, cmd.file + ": not valid JSON");
+  if (doc.is_discarded()) return usage_error(ctx, name + ": not valid JSON");
   auto profiles = parse_history_document(doc);
-  if (!profiles) return usage_error(ctx, cmd.file + ": " + profiles.error());
+  if (!profiles) return usage_error(ctx, name + ": " + profiles.error());
 
   std::int64_t imported = 0, skipped = 0;
   std::size_t sent = 0;
@@ -119,7 +122,7 @@ int run_history_import(const Command& cmd, Context& ctx) {
     imported += result->value("imported", 0);
     skipped += result->value("skipped", 0);
   } while (sent < profiles->size());
-  ctx.out << "imported " << imported << " unit profile(s) from " << cmd.file;
+  ctx.out << "imported " << imported << " unit profile(s) from " << name;
   if (skipped > 0) ctx.out << " (" << skipped << " already known)";
   ctx.out << "\n";
   return kExitOk;

@@ -18,6 +18,7 @@
 #include "client/gpu_archs.h"
 #include "client/locations.h"
 #include "client/style.h"
+#include "common/file_read.h"
 
 namespace {
 // The signal that asked a follower to stop (0 while none): its exit code is 128 + it.
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
                 [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); },
                 detect_gpu_archs};
     ctx.out_is_tty = ::isatty(STDOUT_FILENO) == 1;
+    ctx.read_stdin = [](std::size_t max) { return fad::read_descriptor(STDIN_FILENO, max, "standard input"); };
     ctx.width = terminal_width;
     ctx.wall = wall_seconds;
     ctx.interrupted = [] { return static_cast<int>(g_interrupted); };

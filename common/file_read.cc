@@ -70,7 +70,11 @@ Result<std::string> read_regular_file(const std::string& path, std::size_t max_b
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     return make_error("cannot read " + label + ": it holds " + std::to_string(st.st_size) + " bytes, more than the " +
                       std::to_string(max_bytes) + " bytes fad reads");
-  auto text = read_up_to(fd.fd, label, max_bytes + 1);
+  return read_descriptor(fd.fd, max_bytes, label);
+}
+
+Result<std::string> read_descriptor(int fd, std::size_t max_bytes, const std::string& label) {
+  auto text = read_up_to(fd, label, max_bytes + 1);
   if (!text) return text;
   if (text->size() > max_bytes)
     return make_error("cannot read " + label + ": it holds more than the " + std::to_string(max_bytes) +

@@ -26,6 +26,11 @@ inline constexpr std::size_t kSmallFileCap = 1u << 20;
 Result<std::string> read_regular_file(const std::string& path, std::size_t max_bytes = kSmallFileCap,
                                       std::string_view what = "");
 
+/// Everything left on the open descriptor `fd` (standard input, a pipe), up
+/// to `max_bytes`; blocks while the writer writes. Fails on a read error or
+/// with more than `max_bytes`, "cannot read LABEL: why".
+Result<std::string> read_descriptor(int fd, std::size_t max_bytes, const std::string& label);
+
 /// At most `max_bytes` of the regular file at `path`, from `offset`; `size`
 /// (may be null) receives the file's size. Same refusals as read_regular_file,
 /// except that a longer file is not an error: the slice is what fits.

@@ -147,6 +147,42 @@ TEST_CASE("history export - writes the document to stdout, and says so on stderr
   CHECK(d.err.str() == "exported 1 unit profile(s) to stdout\n");
 }
 
+TEST_CASE("history import - reads what export - wrote, from stdin") {
+  Scripted d;
+  d.answers = {
+      json{{"profiles", {profile("a.cu", 100), profile("b.cu", 200)}}, {"left_out", 0}, {"next_after", nullptr}}};
+  auto ctx = d.context();
+  REQUIRE(run_history_export(file_command(CommandKind::history_export, "-"), ctx) == kExitOk);
+
+  Scripted back;
+  back.answers = {json{{"imported", 2}, {"skipped", 0}}};
+  auto ctx2 = back.context();
+  std::size_t asked = 0;
+  ctx2.read_stdin = [&](std::size_t max) -> fad::Result<std::string> {
+    asked = max;
+    return d.out.str();
+  };
+  REQUIRE(run_history_import(file_command(CommandKind::history_import, "-"), ctx2) == kExitOk);
+  CHECK(asked == 256u << 20);  // the cap a file has
+  REQUIRE(back.seen.size() == 1);
+  CHECK(back.seen[0].body["profiles"].size() == 2);
+  CHECK(back.out.str() == "imported 2 unit profile(s) from standard input\n");
+
+  // Bad input on stdin is named as such, and nothing is sent.
+  Scripted bad;
+  auto ctx3 = bad.context();
+  ctx3.read_stdin = [](std::size_t) -> fad::Result<std::string> { return std::string("{not json"); };
+  CHECK(run_history_import(file_command(CommandKind::history_import, "-"), ctx3) == kExitUsage);
+  CHECK(bad.err.str() == "fad: standard input: not valid JSON\n");
+  ctx3.read_stdin = [](std::size_t) -> fad::Result<std::string> {
+    return fad::make_error("cannot read standard input: it holds more than the 268435456 bytes fad reads");
+  };
+  bad.err.str("");
+  CHECK(run_history_import(file_command(CommandKind::history_import, "-"), ctx3) == kExitUsage);
+  CHECK(bad.err.str() == "fad: cannot read standard input: it holds more than the 268435456 bytes fad reads\n");
+  CHECK(bad.seen.empty());
+}
+
 TEST_CASE("history export never writes through a link planted beside its FILE") {
   // Root exporting into a directory another user can write: a link at the
   // name a fixed temporary file would have must not redirect the write.

@@ -75,3 +75,22 @@ TEST_CASE("read_regular_file refuses a file over its cap, and a slice reads part
   REQUIRE(past);
   CHECK(past->empty());
 }
+
+TEST_CASE("read_descriptor reads a pipe to its end, and refuses one past its cap", "[file_read]") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  REQUIRE(::write(fds[1], "12345", 5) == 5);
+  ::close(fds[1]);
+  auto text = fad::read_descriptor(fds[0], 5, "standard input");
+  ::close(fds[0]);
+  REQUIRE(text);
+  CHECK(*text == "12345");
+
+  REQUIRE(::pipe(fds) == 0);
+  REQUIRE(::write(fds[1], "123456", 6) == 6);
+  ::close(fds[1]);
+  auto over = fad::read_descriptor(fds[0], 5, "standard input");
+  ::close(fds[0]);
+  REQUIRE_FALSE(over);
+  CHECK(over.error() == "cannot read standard input: it holds more than the 5 bytes fad reads");
+}
