@@ -181,12 +181,8 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   cmd.follow = raw.follow;
   cmd.kernels = raw.kernels;
   if (!raw.nvcc.empty()) cmd.nvcc = raw.nvcc;
-  if (raw.name.size() > kMaxBuildNameBytes)
-    return usage(
-        "--name: at most " + std::to_string(kMaxBuildNameBytes) + " bytes, got " + std::to_string(raw.name.size()),
-        cmd.path);
-  if (!valid_utf8(raw.name)) return usage("--name: not valid UTF-8", cmd.path);
-  if (has_control(raw.name)) return usage("--name: control or invisible characters are not allowed", cmd.path);
+  if (const auto* name = sub->get_option_no_throw("--name"); name != nullptr && name->count() > 0)
+    if (auto problem = build_name_problem(raw.name); !problem.empty()) return usage("--name: " + problem, cmd.path);
   cmd.name = raw.name;
   cmd.file = raw.file;
   if (!raw.unit.empty()) cmd.unit = raw.unit;

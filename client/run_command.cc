@@ -173,12 +173,10 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
         if (auto problem = memory_size_problem(*size, v, "budget"); !problem.empty()) return "--budget: " + problem;
         out->budget = v;
       } else if (a == "--name") {
-        if (v.size() > kMaxBuildNameBytes)
-          return "--name: at most " + std::to_string(kMaxBuildNameBytes) + " bytes (see 'fad run --help')";
-        if (!valid_utf8(v)) return "--name: not valid UTF-8 (see 'fad run --help')";
         // Checked here, not only by fadd: without fadd the command would
         // run, and the same line fail once fadd is back.
-        if (has_control(v)) return "--name: control or invisible characters are not allowed (see 'fad run --help')";
+        if (auto problem = build_name_problem(v); !problem.empty())
+          return "--name: " + problem + " (see 'fad run --help')";
         out->name = v;
       }
     } else if (a == "--help" || a == "-h") {

@@ -31,15 +31,27 @@ Result<std::optional<std::string>> optional_string(const nlohmann::json& body, c
   return std::optional<std::string>(it->get<std::string>());
 }
 
+std::string build_name_problem(std::string_view name) {
+  if (name.size() > kMaxBuildNameBytes)
+    return "at most " + std::to_string(kMaxBuildNameBytes) + " bytes, got " + std::to_string(name.size());
+  if (!valid_utf8(name)) return "not valid UTF-8";
+  // Another user's terminal shows it: no escape sequences, no line breaks.
+  if (has_control(name)) return "control or invisible characters are not allowed";
+  if (!name.empty() && name.find_first_not_of(' ') == std::string_view::npos)
+    return "only spaces (leave it empty for the default name)";
+  return "";
+}
+
 Result<std::string> build_name_field(const nlohmann::json& body) {
   auto name = optional_string(body, "name", true);
   if (!name) return Error{name.error()};
-  if (*name && (*name)->size() > kMaxBuildNameBytes) {
+  if (!*name || (*name)->empty()) return std::string();  // none: fadd names it
+  // The same rules as build_name_problem, in the words of a field.
+  if ((*name)->size() > kMaxBuildNameBytes)
     return field_error("name", "at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
-  }
-  // Another user's terminal shows it: no escape sequences, no line breaks.
-  if (*name && has_control(**name)) return field_error("name", "printable text (no control characters)");
-  return name->value_or("");
+  if (has_control(**name)) return field_error("name", "printable text (no control characters)");
+  if ((*name)->find_first_not_of(' ') == std::string::npos) return field_error("name", "more than spaces");
+  return **name;
 }
 
 }  // namespace fad

@@ -32,7 +32,14 @@ Result<std::optional<std::string>> optional_string(const nlohmann::json& body, c
 /// past the protocol's message limit.
 inline constexpr std::size_t kMaxBuildNameBytes = 256;
 
-/// The optional `name` field of a message that opens a build (empty allowed).
+/// What is wrong with `name` as a build's name, "" when nothing: over
+/// kMaxBuildNameBytes, not UTF-8, a control or invisible character, or
+/// spaces only (a row no one can tell from a blank one). Empty is no name:
+/// the build is named for what it builds. The client says it for --name
+/// before anything runs, fadd for the field.
+std::string build_name_problem(std::string_view name);
+
+/// The optional `name` field of a message that opens a build (empty: none).
 Result<std::string> build_name_field(const nlohmann::json& body);
 
 }  // namespace fad

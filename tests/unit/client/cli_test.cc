@@ -139,6 +139,9 @@ TEST_CASE("an empty value is a usage error, not the option's default") {
   CHECK(usage_error({"daemon", "start", "--state-dir", ""}).find("--state-dir") != std::string::npos);
   // A name may be empty: the build is then named for what it builds.
   CHECK(command({"submit", "--arch", "9.0", "--name", ""}).name.empty());
+  // Spaces only would be a blank row in every user's listing.
+  CHECK(usage_error({"submit", "--name", "   "}) ==
+        "fad: --name: only spaces (leave it empty for the default name) (see 'fad submit --help')\n");
 }
 
 TEST_CASE("daemon start and stop, with args for fadd after --") {
@@ -316,4 +319,10 @@ TEST_CASE("fad run: an empty command is a usage error, before any build is opene
   fad::client::RunOptions ok;
   CHECK(fad::client::parse_run_args({"--name", "n", "--", "ninja", ""}, &ok).empty());
   CHECK(ok.command == std::vector<std::string>{"ninja", ""});  // the command's own empty argument is its business
+  // fad run checks --name by the same rules as fad submit.
+  fad::client::RunOptions blank;
+  CHECK(fad::client::parse_run_args({"--name", " ", "--", "ninja"}, &blank) ==
+        "--name: only spaces (leave it empty for the default name) (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--name", std::string(257, 'n'), "--", "ninja"}, &blank) ==
+        "--name: at most 256 bytes, got 257 (see 'fad run --help')");
 }

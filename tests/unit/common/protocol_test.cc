@@ -193,6 +193,10 @@ TEST_CASE("SubmitRequest", "[protocol]") {
     CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", bad}}).error() ==
           "field \"name\" must be printable text (no control characters)");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", "caf\xC3\xA9 \xE2\x82\xAC"}}).ok());
+  // Spaces only: a blank row; empty: no name, fadd names the build.
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", "  "}}).error() ==
+        "field \"name\" must be more than spaces");
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", ""}})->name.empty());
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", std::string(257, '*')}}).error() ==
         "field \"kernels\" must be a glob of at most 256 bytes");
 }
