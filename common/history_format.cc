@@ -77,8 +77,14 @@ Result<HistoryProfile> history_profile_from_json(const json& j) {
     return make_error("a profile must name its source, content_hash or family");
   // A key's archs are nvcc's, as fad writes them ("8.0,9.0"): any other text
   // would sit in the history matching no compile.
-  if (!p.archs.empty() && !parse_arch_list({p.archs}))
-    return field_error("archs", "GPU architectures such as \"8.0,9.0\"");
+  if (!p.archs.empty()) {
+    auto archs = parse_arch_list({p.archs});
+    if (!archs) return field_error("archs", "GPU architectures such as \"8.0,9.0\"");
+    // Kept as fadd writes them ("9.0,12.0"), whatever the spelling ("sm_90,
+    // 120 "): a key matches by its text.
+    p.archs.clear();
+    for (const Arch& a : *archs) p.archs += (p.archs.empty() ? "" : ",") + a.display();
+  }
   // Shown in `fad history` and written out again by every export.
   if (!p.recorded_at.empty() && !parse_rfc3339(p.recorded_at))
     return field_error("recorded_at", "an RFC 3339 UTC time such as \"2026-01-01T00:00:00Z\"");

@@ -121,7 +121,15 @@ TEST_CASE("history export pages through fadd and writes a versioned file that im
   REQUIRE(back.seen.size() == 1);
   CHECK(back.seen[0].type == "history_import");
   CHECK(back.seen[0].body["profiles"].size() == 3);
+  // Archs as fadd writes them, whatever their spelling in the file: a key
+  // matches by its text.
+  CHECK(back.seen[0].body["profiles"][0]["archs"] == "9.0");
   CHECK(back.out.str() == "imported 2 unit profile(s) from " + file.path.string() + " (1 already known)\n");
+  doc["profiles"][0]["archs"] = "sm_90, 120 ,9.0";
+  std::ofstream(file.path) << doc.dump();
+  back.answers = {json{{"imported", 3}, {"skipped", 0}}};
+  REQUIRE(run_history_import(file_command(CommandKind::history_import, file.path.string()), ctx2) == kExitOk);
+  CHECK(back.seen[1].body["profiles"][0]["archs"] == "9.0,12.0");
 
   // An empty file is still a request: fadd decides who may import.
   std::ofstream(file.path) << R"({"format": "fad-history", "version": 1, "profiles": []})";
