@@ -66,10 +66,39 @@ EarlyExit usage(const std::string& message, const std::string& path) {
   return EarlyExit{kExitUsage, "fad: " + message + " (see '" + path + " --help')\n", true};
 }
 
+// CLI11 takes the word after an option as its value, whatever it is: `fad
+// status --socket --json` asked for a socket named "--json". A value that is
+// one of the command's own options was meant as that option; "OPTION: why".
+std::optional<std::string> option_as_value(const CLI::App& app) {
+  for (const CLI::App* at = &app;;) {
+    std::vector<std::string> names;
+    for (const CLI::Option* opt : at->get_options())
+      for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const CLI::Option* opt : at->get_options()) {
+      if (opt->get_type_size() == 0 || opt->count() == 0) continue;
+      for (const auto& value : opt->results())
+        if (std::find(names.begin(), names.end(), value.substr(0, value.find('='))) != names.end())
+          return opt->get_name() + ": needs a value, got the option '" + value + "'";
+    }
+    if (at->get_subcommands().empty()) return std::nullopt;
+    at = at->get_subcommands().front();
+  }
+}
+
 // Turns a CLI11 parse error into the one line a user should see.
 EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   const std::string path = command_path(app);
   const CLI::App& at = deepest(app);
+  // What follows from an option taken as a value (an extra word, a number
+  // that does not convert) is not what the user got wrong.
+  if (auto taken = option_as_value(app)) return usage(*taken, path);
+  // CLI11's "--socket: 1 required PATH missing": the option came last.
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    const std::string what = e.what();
+    if (const auto colon = what.find(':');
+        what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("missing") != std::string::npos)
+      return usage(what.substr(0, colon) + ": needs a value", path);
+  }
   // A command that needs a subcommand ("fad", "fad daemon") was given none it knows.
   const bool wants_command = at.get_require_subcommand_min() > 0 && at.get_subcommands().empty();
   std::vector<std::string> extras;
@@ -131,6 +160,7 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
   const CLI::App* sub = app.get_subcommands().front();
   cmd.path = command_path(app);
   if (auto empty = empty_option(app)) return usage(*empty + ": the value is empty", cmd.path);
+  if (auto taken = option_as_value(app)) return usage(*taken, cmd.path);
   static const std::pair<const char*, CommandKind> kKinds[] = {{"submit", CommandKind::submit},
                                                                {"status", CommandKind::status},
                                                                {"logs", CommandKind::logs},

@@ -1,6 +1,7 @@
 // fadd's options; see options.h.
 #include "daemon/options.h"
 
+#include <charconv>
 #include <filesystem>
 #include <utility>
 
@@ -37,11 +38,8 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
       "keeping log_max_files (default 3) old files");
   opt("--executor", f.executor, "local|slurm",
       "Where units run: local (this machine) or slurm (job steps; see the slurm config key)");
-  app.add_option_function<int>(
-         "--cores", [&f](int n) { f.cores = n; },
-         "CPU cores fad plans with (default: all); running units' nvcc threads never exceed it")
-      ->check(CLI::Range(1, 4096))
-      ->type_name("N");
+  opt("--cores", f.cores_text, "N",
+      "CPU cores fad plans with, 1 to 4096 (default: all); running units' nvcc threads never exceed it");
   app.add_flag("--version", f.version, "Print the version and exit");
   return owned;
 }
@@ -62,6 +60,22 @@ std::string describe_extras(const CLI::App& app, const std::string& what) {
   return unknown_option(*option, names);
 }
 
+/// A value CLI11 took that no user meant, as "OPTION: why"; nullopt if none.
+std::optional<std::string> value_problem(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_items_expected() == 0) continue;  // a flag
+    for (const auto& value : o->results()) {
+      // An empty value is a mistake (an unset shell variable), never a request
+      // for the default: `--state-dir ''` once started on ~/.local/state.
+      if (value.empty()) return o->get_name() + ": the value is empty";
+      // CLI11 takes the word after an option as its value whatever it is:
+      // `--state-dir --socket S` would start on a state dir named "--socket".
+      if (value.rfind("--", 0) == 0) return o->get_name() + ": needs a value, got the option '" + value + "'";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
@@ -75,16 +89,26 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
     f.help_text = app.help();
     return f;
   } catch (const CLI::ExtrasError& e) {
-    return make_error(describe_extras(app, e.what()) + " (see 'fadd --help')");
+    // `--state-dir --socket S`: S is extra because --socket was taken as a value.
+    return make_error(value_problem(app).value_or(describe_extras(app, e.what())) + " (see 'fadd --help')");
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11's "--cores: 1 required N missing": the option was last.
+    const std::string what = e.what();
+    const auto colon = what.find(':');
+    if (what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("missing") != std::string::npos)
+      return make_error(what.substr(0, colon) + ": needs a value (see 'fadd --help')");
+    return make_error(what + " (see 'fadd --help')");
   } catch (const CLI::ParseError& e) {
     return make_error(std::string(e.what()) + " (see 'fadd --help')");
   }
-  // An empty value is a mistake (an unset shell variable), never a request
-  // for the default: `--state-dir ''` once started on ~/.local/state.
-  for (const CLI::Option* o : app.get_options()) {
-    if (o->get_items_expected() == 0) continue;  // a flag
-    for (const auto& value : o->results())
-      if (value.empty()) return make_error(o->get_name() + ": the value is empty (see 'fadd --help')");
+  if (auto problem = value_problem(app)) return make_error(*problem + " (see 'fadd --help')");
+  if (f.cores_text) {
+    const std::string& text = *f.cores_text;
+    int n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > 4096)
+      return make_error("--cores: expected a whole number from 1 to 4096, got '" + text + "' (see 'fadd --help')");
+    f.cores = n;
   }
   return f;
 }

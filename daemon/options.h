@@ -20,7 +20,8 @@ namespace fad {
 /// What was given on the command line, unresolved.
 struct DaemonFlags {
   std::optional<std::string> config, state_dir, socket, memory_budget, reserve, nvcc, log_level, kernels_dir, log_file;
-  std::optional<std::string> executor;  ///< "local" or "slurm"
+  std::optional<std::string> executor;    ///< "local" or "slurm"
+  std::optional<std::string> cores_text;  ///< --cores as given; parsed into `cores`
   std::optional<int> cores;
   bool help = false;
   bool version = false;

@@ -144,6 +144,21 @@ TEST_CASE("an empty value is a usage error, not the option's default") {
         "fad: --name: only spaces (leave it empty for the default name) (see 'fad submit --help')\n");
 }
 
+TEST_CASE("an option given where a value was due is named, not taken as the value") {
+  // CLI11 alone asked for a socket named "--json", or a build named "--wait".
+  CHECK(usage_error({"status", "--socket", "--json"}) ==
+        "fad: --socket: needs a value, got the option '--json' (see 'fad status --help')\n");
+  CHECK(usage_error({"submit", "--arch", "9.0", "--name", "--wait"}) ==
+        "fad: --name: needs a value, got the option '--wait' (see 'fad submit --help')\n");
+  CHECK(usage_error({"daemon", "start", "--state-dir", "--socket", "/x"}) ==
+        "fad: --state-dir: needs a value, got the option '--socket' (see 'fad daemon start --help')\n");
+  CHECK(usage_error({"history", "--limit", "--json"}) ==
+        "fad: --limit: needs a value, got the option '--json' (see 'fad history --help')\n");
+  CHECK(usage_error({"logs", "1", "--socket"}) == "fad: --socket: needs a value (see 'fad logs --help')\n");
+  // A value that only looks like an option is the user's to choose.
+  CHECK(command({"submit", "--arch", "9.0", "--name", "--nightly"}).name == "--nightly");
+}
+
 TEST_CASE("daemon start and stop, with args for fadd after --") {
   Command start =
       command({"daemon", "start", "--state-dir", "/st", "--config", "/c.json", "--", "--log-level", "debug"});
