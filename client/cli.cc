@@ -66,6 +66,20 @@ EarlyExit usage(const std::string& message, const std::string& path) {
   return EarlyExit{kExitUsage, "fad: " + message + " (see '" + path + " --help')\n", true};
 }
 
+// An option given an empty value ("--nvcc ''", "-o ''", an unset shell
+// variable) would otherwise mean its default, silently. Only a name may be empty.
+std::optional<std::string> empty_option(const CLI::App& app) {
+  for (const CLI::App* at = &app;;) {
+    for (const CLI::Option* opt : at->get_options()) {
+      if (opt->get_type_size() == 0 || opt->count() == 0 || opt->get_name() == "--name") continue;
+      for (const auto& value : opt->results())
+        if (value.empty()) return opt->get_name();
+    }
+    if (at->get_subcommands().empty()) return std::nullopt;
+    at = at->get_subcommands().front();
+  }
+}
+
 // CLI11 takes the word after an option as its value, whatever it is: `fad
 // status --socket --json` asked for a socket named "--json". A value that is
 // one of the command's own options was meant as that option; "OPTION: why".
@@ -75,7 +89,8 @@ std::optional<std::string> option_as_value(const CLI::App& app) {
     for (const CLI::Option* opt : at->get_options())
       for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
     for (const CLI::Option* opt : at->get_options()) {
-      if (opt->get_type_size() == 0 || opt->count() == 0) continue;
+      // A positional's word after "--" is the user's ("fad status -- --json").
+      if (opt->get_type_size() == 0 || opt->count() == 0 || !opt->nonpositional()) continue;
       for (const auto& value : opt->results())
         if (std::find(names.begin(), names.end(), value.substr(0, value.find('='))) != names.end())
           return opt->get_name() + ": needs a value, got the option '" + value + "'";
@@ -92,6 +107,7 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   // What follows from an option taken as a value (an extra word, a number
   // that does not convert) is not what the user got wrong.
   if (auto taken = option_as_value(app)) return usage(*taken, path);
+  if (auto empty = empty_option(app)) return usage(*empty + ": the value is empty", path);
   // CLI11's "--socket: 1 required PATH missing": the option came last.
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
     const std::string what = e.what();
@@ -107,6 +123,16 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   } else if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && wants_command) {
     extras = at.remaining();
     if (extras.empty()) return usage("missing command", path);
+  }
+  // "fad statuss --socket S": the mistyped command, not the option after it
+  // (which its command would take).
+  if (wants_command) {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : at.get_subcommands({})) commands.push_back(sub->get_name());
+    for (const auto& word : extras)
+      if (word.empty() || word[0] != '-')
+        if (auto close = suggest(word, commands))
+          return usage("unknown command '" + word + "'" + did_you_mean(close), path);
   }
   if (!extras.empty()) {
     const auto option = first_option(extras);
@@ -138,20 +164,6 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
                      what.substr(eq + 3) + "'",
                  path);
   return usage(lower_first(what), path);
-}
-
-// An option given an empty value ("--nvcc ''", "-o ''", an unset shell
-// variable) would otherwise mean its default, silently. Only a name may be empty.
-std::optional<std::string> empty_option(const CLI::App& app) {
-  for (const CLI::App* at = &app;;) {
-    for (const CLI::Option* opt : at->get_options()) {
-      if (opt->get_type_size() == 0 || opt->count() == 0 || opt->get_name() == "--name") continue;
-      for (const auto& value : opt->results())
-        if (value.empty()) return opt->get_name();
-    }
-    if (at->get_subcommands().empty()) return std::nullopt;
-    at = at->get_subcommands().front();
-  }
 }
 
 // Builds the Command from what CLI11 filled in; checks what CLI11 cannot (ids, archs).
@@ -404,12 +416,27 @@ Result<std::int64_t> parse_build_id(const std::string& text) {
 
 ParseOutcome parse_command(int argc, const char* const* argv) {
   std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
-  // Everything after the first "--" goes to fadd untouched (daemon start only).
+  // Everything after the first "--" goes to fadd untouched (daemon start and
+  // restart); for any other command "--" ends the options, as everywhere
+  // ("fad logs -- 3", "fad history import -- -file").
   std::vector<std::string> fadd_args;
   if (auto dd = std::find(args.begin(), args.end(), "--"); dd != args.end()) {
-    fadd_args.assign(dd + 1, args.end());
-    args.erase(dd, args.end());
+    // (Any daemon command: 'daemon stop -- x' is told that only start and
+    // restart pass arguments on.)
+    if (std::find(args.begin(), dd, "daemon") != dd) {
+      fadd_args.assign(dd + 1, args.end());
+      args.erase(dd, args.end());
+    }
   }
+
+  // "--name=$UNSET": CLI11 reads "--opt=" as "--opt" and takes the next
+  // word as its value. Split, the empty value is one, and checked as such.
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
+        args[i].find('=') == args[i].size() - 1) {
+      args[i].pop_back();
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), "");
+    }
 
   RawArgs raw;
   auto owned = make_cli_app(raw);

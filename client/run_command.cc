@@ -119,28 +119,53 @@ void close_build(const std::string& socket, std::int64_t id, int code) {
 
 }  // namespace
 
+namespace {
+
+/// Every word fad run and fad launch read as one of their own options.
+bool entry_option_word(const std::string& word) {
+  for (const char* own : {"--socket", "--config", "--color", "--budget", "--name", "--help", "-h", "--"})
+    if (word == own || (word.size() > 2 && word.rfind(std::string(own) + "=", 0) == 0)) return true;
+  return false;
+}
+
+/// The value of option `name` at args[i] ("--name=V", or "--name V" taking
+/// the next word); "" and `error` set when there is none. The next word is
+/// not taken when it is one of our own options: `fad run --socket --name x
+/// -- make` would otherwise run "x" outside fadd.
+std::string entry_option_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name,
+                               const std::string& mode, std::string* error) {
+  const std::string& a = args[i];
+  if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
+  const std::string see = " (see 'fad " + mode + " --help')";
+  if (i + 1 >= args.size()) {
+    *error = "option " + name + " needs a value" + see;
+    return {};
+  }
+  if (entry_option_word(args[i + 1])) {
+    *error = name + ": needs a value, got " + (args[i + 1] == "--" ? "'--'" : "the option '" + args[i + 1] + "'") + see;
+    return {};
+  }
+  return args[++i];
+}
+
+}  // namespace
+
 bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, EntryOptions* out, std::string* error,
                        const std::string& mode) {
   const std::string& a = args[i];
-  std::string name = a, value;
-  bool inline_value = false;
-  if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos)
-    name = a.substr(0, eq), value = a.substr(eq + 1), inline_value = true;
+  const std::string name = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
   if (name != "--socket" && name != "--config" && name != "--color") return false;
   const std::string see = " (see 'fad " + mode + " --help')";
-  if (!inline_value) {
-    if (i + 1 >= args.size()) {
-      *error = "option " + name + " needs a value" + see;
-      return true;
-    }
-    value = args[++i];
-  }
+  const std::string value = entry_option_value(args, i, name, mode, error);
+  if (!error->empty()) return true;
   if (value.empty())
     *error = name + " needs a non-empty value" + see;
   else if (name == "--color" && value != "auto" && value != "always" && value != "never")
     *error = "--color must be auto, always or never, got '" + value + "'" + see;
-  else
-    (name == "--socket" ? out->socket : name == "--config" ? out->config : value) = value;
+  else if (name == "--socket")
+    out->socket = value;
+  else if (name == "--config")
+    out->config = value;  // --color is checked, and has nothing to colour here
   return true;
 }
 
@@ -164,15 +189,16 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       if (!error.empty()) return error;
       continue;
     }
-    if (a == "--budget" || a == "--name") {
-      if (i + 1 >= args.size()) return "option " + a + " needs a value (see 'fad run --help')";
-      const std::string& v = args[++i];
-      if (a == "--budget") {
+    const std::string name = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
+    if (name == "--budget" || name == "--name") {
+      const std::string v = entry_option_value(args, i, name, "run", &error);
+      if (!error.empty()) return error;
+      if (name == "--budget") {
         auto size = parse_size(v);
         if (!size) return "--budget: " + size.error();
         if (auto problem = memory_size_problem(*size, v, "budget"); !problem.empty()) return "--budget: " + problem;
         out->budget = v;
-      } else if (a == "--name") {
+      } else {
         // Checked here, not only by fadd: without fadd the command would
         // run, and the same line fail once fadd is back.
         if (auto problem = build_name_problem(v); !problem.empty())

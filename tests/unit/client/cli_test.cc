@@ -155,8 +155,31 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(usage_error({"history", "--limit", "--json"}) ==
         "fad: --limit: needs a value, got the option '--json' (see 'fad history --help')\n");
   CHECK(usage_error({"logs", "1", "--socket"}) == "fad: --socket: needs a value (see 'fad logs --help')\n");
+  // "--opt=$UNSET": the empty value is one, not the word after it.
+  CHECK(usage_error({"submit", "--arch", "9.0", "--kernels=", "fwd_a"}) ==
+        "fad: --kernels: the value is empty (see 'fad submit --help')\n");
+  CHECK(usage_error({"logs", "--socket=", "12"}) == "fad: --socket: the value is empty (see 'fad logs --help')\n");
+  CHECK(usage_error({"submit", "--name=", "fwd_a", "--arch", "9.0"}) ==
+        "fad: unexpected argument 'fwd_a' (see 'fad submit --help')\n");
+  CHECK(command({"submit", "--name=", "--arch", "9.0"}).name.empty());
   // A value that only looks like an option is the user's to choose.
   CHECK(command({"submit", "--arch", "9.0", "--name", "--nightly"}).name == "--nightly");
+}
+
+TEST_CASE("-- ends the options of any command but daemon start and restart") {
+  CHECK(command({"logs", "--", "3"}).id == std::optional<std::int64_t>(3));
+  CHECK(command({"history", "import", "--", "-f"}).file == "-f");  // a file named -f
+  CHECK(usage_error({"status", "--", "--json"}) ==
+        "fad: build id must be a positive integer, got '--json' (see 'fad status --help')\n");
+  CHECK(usage_error({"daemon", "stop", "--", "x"}).find("only for 'fad daemon start' and 'fad daemon restart'") !=
+        std::string::npos);
+}
+
+TEST_CASE("a mistyped command is named, not an option given after it") {
+  CHECK(usage_error({"statuss", "--socket", "/x"}) ==
+        "fad: unknown command 'statuss'; did you mean 'status'? (see 'fad --help')\n");
+  CHECK(usage_error({"daemon", "strat", "--state-dir", "/x"}) ==
+        "fad: unknown command 'strat'; did you mean 'start'? (see 'fad daemon --help')\n");
 }
 
 TEST_CASE("daemon start and stop, with args for fadd after --") {
@@ -170,7 +193,8 @@ TEST_CASE("daemon start and stop, with args for fadd after --") {
   CHECK(command({"daemon", "stop", "--socket", "/s"}).kind == CommandKind::daemon_stop);
   usage_error({"daemon"});
   CHECK(usage_error({"daemon", "reload"}).find("unknown command 'reload'") != std::string::npos);
-  CHECK(usage_error({"status", "--", "x"}).find("daemon start") != std::string::npos);
+  // Elsewhere "--" ends the options: x is status's ID.
+  CHECK(usage_error({"status", "--", "x"}).find("build id must be a positive integer, got 'x'") != std::string::npos);
 }
 
 TEST_CASE("daemon restart takes start's arguments") {
@@ -334,6 +358,23 @@ TEST_CASE("fad run: an empty command is a usage error, before any build is opene
   fad::client::RunOptions ok;
   CHECK(fad::client::parse_run_args({"--name", "n", "--", "ninja", ""}, &ok).empty());
   CHECK(ok.command == std::vector<std::string>{"ninja", ""});  // the command's own empty argument is its business
+  // A forgotten value is not filled with the next option: "--socket --name
+  // x -- make" once ran x, outside fadd.
+  fad::client::RunOptions taken;
+  CHECK(fad::client::parse_run_args({"--socket", "--name", "x", "--", "make"}, &taken) ==
+        "--socket: needs a value, got the option '--name' (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--name", "--", "make"}, &taken) ==
+        "--name: needs a value, got '--' (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--budget", "--name=x", "--", "make"}, &taken) ==
+        "--budget: needs a value, got the option '--name=x' (see 'fad run --help')");
+  // --opt=VALUE, as for every other command.
+  fad::client::RunOptions inline_values;
+  CHECK(fad::client::parse_run_args({"--name=nightly", "--budget=1G", "--socket=/s", "--", "make"}, &inline_values)
+            .empty());
+  CHECK(inline_values.name == "nightly");
+  CHECK(inline_values.budget == "1G");
+  CHECK(inline_values.entry.socket == "/s");
+  CHECK(inline_values.command == std::vector<std::string>{"make"});
   // fad run checks --name by the same rules as fad submit.
   fad::client::RunOptions blank;
   CHECK(fad::client::parse_run_args({"--name", " ", "--", "ninja"}, &blank) ==
