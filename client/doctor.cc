@@ -238,6 +238,7 @@ Finding gather_and_check_disk(const std::string& state_dir) {
   struct statvfs st {};
   std::optional<std::uint64_t> free_bytes;
   if (::statvfs(at.c_str(), &st) == 0) free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+  if (fs::exists(at, ec) && !fs::is_directory(at, ec)) return check_disk(state_dir, free_bytes, at.string());
   std::string where = state_dir;
   if (at != fs::path(state_dir)) where += " (not created yet; measured at " + at.string() + ")";
   return check_disk(where, free_bytes);

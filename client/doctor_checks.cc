@@ -377,10 +377,14 @@ Finding check_cgroup(const CgroupFacts& facts) {
 
 // ---- 9. disk, 10. daemon ------------------------------------------------------
 
-Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_bytes) {
+Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_bytes, const std::string& blocker) {
   // A build's objects and logs take a few hundred MB; 5 GiB leaves room for several.
   constexpr std::uint64_t kWarnBelow = 5 * kGiB;
   constexpr std::uint64_t kFailBelow = 1 * kGiB;
+  if (!blocker.empty())
+    return make("disk", Verdict::fail,
+                path + ": " + blocker + " is a file, not a directory; fadd cannot keep its state there",
+                "point --state-dir / FAD_STATE_DIR at a directory");
   const std::string fix = "free space there, or point --state-dir / FAD_STATE_DIR at a larger filesystem";
   if (!free_bytes) return make("disk", Verdict::warn, "cannot query free space at " + path, fix);
   const std::string detail = format_size(*free_bytes) + " free at " + path;

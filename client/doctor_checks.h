@@ -149,7 +149,9 @@ Finding check_cgroup(const CgroupFacts& facts);
 
 /// `free_bytes` at `path` (the state dir or its nearest existing parent);
 /// nullopt when statvfs failed. warn < 5 GiB, fail < 1 GiB.
-Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_bytes);
+/// `blocker`, when not empty, is the file in the way: the state dir, or a
+/// directory above it, is a file (fail: fadd could not start there).
+Finding check_disk(const std::string& path, std::optional<std::uint64_t> free_bytes, const std::string& blocker = "");
 
 /// The state dir whose disk to check: `configured` when the user `named` it
 /// (`fad doctor --state-dir D` asks about D), else the one the fadd that

@@ -326,6 +326,11 @@ TEST_CASE("disk: warn under 5 GiB, fail under 1 GiB") {
   CHECK(has(low.detail, "512.0 MiB free at /s"));
   CHECK(has(low.fix, "--state-dir"));
   CHECK(check_disk("/s", std::nullopt).status == Verdict::warn);
+  // A file where the state dir (or one above it) would be: fadd cannot start.
+  Finding file = check_disk("/f/sub", 50 * kGiB, "/f");
+  CHECK(file.status == Verdict::fail);
+  CHECK(file.detail == "/f/sub: /f is a file, not a directory; fadd cannot keep its state there");
+  CHECK(has(file.fix, "at a directory"));
 }
 
 TEST_CASE("daemon: answering is ok with pid and version, absent warns how to start it") {
