@@ -81,6 +81,10 @@ std::string daemon_lines(const json& status) {
   return out.str();
 }
 
+// A listing's NAME column: wide enough for a useful name, never for a
+// 256-byte one (its full text is in 'fad status ID' and --json).
+std::string name_cell(const json& build) { return fit_columns(text(build, "name"), 40); }
+
 std::string done_of_total(const json& build) {
   const json& u = object_of(build, "units");
   return std::to_string(count(u, "succeeded")) + "/" + std::to_string(count(u, "total"));
@@ -165,7 +169,7 @@ std::string render_status(const json& status, bool color) {
   for (const auto& b : builds) {
     const json& u = object_of(b, "units");
     const std::string state = build_state_cell(b, color);
-    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
+    rows.push_back({text(b, "id"), text(b, "user"), name_cell(b), state, archs_cell(b), done_of_total(b),
                     std::to_string(count(u, "running")), std::to_string(count(u, "queued")),
                     std::to_string(count(u, "failed")), size_cell(b, "peak_bytes"), text(b, "created_at")});
   }
@@ -231,7 +235,7 @@ std::string render_history(const json& history, bool color) {
     // Older daemons send only duration_s: it was all "run" to them.
     const std::string run = field(b, "run_s") ? duration_cell(b, "run_s") : duration_cell(b, "duration_s");
     const std::string state = build_state_cell(b, color);
-    rows.push_back({text(b, "id"), text(b, "user"), text(b, "name"), state, archs_cell(b), done_of_total(b),
+    rows.push_back({text(b, "id"), text(b, "user"), name_cell(b), state, archs_cell(b), done_of_total(b),
                     std::to_string(count(b, "cache_hits")), duration_cell(b, "queue_s"), run,
                     size_cell(b, "peak_bytes"), text(b, "finished_at")});
   }

@@ -65,4 +65,19 @@ std::size_t visible_width(std::string_view text) {
   return width;
 }
 
+std::string fit_columns(std::string_view text, std::size_t columns) {
+  if (visible_width(text) <= columns) return std::string(text);
+  std::string out;
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = utf8_char_at(text, i);
+    const std::size_t w = c.complete ? columns_of(c.code) : 1;
+    if (used + w + 1 > columns) break;  // room for the "…"
+    out.append(text.substr(i, c.length));
+    used += w;
+    i += c.length;
+  }
+  return out + "\u2026";
+}
+
 }  // namespace fad::client

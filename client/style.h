@@ -27,4 +27,9 @@ std::string bold(const std::string& text, bool color);
 /// sequences, East Asian wide ones two columns, combining marks none.
 std::size_t visible_width(std::string_view text);
 
+/// `text` (plain, no escape sequences) in at most `columns` terminal
+/// columns: as it is when it fits, else cut at a character and ended with
+/// "…". One user's 256-byte build name must not widen everyone's table.
+std::string fit_columns(std::string_view text, std::size_t columns);
+
 }  // namespace fad::client

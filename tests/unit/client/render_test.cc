@@ -100,6 +100,13 @@ TEST_CASE("status: daemon memory line and one row per build") {
   CHECK(has(row6, "1.0 GiB"));
   CHECK(has(row6, "succeeded"));
   for (const auto& line : lines(text)) CHECK((line.empty() || line.back() != ' '));
+
+  // One user's longest name does not widen everyone's table.
+  json wide = kStatus;
+  wide["builds"][0]["name"] = std::string(256, 'w');
+  const std::string row = line_starting(render_status(wide), "7 ");
+  CHECK(has(row, std::string(39, 'w') + "\xe2\x80\xa6"));
+  CHECK_FALSE(has(row, std::string(41, 'w')));
 }
 
 TEST_CASE("status of one build: units with threads, memory now, peak, estimate and source, time, wait reason") {

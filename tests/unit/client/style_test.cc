@@ -41,3 +41,15 @@ TEST_CASE("colour: states and visible widths") {
   CHECK(visible_width("\xf0\x9f\x9a\x80") == 2);           // an emoji
   CHECK(visible_width(std::string("a\xe6\xbc", 3)) == 2);  // cut off: a column per stray byte
 }
+
+TEST_CASE("fit_columns: as it is when it fits, else cut at a character with an ellipsis") {
+  CHECK(fit_columns("nightly", 40) == "nightly");
+  CHECK(fit_columns(std::string(40, 'n'), 40) == std::string(40, 'n'));
+  const std::string cut = fit_columns(std::string(256, 'n'), 40);
+  CHECK(cut == std::string(39, 'n') + "\xe2\x80\xa6");
+  CHECK(visible_width(cut) == 40);
+  // Wide characters are not split, and the cut still fits.
+  const std::string wide = fit_columns("\xe6\xbc\xa2\xe5\xad\x97\xe6\xbc\xa2", 4);  // 漢字漢: 6 columns
+  CHECK(wide == "\xe6\xbc\xa2\xe2\x80\xa6");
+  CHECK(visible_width(wide) <= 4);
+}
