@@ -93,6 +93,10 @@ int run_history_import(const Command& cmd, Context& ctx) {
   const std::string name = piped ? "standard input" : cmd.file;
   auto text = piped ? ctx.read_stdin(kMaxFileBytes) : read_regular_file(cmd.file, kMaxFileBytes, "history file");
   if (!text) return usage_error(ctx, text.error());
+  // 'fad history export - | fad history import -' with the exporting side
+  // failed: say that nothing came, not that nothing is JSON.
+  if (piped && text->find_first_not_of(" \t\r\n") == std::string::npos)
+    return usage_error(ctx, "standard input is empty: no history file came");
   // Before parsing: a file of nested brackets costs the parser about 40
   // bytes of memory per byte of file; no history file nests that deep.
   if (Status depth = check_nesting(*text); !depth) return usage_error(ctx, name + ": " + depth.error());

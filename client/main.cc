@@ -78,7 +78,11 @@ int main(int argc, char** argv) {
                 [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); },
                 detect_gpu_archs};
     ctx.out_is_tty = ::isatty(STDOUT_FILENO) == 1;
-    ctx.read_stdin = [](std::size_t max) { return fad::read_descriptor(STDIN_FILENO, max, "standard input"); };
+    ctx.read_stdin = [](std::size_t max) {
+      // A terminal would wait for ever, silently, for a file that is not coming.
+      if (::isatty(STDIN_FILENO) == 1) std::cerr << "fad: reading from the terminal; end with Ctrl-D\n";
+      return fad::read_descriptor(STDIN_FILENO, max, "standard input");
+    };
     ctx.width = terminal_width;
     ctx.wall = wall_seconds;
     ctx.interrupted = [] { return static_cast<int>(g_interrupted); };

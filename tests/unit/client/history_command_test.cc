@@ -182,6 +182,10 @@ TEST_CASE("history import - reads what export - wrote, from stdin") {
   ctx3.read_stdin = [](std::size_t) -> fad::Result<std::string> { return std::string("{not json"); };
   CHECK(run_history_import(file_command(CommandKind::history_import, "-"), ctx3) == kExitUsage);
   CHECK(bad.err.str() == "fad: standard input: not valid JSON\n");
+  ctx3.read_stdin = [](std::size_t) -> fad::Result<std::string> { return std::string("\n"); };
+  bad.err.str("");
+  CHECK(run_history_import(file_command(CommandKind::history_import, "-"), ctx3) == kExitUsage);
+  CHECK(bad.err.str() == "fad: standard input is empty: no history file came\n");
   ctx3.read_stdin = [](std::size_t) -> fad::Result<std::string> {
     return fad::make_error("cannot read standard input: it holds more than the 268435456 bytes fad reads");
   };
