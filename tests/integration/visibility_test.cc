@@ -242,7 +242,7 @@ TEST_CASE(
   const fs::path ran = d.dir() / "ran";
   auto r = run({FAD_FAD_BIN, "run", "--name", too_long, "--", "touch", ran.string()}, {{"FAD_SOCKET", d.socket()}});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "fad: --name: at most 256 bytes (see 'fad run --help')\n");
+  CHECK(r.err == "fad: --name: at most 256 bytes, got 257 (see 'fad run --help')\n");
   CHECK_FALSE(fs::exists(ran));
   auto s = d.fad({"submit", "--arch", "9.0", "--name", too_long});
   CHECK(s.exit_code == 2);

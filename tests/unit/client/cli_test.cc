@@ -166,7 +166,7 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(command({"submit", "--arch", "9.0", "--name", "--nightly"}).name == "--nightly");
 }
 
-TEST_CASE("-- ends the options of any command but daemon start and restart") {
+TEST_CASE("a '--' ends the options of any command but daemon start and restart") {
   CHECK(command({"logs", "--", "3"}).id == std::optional<std::int64_t>(3));
   CHECK(command({"history", "import", "--", "-f"}).file == "-f");  // a file named -f
   CHECK(usage_error({"status", "--", "--json"}) ==
