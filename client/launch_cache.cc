@@ -1,6 +1,8 @@
 // The launcher's compile cache; see launch_cache.h.
 #include "client/launch_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +48,7 @@ std::unique_ptr<LaunchCache> LaunchCache::open(const CacheSettings& settings, co
     return nullptr;
   }
   std::unique_ptr<LaunchCache> out(new LaunchCache());
+  out->dir_ = settings.dir;
   out->cache_ = std::move(*cache);
   out->call_ =
       std::make_unique<CachedCompile>(*out->cache_, argv, cwd, process_env(), compiler_program(argv.front(), cwd));
@@ -62,8 +65,26 @@ bool LaunchCache::restore() {
 
 void LaunchCache::store(std::chrono::system_clock::time_point started, const CompilerExit& exit) {
   if (!call_->cacheable() || exit.code != 0 || exit.signaled || !exit.complete) return;
-  if (auto stored = call_->store(started, exit.stdout_text, exit.stderr_text); !stored)
-    std::cerr << "fad: not stored in the compile cache: " << stored.error() << "\n";
+  // A full disk fails every store: said once per ten minutes per cache, not
+  // on the stderr of each of a build's hundreds of compiles.
+  constexpr std::chrono::minutes kSayEvery{10};
+  if (auto stored = call_->store(started, exit.stdout_text, exit.stderr_text);
+      !stored && due_again((fs::path(dir_) / "said-not-stored").string(), kSayEvery))
+    std::cerr << "fad: not stored in the compile cache: " << stored.error()
+              << " (said once in 10 minutes; the compile itself succeeded)\n";
+}
+
+bool due_again(const std::string& mark, std::chrono::seconds every) {
+  std::error_code ec;
+  const auto last = fs::last_write_time(mark, ec);
+  if (!ec && fs::file_time_type::clock::now() - last < every) return false;
+  // O_NOFOLLOW: the mark never touches a file a link in the cache leads to.
+  const int fd = ::open(mark.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd >= 0) {
+    ::futimens(fd, nullptr);
+    ::close(fd);
+  }
+  return true;
 }
 
 }  // namespace fad::client

@@ -37,9 +37,15 @@ class LaunchCache {
   void store(std::chrono::system_clock::time_point started, const CompilerExit& exit);
 
  private:
+  std::string dir_;
   std::unique_ptr<CompileCache> cache_;
   std::unique_ptr<CachedCompile> call_;
 };
+
+/// Whether something said at most once per `every` is due: true when the file
+/// `mark` is missing or was last touched longer ago than that, and then
+/// touches it (true as well when it cannot: better said twice than never).
+bool due_again(const std::string& mark, std::chrono::seconds every);
 
 /// The nvcc program a call runs, absolute: argv[0] searched on PATH, and the
 /// real nvcc when that is fad's own shim. "" when not found.
