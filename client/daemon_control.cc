@@ -136,10 +136,23 @@ std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations
   for (const auto& a : extra) own_log |= a == "--log-file" || a.rfind("--log-file=", 0) == 0;
   if (!own_log) {
     argv.push_back("--log-file");
-    argv.push_back((fs::path(locations.state_dir) / "fadd.log").string());
+    argv.push_back(fadd_log_path(locations, {}));
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
+}
+
+std::string fadd_log_path(const Locations& locations, const std::vector<std::string>& extra) {
+  std::optional<std::string> own;  // the last one given, as fadd takes it
+  for (std::size_t i = 0; i < extra.size(); ++i) {
+    if (extra[i] == "--log-file" && i + 1 < extra.size())
+      own = extra[++i];
+    else if (extra[i].rfind("--log-file=", 0) == 0)
+      own = extra[i].substr(std::string("--log-file=").size());
+  }
+  if (!own || own->empty()) return (fs::path(locations.state_dir) / "fadd.log").string();
+  std::error_code ec;
+  return fs::absolute(*own, ec).lexically_normal().string();
 }
 
 std::string last_lines(std::string_view text, std::size_t n) {
@@ -204,7 +217,7 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   // fadd logs to the rotated fadd.log itself; fadd.out catches only what it
   // prints outside its log (usage errors, a crash report), so it is emptied at
   // each start and never grows.
-  const std::string log_path = (fs::path(locations.state_dir) / "fadd.log").string();
+  const std::string log_path = fadd_log_path(locations, cmd.fadd_args);
   const std::string out_path = (fs::path(locations.state_dir) / "fadd.out").string();
   int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out_fd < 0) {

@@ -22,6 +22,11 @@ namespace fad::client {
 std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations& locations,
                                    const std::vector<std::string>& extra);
 
+/// Where that fadd logs: the user's `--log-file` among `extra` (made
+/// absolute, as fadd makes it), else STATE/fadd.log. Named in "fadd started"
+/// and read back when fadd fails to start.
+std::string fadd_log_path(const Locations& locations, const std::vector<std::string>& extra);
+
 /// The last `n` lines of `text` (all of it if shorter), each newline-terminated.
 std::string last_lines(std::string_view text, std::size_t n);
 

@@ -33,6 +33,15 @@ TEST_CASE("fadd argv passes the resolved locations, then the user's args") {
                                  "--log-file=/l"});
 }
 
+TEST_CASE("the log fad names and reads back is the one fadd writes") {
+  Locations loc{"/run/s.sock", "/st", std::nullopt};
+  CHECK(fadd_log_path(loc, {}) == "/st/fadd.log");
+  CHECK(fadd_log_path(loc, {"--log-level", "debug"}) == "/st/fadd.log");
+  CHECK(fadd_log_path(loc, {"--log-file", "/var/log/fadd.log"}) == "/var/log/fadd.log");
+  CHECK(fadd_log_path(loc, {"--log-file=/l"}) == "/l");
+  CHECK(fadd_log_path(loc, {"--log-file", "own.log"}) == (fs::current_path() / "own.log").string());
+}
+
 TEST_CASE("last_lines") {
   CHECK(last_lines("a\nb\nc\n", 2) == "b\nc\n");
   CHECK(last_lines("a\nb\nc", 2) == "b\nc\n");
