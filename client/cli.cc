@@ -13,6 +13,7 @@
 #include "common/duration.h"
 #include "common/json_fields.h"
 #include "common/paths.h"
+#include "common/suggest.h"
 #include "common/text.h"
 
 namespace fad::client {
@@ -428,6 +429,10 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
       args.erase(dd, args.end());
     }
   }
+
+  // "—socket" pasted from a document: CLI11 would take it for a value.
+  for (const auto& a : args)
+    if (auto dash = dash_lookalike(a); !dash.empty()) return usage(dash, "fad");
 
   // "--name=$UNSET": CLI11 reads "--opt=" as "--opt" and takes the next
   // word as its value. Split, the empty value is one, and checked as such.

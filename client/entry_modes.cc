@@ -14,6 +14,7 @@
 #include "client/locations.h"
 #include "client/run_command.h"
 #include "common/paths.h"
+#include "common/suggest.h"
 
 namespace fad::client {
 
@@ -81,6 +82,9 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
     }
     if (first < args.size() && args[first] == "--") {
       ++first;
+    } else if (first < args.size() && !dash_lookalike(args[first]).empty()) {
+      std::cerr << "fad: " << dash_lookalike(args[first]) << " (see 'fad launch --help')\n";
+      return kExitUsage;
     } else if (first < args.size() && args[first].size() > 1 && args[first][0] == '-') {
       // No compiler is named "-x": a mistyped option (--sockt) would
       // otherwise be run as the compiler, and fail as one.

@@ -21,6 +21,7 @@
 #include "common/json_fields.h"
 #include "common/launch_protocol.h"
 #include "common/size.h"
+#include "common/suggest.h"
 #include "common/text.h"
 
 namespace fad::client {
@@ -209,6 +210,8 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       return "help";
     } else if (a.rfind("-", 0) == 0) {
       return unknown_entry_option(a, {"--budget", "--name"}, "run");
+    } else if (auto dash = dash_lookalike(a); !dash.empty()) {
+      return dash + " (see 'fad run --help')";  // not a command named "—name"
     } else {
       break;  // the command starts here
     }

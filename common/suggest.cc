@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 namespace fad {
 
@@ -55,6 +56,19 @@ std::vector<std::string>::const_iterator first_option(const std::vector<std::str
 
 std::string unknown_option(const std::string& option, const std::vector<std::string>& names) {
   return "unknown option " + option + did_you_mean(suggest(option.substr(0, option.find('=')), names));
+}
+
+std::string dash_lookalike(const std::string& word) {
+  static const std::pair<const char*, const char*> kDashes[] = {
+      {"\xe2\x80\x94", "an em dash"}, {"\xe2\x80\x93", "an en dash"}, {"\xe2\x88\x92", "a minus sign"}};
+  for (const auto& [dash, what] : kDashes) {
+    if (word.rfind(dash, 0) != 0) continue;
+    const std::string rest = word.substr(3);
+    // A single letter was an option's short form ("—h"), anything longer its long one.
+    const std::string meant = (rest.size() == 1 ? "-" : "--") + rest;
+    return "'" + word + "' starts with " + what + ", not '-': did you mean '" + meant + "'?";
+  }
+  return "";
 }
 
 }  // namespace fad

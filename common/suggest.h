@@ -30,4 +30,10 @@ std::vector<std::string>::const_iterator first_option(const std::vector<std::str
 /// the closest of `names` to its name without any "=VALUE".
 std::string unknown_option(const std::string& option, const std::vector<std::string>& names);
 
+/// For a word that starts with a dash a word processor makes of "--" or "-"
+/// (en dash, em dash, minus sign: "—socket", pasted from a document), the
+/// message that says so: "'—socket' starts with an em dash, not '--': did
+/// you mean '--socket'?". "" for any other word.
+std::string dash_lookalike(const std::string& word);
+
 }  // namespace fad

@@ -82,6 +82,8 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   DaemonFlags f;
   auto owned = make_daemon_cli(f);
   CLI::App& app = *owned;
+  for (int i = 1; i < argc; ++i)
+    if (auto dash = dash_lookalike(argv[i]); !dash.empty()) return make_error(dash + " (see 'fadd --help')");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -175,6 +175,15 @@ TEST_CASE("a '--' ends the options of any command but daemon start and restart")
         std::string::npos);
 }
 
+TEST_CASE("an option pasted with an em dash is named as such, by fad and fad run") {
+  // CLI11 took "—socket" for a value and named the word after it.
+  CHECK(usage_error({"status", "\xe2\x80\x94socket", "/x"}) ==
+        "fad: '\xe2\x80\x94socket' starts with an em dash, not '-': did you mean '--socket'? (see 'fad --help')\n");
+  fad::client::RunOptions options;
+  CHECK(fad::client::parse_run_args({"\xe2\x80\x94name", "x", "--", "make"}, &options) ==
+        "'\xe2\x80\x94name' starts with an em dash, not '-': did you mean '--name'? (see 'fad run --help')");
+}
+
 TEST_CASE("a mistyped command is named, not an option given after it") {
   CHECK(usage_error({"statuss", "--socket", "/x"}) ==
         "fad: unknown command 'statuss'; did you mean 'status'? (see 'fad --help')\n");

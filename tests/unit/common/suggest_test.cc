@@ -30,3 +30,14 @@ TEST_CASE("an unknown option is named as typed, with the closest name to its nam
   CHECK(*fad::first_option(words) == "--memry-budget");
   CHECK(fad::unexpected_words("no list here").empty());
 }
+
+TEST_CASE("a dash a word processor made of '--' is named, with the option it was") {
+  CHECK(fad::dash_lookalike("\xe2\x80\x94socket") ==
+        "'\xe2\x80\x94socket' starts with an em dash, not '-': did you mean '--socket'?");
+  CHECK(fad::dash_lookalike("\xe2\x80\x93json") ==
+        "'\xe2\x80\x93json' starts with an en dash, not '-': did you mean '--json'?");
+  CHECK(fad::dash_lookalike("\xe2\x88\x92h") ==
+        "'\xe2\x88\x92h' starts with a minus sign, not '-': did you mean '-h'?");
+  for (const char* plain : {"--socket", "-h", "socket", "", "\xe2\x80\x9cquoted\xe2\x80\x9d"})
+    CHECK(fad::dash_lookalike(plain).empty());
+}

@@ -106,6 +106,11 @@ TEST_CASE("options: a mistyped option is named, not its value, with the option i
         "unknown option --sokcet=/run/fad.sock; did you mean '--socket'? (see 'fadd --help')");
   CHECK(error({"--frobnicate"}) == "unknown option --frobnicate (see 'fadd --help')");
   CHECK(error({"--cores"}) == "--cores: needs a value (see 'fadd --help')");
+  CHECK(error({"\xe2\x80\x94"
+               "cores",
+               "2"}) ==
+        "'\xe2\x80\x94"
+        "cores' starts with an em dash, not '-': did you mean '--cores'? (see 'fadd --help')");
   CHECK(error({"--socket", "/s", "--state-dir"}) == "--state-dir: needs a value (see 'fadd --help')");
   // --cores in words a user acts on, not CLI11's.
   for (const char* bad : {"abc", "0", "-3", "1.5", "4097", "2x", "99999999999"})
