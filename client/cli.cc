@@ -115,6 +115,10 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     if (const auto colon = what.find(':');
         what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("missing") != std::string::npos)
       return usage(what.substr(0, colon) + ": needs a value", path);
+    // "--name: At Most 1 required but received 2": which one was meant is the user's to say.
+    if (const auto colon = what.find(':');
+        what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("At Most 1") != std::string::npos)
+      return usage(what.substr(0, colon) + ": given more than once; give it once", path);
   }
   // A command that needs a subcommand ("fad", "fad daemon") was given none it knows.
   const bool wants_command = at.get_require_subcommand_min() > 0 && at.get_subcommands().empty();

@@ -155,6 +155,8 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(usage_error({"history", "--limit", "--json"}) ==
         "fad: --limit: needs a value, got the option '--json' (see 'fad history --help')\n");
   CHECK(usage_error({"logs", "1", "--socket"}) == "fad: --socket: needs a value (see 'fad logs --help')\n");
+  CHECK(usage_error({"submit", "--name", "a", "--name", "b"}) ==
+        "fad: --name: given more than once; give it once (see 'fad submit --help')\n");
   // "--opt=$UNSET": the empty value is one, not the word after it.
   CHECK(usage_error({"submit", "--arch", "9.0", "--kernels=", "fwd_a"}) ==
         "fad: --kernels: the value is empty (see 'fad submit --help')\n");
