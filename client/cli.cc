@@ -434,13 +434,17 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
     }
   }
 
+  // Options only: after a "--" that ends them, every word is the user's.
+  const auto options_end = [&] {
+    return static_cast<std::size_t>(std::find(args.begin(), args.end(), "--") - args.begin());
+  };
   // "—socket" pasted from a document: CLI11 would take it for a value.
-  for (const auto& a : args)
-    if (auto dash = dash_lookalike(a); !dash.empty()) return usage(dash, "fad");
+  for (std::size_t i = 0; i < options_end(); ++i)
+    if (auto dash = dash_lookalike(args[i]); !dash.empty()) return usage(dash, "fad");
 
   // "--name=$UNSET": CLI11 reads "--opt=" as "--opt" and takes the next
   // word as its value. Split, the empty value is one, and checked as such.
-  for (std::size_t i = 0; i < args.size(); ++i)
+  for (std::size_t i = 0; i < options_end(); ++i)
     if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
         args[i].find('=') == args[i].size() - 1) {
       args[i].pop_back();

@@ -171,6 +171,13 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
 TEST_CASE("a '--' ends the options of any command but daemon start and restart") {
   CHECK(command({"logs", "--", "3"}).id == std::optional<std::int64_t>(3));
   CHECK(command({"history", "import", "--", "-f"}).file == "-f");  // a file named -f
+  CHECK(command({"history", "import", "--", "--f="}).file == "--f=");
+  CHECK(command({"history", "import", "--",
+                 "\xe2\x80\x94"
+                 "g"})
+            .file ==
+        "\xe2\x80\x94"
+        "g");
   CHECK(usage_error({"status", "--", "--json"}) ==
         "fad: build id must be a positive integer, got '--json' (see 'fad status --help')\n");
   CHECK(usage_error({"daemon", "stop", "--", "x"}).find("only for 'fad daemon start' and 'fad daemon restart'") !=
