@@ -32,7 +32,7 @@ std::string unknown_option(const std::string& option, const std::vector<std::str
 
 /// For a word that starts with a dash a word processor makes of "--" or "-"
 /// (en dash, em dash, minus sign: "—socket", pasted from a document), the
-/// message that says so: "'—socket' starts with an em dash, not '--': did
+/// message that says so: "'—socket' starts with an em dash, not '-': did
 /// you mean '--socket'?". "" for any other word.
 std::string dash_lookalike(const std::string& word);
 
