@@ -47,7 +47,9 @@ TEST_CASE("a fresh fadd imports what another learnt and estimates its first buil
 
   const auto id = fresh.submit({"--arch", "9.0"});
   REQUIRE(fresh.wait_final(id).at("state") == "succeeded");
-  for (const auto& u : fresh.status(id).at("unit_list")) {
+  // Held: a range-for over a member of the temporary would outlive it.
+  const json status = fresh.status(id);
+  for (const auto& u : status.at("unit_list")) {
     INFO(u.dump());
     CHECK(u.at("estimate_source").get<std::string>().rfind("imported_", 0) == 0);
   }
