@@ -123,6 +123,19 @@ pid_t spawn_detached(const std::vector<std::string>& argv, int log_fd) {
   return pid;
 }
 
+// The user's own --log-file among fadd's args: the last one, as fadd takes it
+// ("" when the last is given no value, which fadd refuses); nullopt for none.
+std::optional<std::string> users_log_file(const std::vector<std::string>& extra) {
+  std::optional<std::string> own;
+  for (std::size_t i = 0; i < extra.size(); ++i) {
+    if (extra[i] == "--log-file")
+      own = i + 1 < extra.size() ? extra[++i] : "";
+    else if (extra[i].rfind("--log-file=", 0) == 0)
+      own = extra[i].substr(std::string("--log-file=").size());
+  }
+  return own;
+}
+
 }  // namespace
 
 std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations& locations,
@@ -132,9 +145,7 @@ std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations
     argv.push_back("--config");
     argv.push_back(*locations.config);
   }
-  bool own_log = false;
-  for (const auto& a : extra) own_log |= a == "--log-file" || a.rfind("--log-file=", 0) == 0;
-  if (!own_log) {
+  if (!users_log_file(extra)) {
     argv.push_back("--log-file");
     argv.push_back(fadd_log_path(locations, {}));
   }
@@ -143,13 +154,7 @@ std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations
 }
 
 std::string fadd_log_path(const Locations& locations, const std::vector<std::string>& extra) {
-  std::optional<std::string> own;  // the last one given, as fadd takes it
-  for (std::size_t i = 0; i < extra.size(); ++i) {
-    if (extra[i] == "--log-file" && i + 1 < extra.size())
-      own = extra[++i];
-    else if (extra[i].rfind("--log-file=", 0) == 0)
-      own = extra[i].substr(std::string("--log-file=").size());
-  }
+  const auto own = users_log_file(extra);
   if (!own || own->empty()) return (fs::path(locations.state_dir) / "fadd.log").string();
   std::error_code ec;
   return fs::absolute(*own, ec).lexically_normal().string();
