@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -67,12 +68,15 @@ EarlyExit usage(const std::string& message, const std::string& path) {
   return EarlyExit{kExitUsage, "fad: " + message + " (see '" + path + " --help')\n", true};
 }
 
+// A flag is given or not; it takes no word after it (CLI11: expected 0 times a value).
+bool is_flag(const CLI::Option* opt) { return opt->get_expected_max() == 0; }
+
 // An option given an empty value ("--nvcc ''", "-o ''", an unset shell
 // variable) would otherwise mean its default, silently. Only a name may be empty.
 std::optional<std::string> empty_option(const CLI::App& app) {
   for (const CLI::App* at = &app;;) {
     for (const CLI::Option* opt : at->get_options()) {
-      if (opt->get_type_size() == 0 || opt->count() == 0 || opt->get_name() == "--name") continue;
+      if (is_flag(opt) || opt->count() == 0 || opt->get_name() == "--name") continue;
       for (const auto& value : opt->results())
         if (value.empty()) return opt->get_name();
     }
@@ -91,7 +95,7 @@ std::optional<std::string> option_as_value(const CLI::App& app) {
       for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
     for (const CLI::Option* opt : at->get_options()) {
       // A positional's word after "--" is the user's ("fad status -- --json").
-      if (opt->get_type_size() == 0 || opt->count() == 0 || !opt->nonpositional()) continue;
+      if (is_flag(opt) || opt->count() == 0 || !opt->nonpositional()) continue;
       for (const auto& value : opt->results())
         if (std::find(names.begin(), names.end(), value.substr(0, value.find('='))) != names.end())
           return opt->get_name() + ": needs a value, got the option '" + value + "'";
@@ -99,6 +103,34 @@ std::optional<std::string> option_as_value(const CLI::App& app) {
     if (at->get_subcommands().empty()) return std::nullopt;
     at = at->get_subcommands().front();
   }
+}
+
+// "--FLAG=VALUE" at args[i], where FLAG is a flag of the command the words
+// before it name: the message and that command's path; nullopt otherwise.
+std::optional<std::pair<std::string, std::string>> flag_given_a_value(const CLI::App& app,
+                                                                      const std::vector<std::string>& args,
+                                                                      std::size_t i) {
+  const auto eq = args[i].find('=');
+  if (args[i].rfind("--", 0) != 0 || eq == std::string::npos) return std::nullopt;
+  const CLI::App* at = &app;
+  std::string path = "fad";
+  for (std::size_t k = 0; k < i; ++k) {
+    if (args[k].empty() || args[k][0] == '-') continue;
+    // A word that names no subcommand is a value or a positional: the command stays.
+    for (const CLI::App* sub : at->get_subcommands({}))
+      if (sub->get_name() == args[k]) {
+        at = sub;
+        path += " " + args[k];
+        break;
+      }
+  }
+  const std::string name = args[i].substr(0, eq);
+  for (const CLI::Option* opt : at->get_options())
+    if (is_flag(opt) && opt->check_lname(name.substr(2))) {
+      const std::string value = args[i].substr(eq + 1);
+      return std::make_pair(name + ": a flag takes no value" + (value.empty() ? "" : ", got '" + value + "'"), path);
+    }
+  return std::nullopt;
 }
 
 // Turns a CLI11 parse error into the one line a user should see.
@@ -109,17 +141,9 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   // that does not convert) is not what the user got wrong.
   if (auto taken = option_as_value(app)) return usage(*taken, path);
   if (auto empty = empty_option(app)) return usage(*empty + ": the value is empty", path);
-  // CLI11's "--socket: 1 required PATH missing": the option came last.
-  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
-    const std::string what = e.what();
-    if (const auto colon = what.find(':');
-        what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("missing") != std::string::npos)
-      return usage(what.substr(0, colon) + ": needs a value", path);
-    // "--name: At Most 1 required but received 2": which one was meant is the user's to say.
-    if (const auto colon = what.find(':');
-        what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("At Most 1") != std::string::npos)
-      return usage(what.substr(0, colon) + ": given more than once; give it once", path);
-  }
+  // An option given last, or twice.
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr)
+    if (auto problem = option_count_problem(e.what())) return usage(*problem, path);
   // A command that needs a subcommand ("fad", "fad daemon") was given none it knows.
   const bool wants_command = at.get_require_subcommand_min() > 0 && at.get_subcommands().empty();
   std::vector<std::string> extras;
@@ -442,6 +466,15 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   for (std::size_t i = 0; i < options_end(); ++i)
     if (auto dash = dash_lookalike(args[i]); !dash.empty()) return usage(dash, "fad");
 
+  RawArgs raw;
+  auto owned = make_cli_app(raw);
+  CLI::App& app = *owned;
+
+  // "--json=1", "--json=0": CLI11 reads a value given to a flag as on or
+  // off, so "--wait=no" would silently not wait. A flag is given or not.
+  for (std::size_t i = 0; i < options_end(); ++i)
+    if (auto given = flag_given_a_value(app, args, i)) return usage(given->first, given->second);
+
   // "--name=$UNSET": CLI11 reads "--opt=" as "--opt" and takes the next
   // word as its value. Split, the empty value is one, and checked as such.
   for (std::size_t i = 0; i < options_end(); ++i)
@@ -450,10 +483,6 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
       args[i].pop_back();
       args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), "");
     }
-
-  RawArgs raw;
-  auto owned = make_cli_app(raw);
-  CLI::App& app = *owned;
 
   // `fad help [COMMAND...]`, as git and cargo have it: COMMAND's --help.
   if (!args.empty() && args.front() == "help") {

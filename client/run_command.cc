@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
@@ -118,15 +119,15 @@ void close_build(const std::string& socket, std::int64_t id, int code) {
   }
 }
 
-}  // namespace
-
-namespace {
+/// The options fad run and fad launch both take, and those only fad run takes.
+const std::vector<std::string> kEntryOptions = {"--socket", "--config", "--color", "--help"};
+const std::vector<std::string> kRunOptions = {"--budget", "--name"};
 
 /// Every word fad run and fad launch read as one of their own options.
 bool entry_option_word(const std::string& word) {
-  for (const char* own : {"--socket", "--config", "--color", "--budget", "--name", "--help", "-h", "--"})
-    if (word == own || (word.size() > 2 && word.rfind(std::string(own) + "=", 0) == 0)) return true;
-  return false;
+  auto is = [&](const std::string& own) { return word == own || (word.size() > 2 && word.rfind(own + "=", 0) == 0); };
+  return word == "-h" || word == "--" || std::any_of(kEntryOptions.begin(), kEntryOptions.end(), is) ||
+         std::any_of(kRunOptions.begin(), kRunOptions.end(), is);
 }
 
 /// The value of option `name` at args[i] ("--name=V", or "--name V" taking
@@ -139,7 +140,7 @@ std::string entry_option_value(const std::vector<std::string>& args, std::size_t
   if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
   const std::string see = " (see 'fad " + mode + " --help')";
   if (i + 1 >= args.size()) {
-    *error = "option " + name + " needs a value" + see;
+    *error = name + ": needs a value" + see;
     return {};
   }
   if (entry_option_word(args[i + 1])) {
@@ -157,10 +158,14 @@ bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, Ent
   const std::string name = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
   if (name != "--socket" && name != "--config" && name != "--color") return false;
   const std::string see = " (see 'fad " + mode + " --help')";
+  if (!out->given.insert(name).second) {
+    *error = name + ": given more than once; give it once" + see;
+    return true;
+  }
   const std::string value = entry_option_value(args, i, name, mode, error);
   if (!error->empty()) return true;
   if (value.empty())
-    *error = name + " needs a non-empty value" + see;
+    *error = name + ": the value is empty" + see;
   else if (name == "--color" && value != "auto" && value != "always" && value != "never")
     *error = "--color must be auto, always or never, got '" + value + "'" + see;
   else if (name == "--socket")
@@ -172,12 +177,13 @@ bool take_entry_option(const std::vector<std::string>& args, std::size_t& i, Ent
 
 std::string unknown_entry_option(const std::string& option, const std::vector<std::string>& own,
                                  const std::string& mode) {
-  std::vector<std::string> names = {"--socket", "--config", "--color", "--help"};
+  std::vector<std::string> names = kEntryOptions;
   names.insert(names.end(), own.begin(), own.end());
   return unknown_option(option, names) + " (see 'fad " + mode + " --help')";
 }
 
 std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out) {
+  out->entry.given.clear();
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const auto& a = args[i];
@@ -192,6 +198,8 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
     }
     const std::string name = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
     if (name == "--budget" || name == "--name") {
+      if (!out->entry.given.insert(name).second)
+        return name + ": given more than once; give it once (see 'fad run --help')";
       const std::string v = entry_option_value(args, i, name, "run", &error);
       if (!error.empty()) return error;
       if (name == "--budget") {
@@ -209,7 +217,7 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
     } else if (a == "--help" || a == "-h") {
       return "help";
     } else if (a.rfind("-", 0) == 0) {
-      return unknown_entry_option(a, {"--budget", "--name"}, "run");
+      return unknown_entry_option(a, kRunOptions, "run");
     } else if (auto dash = dash_lookalike(a); !dash.empty()) {
       return dash + " (see 'fad run --help')";  // not a command named "—name"
     } else {

@@ -5,6 +5,7 @@
 // shows up in `fad status` as a build whose units are its compile calls.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace fad::client {
 struct EntryOptions {
   std::string socket;
   std::string config;
+  /// The options read so far: each is given once (which of two was meant is
+  /// the user's to say, as fad's other commands have it).
+  std::set<std::string> given;
 };
 
 /// When args[i] is --socket, --config or --color (with its value, or as

@@ -58,6 +58,16 @@ std::string unknown_option(const std::string& option, const std::vector<std::str
   return "unknown option " + option + did_you_mean(suggest(option.substr(0, option.find('=')), names));
 }
 
+std::optional<std::string> option_count_problem(const std::string& message) {
+  const auto colon = message.find(':');
+  if (message.rfind("--", 0) != 0 || colon == std::string::npos) return std::nullopt;
+  const std::string option = message.substr(0, colon);
+  if (message.find("missing", colon) != std::string::npos) return option + ": needs a value";
+  // Which of the two was meant is the user's to say.
+  if (message.find("At Most 1 ", colon) != std::string::npos) return option + ": given more than once; give it once";
+  return std::nullopt;
+}
+
 std::string dash_lookalike(const std::string& word) {
   static const std::pair<const char*, const char*> kDashes[] = {
       {"\xe2\x80\x94", "an em dash"}, {"\xe2\x80\x93", "an en dash"}, {"\xe2\x88\x92", "a minus sign"}};

@@ -30,6 +30,12 @@ std::vector<std::string>::const_iterator first_option(const std::vector<std::str
 /// the closest of `names` to its name without any "=VALUE".
 std::string unknown_option(const std::string& option, const std::vector<std::string>& names);
 
+/// CLI11's count complaints in fad's words: "--socket: 1 required PATH
+/// missing" (the option came last) is "--socket: needs a value", "--name: At
+/// Most 1 required but received 2" is "--name: given more than once; give it
+/// once". nullopt for any other message.
+std::optional<std::string> option_count_problem(const std::string& message);
+
 /// For a word that starts with a dash a word processor makes of "--" or "-"
 /// (en dash, em dash, minus sign: "—socket", pasted from a document), the
 /// message that says so: "'—socket' starts with an em dash, not '-': did

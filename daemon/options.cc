@@ -94,12 +94,8 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
     // `--state-dir --socket S`: S is extra because --socket was taken as a value.
     return make_error(value_problem(app).value_or(describe_extras(app, e.what())) + " (see 'fadd --help')");
   } catch (const CLI::ArgumentMismatch& e) {
-    // CLI11's "--cores: 1 required N missing": the option was last.
-    const std::string what = e.what();
-    const auto colon = what.find(':');
-    if (what.rfind("--", 0) == 0 && colon != std::string::npos && what.find("missing") != std::string::npos)
-      return make_error(what.substr(0, colon) + ": needs a value (see 'fadd --help')");
-    return make_error(what + " (see 'fadd --help')");
+    // An option given last, or twice.
+    return make_error(option_count_problem(e.what()).value_or(e.what()) + " (see 'fadd --help')");
   } catch (const CLI::ParseError& e) {
     return make_error(std::string(e.what()) + " (see 'fadd --help')");
   }

@@ -428,7 +428,7 @@ TEST_CASE("fad launch and fad run take --socket, --config and --color before the
   CHECK(config.err.find("missing.json") != std::string::npos);
   auto dangling = run({FAD_FAD_BIN, "run", "--socket"}, env);
   CHECK(dangling.exit_code == 2);
-  CHECK(dangling.err == "fad: option --socket needs a value (see 'fad run --help')\n");
+  CHECK(dangling.err == "fad: --socket: needs a value (see 'fad run --help')\n");
   // A mistyped option is one, not the compiler (it was run as one: exit 127,
   // and a failed unit in fadd); the closest is named, as every command does.
   auto typo = run({FAD_FAD_BIN, "launch", "--sockt", d.socket(), "touch", (d.dir() / "ran").string()}, env);

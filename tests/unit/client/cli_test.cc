@@ -157,6 +157,17 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(usage_error({"logs", "1", "--socket"}) == "fad: --socket: needs a value (see 'fad logs --help')\n");
   CHECK(usage_error({"submit", "--name", "a", "--name", "b"}) ==
         "fad: --name: given more than once; give it once (see 'fad submit --help')\n");
+  // A flag is given or not: CLI11 read "--wait=no" as on, "--json=0" as off.
+  CHECK(usage_error({"submit", "--arch", "9.0", "--wait=no"}) ==
+        "fad: --wait: a flag takes no value, got 'no' (see 'fad submit --help')\n");
+  CHECK(usage_error({"status", "--json=1"}) ==
+        "fad: --json: a flag takes no value, got '1' (see 'fad status --help')\n");
+  CHECK(usage_error({"prune", "--dry-run="}) == "fad: --dry-run: a flag takes no value (see 'fad prune --help')\n");
+  CHECK(usage_error({"cache", "stats", "--cache-dir", "/c", "--json=1"}) ==
+        "fad: --json: a flag takes no value, got '1' (see 'fad cache stats --help')\n");
+  // Where the command has no such flag, it is an unknown option; after "--", a word.
+  CHECK(usage_error({"logs", "--json=1", "3"}) == "fad: unknown option --json=1 (see 'fad logs --help')\n");
+  CHECK(usage_error({"status", "--", "--json=1"}).find("build id must be a positive integer") != std::string::npos);
   // "--opt=$UNSET": the empty value is one, not the word after it.
   CHECK(usage_error({"submit", "--arch", "9.0", "--kernels=", "fwd_a"}) ==
         "fad: --kernels: the value is empty (see 'fad submit --help')\n");
@@ -393,6 +404,18 @@ TEST_CASE("fad run: an empty command is a usage error, before any build is opene
   CHECK(inline_values.budget == "1G");
   CHECK(inline_values.entry.socket == "/s");
   CHECK(inline_values.command == std::vector<std::string>{"make"});
+  // Given twice, which was meant is the user's to say, as for fad submit
+  // (fad run took the last).
+  fad::client::RunOptions twice;
+  CHECK(fad::client::parse_run_args({"--name", "a", "--name=b", "--", "make"}, &twice) ==
+        "--name: given more than once; give it once (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--socket=/a", "--budget", "1G", "--socket", "/b", "--", "make"}, &twice) ==
+        "--socket: given more than once; give it once (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--name", "a", "--", "make", "--name", "b"}, &twice).empty());
+  CHECK(twice.command == std::vector<std::string>{"make", "--name", "b"});
+  CHECK(fad::client::parse_run_args({"--socket"}, &twice) == "--socket: needs a value (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--config=", "--", "make"}, &twice) ==
+        "--config: the value is empty (see 'fad run --help')");
   // fad run checks --name by the same rules as fad submit.
   fad::client::RunOptions blank;
   CHECK(fad::client::parse_run_args({"--name", " ", "--", "ninja"}, &blank) ==

@@ -19,6 +19,16 @@ TEST_CASE("edit distance and suggestions") {
   CHECK_FALSE(suggest("xyzzy", names));
 }
 
+TEST_CASE("CLI11's count complaints are said in fad's words, others left alone") {
+  CHECK(fad::option_count_problem("--socket: 1 required PATH missing") ==
+        std::optional<std::string>("--socket: needs a value"));
+  CHECK(fad::option_count_problem("--name: At Most 1 required but received 2") ==
+        std::optional<std::string>("--name: given more than once; give it once"));
+  CHECK_FALSE(fad::option_count_problem("--kernels: At Most 10 required but received 11"));
+  CHECK_FALSE(fad::option_count_problem("Could not convert: --limit = x"));
+  CHECK_FALSE(fad::option_count_problem("ID: 1 required INT missing"));
+}
+
 TEST_CASE("an unknown option is named as typed, with the closest name to its name") {
   const std::vector<std::string> names{"--socket", "--memory-budget", "--cores"};
   CHECK(fad::unknown_option("--sokcet=/run/fad.sock", names) ==
