@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <iterator>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -134,7 +135,8 @@ std::optional<std::pair<std::string, std::string>> flag_given_a_value(const CLI:
 }
 
 // Turns a CLI11 parse error into the one line a user should see.
-EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+// `words`: those after a "--" that ended the options, each a word whatever it looks like.
+EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& words) {
   const std::string path = command_path(app);
   const CLI::App& at = deepest(app);
   // What follows from an option taken as a value (an extra word, a number
@@ -163,10 +165,17 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e) {
         if (auto close = suggest(word, commands))
           return usage("unknown command '" + word + "'" + did_you_mean(close), path);
   }
+  // "fad logs -- 1 2 3": one word too many, not an option named "--"; "fad
+  // submit -- --arch": a word, not an option given before its command.
+  extras.erase(std::remove(extras.begin(), extras.end(), "--"), extras.end());
+  const auto is_word = [&](const std::string& w) { return std::find(words.begin(), words.end(), w) != words.end(); };
   if (!extras.empty()) {
-    const auto option = first_option(extras);
-    const std::string& first = option != extras.end() ? *option : extras.front();
-    if (first.size() > 1 && first[0] == '-') {
+    std::vector<std::string> maybe_options;
+    std::copy_if(extras.begin(), extras.end(), std::back_inserter(maybe_options),
+                 [&](const std::string& w) { return !is_word(w); });
+    const auto option = first_option(maybe_options);
+    const std::string& first = option != maybe_options.end() ? *option : extras.front();
+    if (first.size() > 1 && first[0] == '-' && !is_word(first)) {
       std::vector<std::string> names;
       for (const CLI::Option* opt : at.get_options())
         for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
@@ -514,7 +523,10 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   } catch (const CLI::CallForVersion& e) {
     return EarlyExit{kExitOk, std::string(e.what()) + "\n", false};
   } catch (const CLI::ParseError& e) {
-    return describe_parse_error(app, e);
+    const std::size_t end = options_end();
+    const std::vector<std::string> words(args.begin() + static_cast<std::ptrdiff_t>(std::min(end + 1, args.size())),
+                                         args.end());
+    return describe_parse_error(app, e, words);
   }
   return finish(app, raw, std::move(fadd_args));
 }

@@ -191,6 +191,12 @@ TEST_CASE("a '--' ends the options of any command but daemon start and restart")
         "g");
   CHECK(usage_error({"status", "--", "--json"}) ==
         "fad: build id must be a positive integer, got '--json' (see 'fad status --help')\n");
+  // One word too many after it is that word, not an option named "--" nor
+  // one given before its command.
+  CHECK(usage_error({"logs", "--", "1", "2", "3"}) == "fad: unexpected argument '3' (see 'fad logs --help')\n");
+  CHECK(usage_error({"submit", "--", "--arch"}) == "fad: unexpected argument '--arch' (see 'fad submit --help')\n");
+  CHECK(usage_error({"submit", "--arhc", "9.0"}) ==
+        "fad: unknown option --arhc; did you mean '--arch'? (see 'fad submit --help')\n");
   CHECK(usage_error({"daemon", "stop", "--", "x"}).find("only for 'fad daemon start' and 'fad daemon restart'") !=
         std::string::npos);
 }
