@@ -366,10 +366,13 @@ void Engine::check_database_file(double now) {
   database_checked_at_ = now;
   if (!store_.file_replaced()) return;
   // fadd goes on with the file it has open (its builds run to the end), but
-  // says plainly that a restart starts from an empty history.
-  database_replaced_ = "the database file " + options_.state_dir +
-                       "/fad.db was deleted or replaced while fadd ran; what fadd records now is lost when it next "
-                       "starts (restart it once the builds running now are done)";
+  // says plainly that a restart may not find them: a deleted file is gone; an
+  // emptied one gets back only the pages SQLite writes into it from then on,
+  // around holes, which the next start refuses as damaged.
+  database_replaced_ =
+      "the database file " + options_.state_dir +
+      "/fad.db was deleted, replaced or emptied while fadd ran; what fadd records now may be lost when "
+      "it next starts (restart it once the builds running now are done)";
   spdlog::error("{}", database_replaced_);
 }
 

@@ -83,6 +83,17 @@ void Database::exec(std::string_view sql) {
 
 Statement Database::prepare(std::string_view sql) { return Statement(*this, sql); }
 std::int64_t Database::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+
+std::string Database::file_prefix(std::size_t n) const {
+  sqlite3_file* file = nullptr;
+  if (sqlite3_file_control(db_, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK || !file || !file->pMethods)
+    return {};
+  sqlite3_int64 size = 0;
+  if (file->pMethods->xFileSize(file, &size) != SQLITE_OK || size <= 0) return {};
+  std::string out(std::min<std::size_t>(n, static_cast<std::size_t>(size)), '\0');
+  if (file->pMethods->xRead(file, out.data(), static_cast<int>(out.size()), 0) != SQLITE_OK) return {};
+  return out;
+}
 int Database::changes() const { return sqlite3_changes(db_); }
 
 Statement::Statement(Database& db, std::string_view sql) : owner_(&db), db_(db.db_) {

@@ -58,6 +58,10 @@ class Database {
   Statement prepare(std::string_view sql);
   std::int64_t last_insert_id() const;
   int changes() const;
+  /// The first `n` bytes of the main database file as they are on disk now
+  /// (fewer when the file is shorter), read through SQLite's own descriptor:
+  /// closing another descriptor of the file would drop SQLite's locks on it.
+  std::string file_prefix(std::size_t n) const;
 
  private:
   friend class Statement;

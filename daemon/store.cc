@@ -982,7 +982,12 @@ void Store::set_meta(const std::string& key, const std::string& value) {
 bool Store::file_replaced() const {
   if (ino_ == 0) return false;  // an in-memory or unstatable database: nothing to compare
   struct stat st {};
-  return ::stat(path_.c_str(), &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_;
+  if (::stat(path_.c_str(), &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) return true;
+  // The same file, emptied (`: > fad.db`, `truncate -s 0`) or written over:
+  // SQLite writes its pages back into it at their offsets, around holes. A
+  // database file starts with SQLite's magic for as long as it is one.
+  static const std::string kMagic("SQLite format 3\0", 16);
+  return db_.file_prefix(kMagic.size()) != kMagic;
 }
 
 }  // namespace fad

@@ -85,8 +85,9 @@ class Store {
   int schema_version();
   std::int32_t application_id();
   /// Whether the file at the path opened is gone or another file now (deleted
-  /// by a cleaner, replaced by hand): what is written from then on is lost
-  /// when fadd next starts.
+  /// by a cleaner, replaced by hand), or no longer a database (emptied or
+  /// overwritten in place): what is written from then on is lost when fadd
+  /// next starts.
   bool file_replaced() const;
 
   /// Inserts a build and all its units in one transaction; returns the build id.

@@ -518,6 +518,26 @@ TEST_CASE("engine faults: a disk that lets some writes through is logged once pe
   CHECK(f.engine->storage_problem().empty());
 }
 
+TEST_CASE("engine faults: a database file emptied in place while fadd runs is said in status and the log",
+          "[engine][faults]") {
+  LogCapture log;
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  tick_for(f, 15);
+  CHECK(f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"].empty());
+  // `: > fad.db`: the same file (dev and inode unchanged), no longer a database.
+  fs::resize_file(f.state + "/fad.db", 0);
+  tick_for(f, 15);
+  const auto warnings = f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"];
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0].get<std::string>(), Contains("fad.db was deleted, replaced or emptied while fadd ran"));
+  CHECK(log.count("was deleted, replaced or emptied") == 1);
+  // Its builds still run to the end.
+  f.finish_build(id);
+  CHECK(f.build_state(id) == BuildState::succeeded);
+}
+
 TEST_CASE("engine faults: a database file deleted while fadd runs is said in status and the log, once",
           "[engine][faults]") {
   LogCapture log;
@@ -530,9 +550,9 @@ TEST_CASE("engine faults: a database file deleted while fadd runs is said in sta
   tick_for(f, 15);
   const auto warnings = f.engine->status(f.me, StatusRequest{}).result["daemon"]["warnings"];
   REQUIRE(warnings.size() == 1);
-  CHECK_THAT(warnings[0].get<std::string>(), Contains("fad.db was deleted or replaced while fadd ran"));
+  CHECK_THAT(warnings[0].get<std::string>(), Contains("fad.db was deleted, replaced or emptied while fadd ran"));
   tick_for(f, 60);
-  CHECK(log.count("was deleted or replaced") == 1);
+  CHECK(log.count("was deleted, replaced or emptied") == 1);
   // It goes on with the file it has open: a build still runs to the end.
   const auto id = f.submit();
   f.finish_build(id);
