@@ -13,6 +13,7 @@
 #include "client/cli_app.h"
 #include "client/exit_codes.h"
 #include "common/duration.h"
+#include "common/help_formatter.h"
 #include "common/json_fields.h"
 #include "common/paths.h"
 #include "common/suggest.h"
@@ -302,6 +303,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
       "the commands below; 'fad COMMAND --help' shows one command's options.",
       "fad");
   CLI::App& app = *owned;
+  wrap_help(app);  // before the subcommands: each takes its parent's formatter
   app.set_version_flag("--version", std::string("fad ") + FAD_VERSION);
   app.require_subcommand(1);
 

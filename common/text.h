@@ -21,6 +21,50 @@ inline std::string join(const std::vector<std::string>& parts, std::string_view 
   return out;
 }
 
+/// `text` with each line longer than `width` characters broken at spaces
+/// into lines of at most `width`, each indented as the line was (a word
+/// longer than that keeps a line of its own); lines that fit, and the text's
+/// own line breaks, are kept as they are. For help text on a terminal.
+inline std::string wrap_words(std::string_view text, std::size_t width) {
+  // Characters, not bytes: a continuation byte is 10xxxxxx.
+  auto columns = [](std::string_view s) {
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  };
+  std::string out;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line = text.substr(start, end - start);
+    if (columns(line) <= width) {
+      out += line;
+    } else {
+      const std::string indent(line.substr(0, std::min(line.find_first_not_of(' '), line.size())));
+      std::string current = indent;
+      std::size_t used = indent.size();
+      for (std::size_t at = indent.size(); at < line.size();) {
+        const std::size_t space = std::min(line.find(' ', at), line.size());
+        const std::string_view word = line.substr(at, space - at);
+        at = space + 1;
+        if (word.empty()) continue;  // a run of spaces: one is put back between words
+        const std::size_t w = columns(word);
+        if (used > indent.size() && used + 1 + w > width) {
+          out += current + "\n";
+          current = indent;
+          used = indent.size();
+        }
+        if (used > indent.size()) current += ' ', ++used;
+        current += word;
+        used += w;
+      }
+      out += current;
+    }
+    if (end == text.size()) break;
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 /// At most `max_bytes` of `text`, cut before a UTF-8 character rather than
 /// inside it (a name shown in every user's listing stays valid UTF-8).
 inline std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {

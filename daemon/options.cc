@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/help_formatter.h"
 #include "common/paths.h"
 #include "common/size.h"
 #include "common/suggest.h"
@@ -17,6 +18,7 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
   auto owned = std::make_unique<CLI::App>(
       "fadd: the fad build daemon. Schedules CUDA compile units by memory, not job count.", "fadd");
   CLI::App& app = *owned;
+  wrap_help(app);
   app.set_help_flag("-h,--help", "Show this help and exit");
   auto opt = [&](const char* name, std::optional<std::string>& target, const char* type, const std::string& help) {
     app.add_option_function<std::string>(

@@ -386,6 +386,24 @@ TEST_CASE("fad help shows the overview, fad help COMMAND that command's help, an
         "fad: unknown command 'strat'; did you mean 'start'? (see 'fad daemon --help')\n");
 }
 
+TEST_CASE("every command's help fits 80 columns off a terminal") {
+  // Descriptions ran to 175 characters, broken mid-word by the terminal.
+  for (std::vector<std::string> path : std::vector<std::vector<std::string>>{
+           {}, {"submit"}, {"status"}, {"watch"}, {"history"}, {"daemon", "start"}, {"cache", "stats"}, {"doctor"}}) {
+    path.push_back("--help");
+    const EarlyExit help = early(path);
+    REQUIRE(help.exit_code == kExitOk);
+    std::size_t start = 0, lines = 0;
+    for (std::size_t end; (end = help.text.find('\n', start)) != std::string::npos; start = end + 1, ++lines) {
+      const std::string line = help.text.substr(start, end - start);
+      const bool one_word = line.find(' ', line.find_first_not_of(' ')) == std::string::npos;
+      INFO(path.front() << ": " << line);
+      CHECK((line.size() <= 80 || one_word));
+    }
+    CHECK(lines > 5);
+  }
+}
+
 TEST_CASE("fad run: an empty command is a usage error, before any build is opened") {
   fad::client::RunOptions options;
   CHECK(fad::client::parse_run_args({"--", ""}, &options).rfind("the command to run is empty", 0) == 0);

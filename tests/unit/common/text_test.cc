@@ -1,4 +1,4 @@
-// join, utf8_prefix, printable, valid_utf8 and utf8_char_at.
+// join, wrap_words, utf8_prefix, printable, valid_utf8 and utf8_char_at.
 #include <catch2/catch.hpp>
 
 #include "common/text.h"
@@ -7,6 +7,19 @@ TEST_CASE("join puts the separator only between parts", "[text]") {
   CHECK(fad::join({}, ", ").empty());
   CHECK(fad::join({"a"}, ", ") == "a");
   CHECK(fad::join({"a", "b", "c"}, ", ") == "a, b, c");
+}
+
+TEST_CASE("wrap_words breaks long lines at spaces and keeps the rest as it is", "[text]") {
+  CHECK(fad::wrap_words("one two three four", 9) == "one two\nthree\nfour");
+  CHECK(fad::wrap_words("short\n  kept   as is", 20) == "short\n  kept   as is");
+  // A long line keeps its indent on every line it becomes.
+  CHECK(fad::wrap_words("  aa bb cc dd", 8) == "  aa bb\n  cc dd");
+  // A word longer than the width has a line of its own, uncut.
+  CHECK(fad::wrap_words("see /usr/local/etc/fad/fad.json now", 10) == "see\n/usr/local/etc/fad/fad.json\nnow");
+  // Characters, not bytes: "\xc3\xa9" is one column.
+  CHECK(fad::wrap_words("caf\xc3\xa9 caf\xc3\xa9", 9) == "caf\xc3\xa9 caf\xc3\xa9");
+  CHECK(fad::wrap_words("", 10).empty());
+  CHECK(fad::wrap_words("a\n", 10) == "a\n");
 }
 
 TEST_CASE("utf8_prefix cuts before a character, never inside it", "[text]") {

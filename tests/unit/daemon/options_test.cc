@@ -93,6 +93,20 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
   CHECK_THAT(directory.error(), Contains("--log-file: ") && Contains(" is a directory; give a file in it, e.g. "));
 }
 
+TEST_CASE("options: fadd --help fits 80 columns off a terminal", "[options]") {
+  const char* argv[] = {"fadd", "--help"};
+  auto r = parse_daemon_flags(2, argv);
+  REQUIRE(r);
+  REQUIRE(r->help);
+  const std::string& text = r->help_text;
+  CHECK_THAT(text, Contains("--memory-budget"));
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    INFO(text.substr(start, end - start));
+    CHECK(end - start <= 80);
+  }
+}
+
 TEST_CASE("options: a mistyped option is named, not its value, with the option it most likely was", "[options]") {
   const auto error = [](std::vector<const char*> args) {
     args.insert(args.begin(), "fadd");
