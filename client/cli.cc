@@ -488,12 +488,7 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
 
   // "--name=$UNSET": CLI11 reads "--opt=" as "--opt" and takes the next
   // word as its value. Split, the empty value is one, and checked as such.
-  for (std::size_t i = 0; i < options_end(); ++i)
-    if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
-        args[i].find('=') == args[i].size() - 1) {
-      args[i].pop_back();
-      args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), "");
-    }
+  split_empty_values(args, options_end());
 
   // `fad help [COMMAND...]`, as git and cargo have it: COMMAND's --help.
   if (!args.empty() && args.front() == "help") {

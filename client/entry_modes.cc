@@ -65,10 +65,6 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
 
   if (args[0] == "launch") {
     std::size_t first = 1;
-    if (first < args.size() && (args[first] == "--help" || args[first] == "-h")) {
-      std::cout << kLaunchHelp;
-      return kExitOk;
-    }
     // The options every subcommand takes, before the compiler: a compiler
     // is never named --socket, --config or --color.
     EntryOptions options;
@@ -79,6 +75,11 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
         return kExitUsage;
       }
       ++first;
+    }
+    // Wherever it is among the options ("fad launch --socket S --help").
+    if (first < args.size() && (args[first] == "--help" || args[first] == "-h")) {
+      std::cout << kLaunchHelp;
+      return kExitOk;
     }
     if (first < args.size() && args[first] == "--") {
       ++first;

@@ -36,7 +36,7 @@ const char* const kRunHelp =
     "  --name NAME     the build's name in 'fad status' (default: the command)\n"
     "  --socket PATH   fadd's socket\n"
     "  --config FILE   the config file to find fadd's socket in\n"
-    "  --color WHEN    auto, always or never (fad run prints only its command's output)\n"
+    "  --color WHEN    auto, always or never (fad run adds no colour of its own)\n"
     "Sets PYTORCH_NVCC, CMAKE_CUDA_COMPILER_LAUNCHER, CUDACXX (when unset), an nvcc\n"
     "shim first on PATH, LD_PRELOAD (every exec of an nvcc goes through fad launch),\n"
     "MAX_JOBS (when unset, and fadd answers) and unsets NVCC_THREADS.\n";

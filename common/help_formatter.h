@@ -41,7 +41,9 @@ class WrappingFormatter : public CLI::Formatter {
 
  private:
   // At least 30 columns for a description, however narrow the terminal.
-  std::size_t described_width() const { return std::max<std::size_t>(width_ - std::min(width_, get_column_width()), 30); }
+  std::size_t described_width() const {
+    return std::max<std::size_t>(width_ - std::min(width_, get_column_width()), 30);
+  }
   std::size_t width_;
 };
 

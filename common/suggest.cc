@@ -68,6 +68,17 @@ std::optional<std::string> option_count_problem(const std::string& message) {
   return std::nullopt;
 }
 
+std::size_t split_empty_values(std::vector<std::string>& args, std::size_t end) {
+  for (std::size_t i = 0; i < end && i < args.size(); ++i)
+    if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
+        args[i].find('=') == args[i].size() - 1) {
+      args[i].pop_back();
+      args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), "");
+      ++end;
+    }
+  return end;
+}
+
 std::string dash_lookalike(const std::string& word) {
   static const std::pair<const char*, const char*> kDashes[] = {
       {"\xe2\x80\x94", "an em dash"}, {"\xe2\x80\x93", "an en dash"}, {"\xe2\x88\x92", "a minus sign"}};

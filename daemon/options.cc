@@ -84,10 +84,13 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   DaemonFlags f;
   auto owned = make_daemon_cli(f);
   CLI::App& app = *owned;
-  for (int i = 1; i < argc; ++i)
-    if (auto dash = dash_lookalike(argv[i]); !dash.empty()) return make_error(dash + " (see 'fadd --help')");
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  for (const auto& a : args)
+    if (auto dash = dash_lookalike(a); !dash.empty()) return make_error(dash + " (see 'fadd --help')");
+  // "--memory-budget= 2G" is the empty value, refused as such, not a 2G budget.
+  split_empty_values(args, args.size());
   try {
-    app.parse(argc, argv);
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 wants them reversed
   } catch (const CLI::CallForHelp&) {
     f.help = true;
     f.help_text = app.help();

@@ -437,6 +437,15 @@ TEST_CASE("fad launch and fad run take --socket, --config and --color before the
   auto run_typo = run({FAD_FAD_BIN, "run", "--budgt", "4G", "--", "touch", (d.dir() / "ran").string()}, env);
   CHECK(run_typo.exit_code == 2);
   CHECK(run_typo.err == "fad: unknown option --budgt; did you mean '--budget'? (see 'fad run --help')\n");
+  // --help after the options is help (it was "unknown option --help; did you mean '--help'?").
+  auto help = run({FAD_FAD_BIN, "launch", "--socket", d.socket(), "--help"}, env);
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.rfind("Usage: fad launch", 0) == 0);
+  auto twice = run({FAD_FAD_BIN, "launch", "--socket", d.socket(), "--socket=" + d.socket(), "--", "touch",
+                    (d.dir() / "ran").string()},
+                   env);
+  CHECK(twice.exit_code == 2);
+  CHECK(twice.err == "fad: --socket: given more than once; give it once (see 'fad launch --help')\n");
   CHECK_FALSE(fs::exists(d.dir() / "ran"));
   CHECK(d.status_all().at("builds").size() == 2);  // neither reached fadd
 }

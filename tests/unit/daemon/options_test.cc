@@ -128,6 +128,9 @@ TEST_CASE("options: a mistyped option is named, not its value, with the option i
   CHECK(error({"--socket", "/s", "--state-dir"}) == "--state-dir: needs a value (see 'fadd --help')");
   // Twice: CLI11 said "At Most 1 required but received 2".
   CHECK(error({"--cores", "2", "--cores", "4"}) == "--cores: given more than once; give it once (see 'fadd --help')");
+  // "--opt=$UNSET": the empty value, not the word after it (a 2G budget).
+  CHECK(error({"--memory-budget=", "2G"}) == "--memory-budget: the value is empty (see 'fadd --help')");
+  CHECK(error({"--nvcc=", "--socket", "/s"}) == "--nvcc: the value is empty (see 'fadd --help')");
   // --cores in words a user acts on, not CLI11's.
   for (const char* bad : {"abc", "0", "-3", "1.5", "4097", "2x", "99999999999"})
     CHECK(error({"--cores", bad}) ==
