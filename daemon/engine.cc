@@ -362,9 +362,23 @@ void Engine::storage_ok() {
 }
 
 void Engine::check_database_file(double now) {
-  if (!database_replaced_.empty() || now - database_checked_at_ < kDatabaseCheckS) return;
+  if (database_damaged_ || now - database_checked_at_ < kDatabaseCheckS) return;
   database_checked_at_ = now;
-  if (!store_.file_replaced()) return;
+  if (store_.damaged_seen()) {
+    // Every write fails from now on, so no unit starts and no build ends:
+    // only a restart on a recovered (or fresh) file goes on.
+    database_damaged_ = true;
+    const std::string db = options_.state_dir + "/fad.db";
+    database_replaced_ = "the database file " + db +
+                         " was damaged while fadd ran (emptied or written over?): fadd cannot record builds, and "
+                         "starts no unit; stop it ('fad daemon stop'), recover the file ('sqlite3 " +
+                         db +
+                         " .recover | sqlite3 NEW.db', then move NEW.db in its place) or move it away, and "
+                         "start fadd again";
+    spdlog::error("{}", database_replaced_);
+    return;
+  }
+  if (!database_replaced_.empty() || !store_.file_replaced()) return;
   // fadd goes on with the file it has open (its builds run to the end), but
   // says plainly that a restart may not find them: a deleted file is gone; an
   // emptied one gets back only the pages SQLite writes into it from then on,

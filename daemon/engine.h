@@ -494,6 +494,7 @@ class Engine {
   void keep_reserve(double now);
   /// Set once the database file was seen deleted, replaced or emptied (said in status).
   std::string database_replaced_;
+  bool database_damaged_ = false;  ///< database_replaced_ says it is damaged: nothing more to find
   double database_checked_at_ = 0;
   static constexpr double kDatabaseCheckS = 10;
   void check_database_file(double now);

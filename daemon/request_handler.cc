@@ -118,10 +118,14 @@ void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLi
       if (stop && on_shutdown_) on_shutdown_();
     });
   } catch (const StoreError& e) {
-    // The usual cause is a full disk, which the user can act on.
+    // The usual cause is a full disk, which the user can act on; a damaged
+    // file does not mend itself, and waiting would not help.
     spdlog::error("request '{}' failed: {}", type, e.what());
-    once(encode_error(ErrorCode::internal, "the " + type + " failed: fadd cannot use its database (" +
-                                               std::string(e.what()) + "); try again once it can"));
+    once(encode_error(ErrorCode::internal,
+                      "the " + type + " failed: fadd cannot use its database (" + std::string(e.what()) + "); " +
+                          (e.damaged() ? "the file is damaged: fadd's owner must stop it and recover or move away its "
+                                         "fad.db (fadd's log says how)"
+                                       : "try again once it can")));
   } catch (const std::exception& e) {
     spdlog::error("request '{}' failed: {}", type, e.what());
     once(encode_error(ErrorCode::internal, std::string("internal error: ") + e.what()));

@@ -10,9 +10,9 @@
 namespace fad {
 
 namespace {
-[[noreturn]] void fail(sqlite3* db, std::string_view what) {
-  throw StoreError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"),
-                   db ? sqlite3_errcode(db) : SQLITE_NOMEM);
+[[noreturn]] void fail(Database& owner, sqlite3* db, std::string_view what) {
+  throw owner.noted(StoreError(std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"),
+                               db ? sqlite3_errcode(db) : SQLITE_NOMEM));
 }
 
 bool busy(int rc) { return (rc & 0xff) == SQLITE_BUSY; }
@@ -77,8 +77,13 @@ void Database::exec(std::string_view sql) {
   if (const int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = busy(rc) ? locked_message(path_) : "database " + path_ + ": " + (err ? err : "error");
     sqlite3_free(err);
-    throw StoreError(msg, rc);
+    throw noted(StoreError(msg, rc));
   }
+}
+
+StoreError Database::noted(StoreError e) {
+  damaged_seen_ = damaged_seen_ || e.damaged();
+  return e;
 }
 
 Statement Database::prepare(std::string_view sql) { return Statement(*this, sql); }
@@ -98,7 +103,7 @@ int Database::changes() const { return sqlite3_changes(db_); }
 
 Statement::Statement(Database& db, std::string_view sql) : owner_(&db), db_(db.db_) {
   if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) != SQLITE_OK)
-    fail(db_, "prepare '" + std::string(sql.substr(0, 60)) + "'");
+    fail(*owner_, db_, "prepare '" + std::string(sql.substr(0, 60)) + "'");
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
@@ -107,27 +112,27 @@ Statement::Statement(Statement&& other) noexcept : owner_(other.owner_), db_(oth
 }
 
 Statement& Statement::bind(int index, std::int64_t value) {
-  if (sqlite3_bind_int64(stmt_, index, value) != SQLITE_OK) fail(db_, "bind");
+  if (sqlite3_bind_int64(stmt_, index, value) != SQLITE_OK) fail(*owner_, db_, "bind");
   return *this;
 }
 Statement& Statement::bind(int index, double value) {
-  if (sqlite3_bind_double(stmt_, index, value) != SQLITE_OK) fail(db_, "bind");
+  if (sqlite3_bind_double(stmt_, index, value) != SQLITE_OK) fail(*owner_, db_, "bind");
   return *this;
 }
 Statement& Statement::bind(int index, std::string_view value) {
   if (sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT) != SQLITE_OK)
-    fail(db_, "bind");
+    fail(*owner_, db_, "bind");
   return *this;
 }
 Statement& Statement::bind_null(int index) {
-  if (sqlite3_bind_null(stmt_, index) != SQLITE_OK) fail(db_, "bind");
+  if (sqlite3_bind_null(stmt_, index) != SQLITE_OK) fail(*owner_, db_, "bind");
   return *this;
 }
 
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (busy(rc)) throw StoreError(locked_message(owner_->path_), rc);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(db_, "step");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(*owner_, db_, "step");
   return rc == SQLITE_ROW;
 }
 

@@ -62,6 +62,11 @@ class Database {
   /// (fewer when the file is shorter), read through SQLite's own descriptor:
   /// closing another descriptor of the file would drop SQLite's locks on it.
   std::string file_prefix(std::size_t n) const;
+  /// Whether SQLite ever said the file is damaged (malformed, not a
+  /// database) on this connection: it stays so until fadd restarts.
+  bool damaged_seen() const { return damaged_seen_; }
+  /// `e`, remembered when it says the file is damaged (for the throw sites).
+  StoreError noted(StoreError e);
 
  private:
   friend class Statement;
@@ -70,6 +75,7 @@ class Database {
 
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool damaged_seen_ = false;
   BusyWait busy_;
   double credit_ms_ = 0;    ///< what is left of the allowance
   double credit_at_ = 0;    ///< when credit_ms_ was last refilled

@@ -89,6 +89,9 @@ class Store {
   /// overwritten in place): what is written from then on is lost when fadd
   /// next starts.
   bool file_replaced() const;
+  /// Whether SQLite has said, since fadd started, that the file is damaged
+  /// (an emptied file SQLite wrote pages back into, around holes).
+  bool damaged_seen() const { return db_.damaged_seen(); }
 
   /// Inserts a build and all its units in one transaction; returns the build id.
   /// Unit paths may contain "{build}" which is replaced by the new id.
