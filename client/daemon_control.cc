@@ -357,8 +357,15 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
 }
 
 int run_daemon_restart(const Command& cmd, const Locations& locations, Context& ctx) {
+  // The new fadd keeps the state dir of the one it replaces, unless one is
+  // named (and then stop checks that it is the running one's): started on the
+  // default, it would come back with none of its builds or history.
+  Locations again = locations;
+  if (!locations.state_dir_named)
+    if (auto running = probe(ctx))
+      if (const std::string theirs = state_dir_of(*running); !theirs.empty()) again.state_dir = theirs;
   if (int rc = run_daemon_stop(locations, ctx); rc != kExitOk) return rc;
-  return run_daemon_start(cmd, locations, ctx);
+  return run_daemon_start(cmd, again, ctx);
 }
 
 }  // namespace fad::client

@@ -135,6 +135,22 @@ TEST_CASE("daemon restart: a new fadd with the same state, the build goes on", "
   CHECK(restarted.out.find("fadd stopped (pid " + std::to_string(first) + ")") != std::string::npos);
   CHECK(restarted.out.find("fadd started") != std::string::npos);
   CHECK(bg.lock_pid() != first);
+  // Restarted without naming its state dir, it keeps the running one's: on
+  // the default (here under HOME), it came back with none of its builds.
+  const auto home = d.dir() / "home";
+  fs::create_directories(home);
+  auto env = bg.env();
+  env.erase("FAD_STATE_DIR");
+  env["HOME"] = home.string();
+  env["XDG_STATE_HOME"] = (home / "state").string();
+  std::vector<std::string> unnamed = {FAD_FAD_BIN, "daemon", "restart"};
+  for (const auto& a : bg.fadd_args()) unnamed.push_back(a);
+  auto kept = run(unnamed, env);
+  INFO(kept.out << kept.err);
+  REQUIRE(kept.exit_code == 0);
+  CHECK(kept.out.find("log " + d.state_dir() + "/fadd.log") != std::string::npos);
+  CHECK_FALSE(fs::exists(home / "state" / "fad"));
+  CHECK(bg.fad({"status", std::to_string(id), "--json"}).exit_code == 0);  // it still knows the build
   auto waited = bg.fad({"submit", "--arch", "9.0", "--wait"});
   CHECK(waited.exit_code == 0);
   json b;

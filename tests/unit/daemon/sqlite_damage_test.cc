@@ -40,8 +40,7 @@ TEST_CASE("sqlite: a connection remembers that SQLite found its file damaged", "
   }
   try {
     auto read = db.prepare("SELECT count(*), sum(length(x)) FROM t");
-    while (read.step()) {
-    }
+    while (read.step()) {}
     FAIL("reading the damaged table succeeded");
   } catch (const StoreError& e) {
     CHECK(e.damaged());
