@@ -96,6 +96,10 @@ std::optional<int> run_entry_mode(int argc, const char* const* argv) {
       std::cerr << "fad: no compiler to launch (usage: fad launch [OPTIONS] [--] COMPILER [ARGS...])\n";
       return kExitUsage;
     }
+    if (args[first].empty()) {  // an unset $CUDACXX: "cannot run : No such file" said less
+      std::cerr << "fad: the compiler to launch is empty (usage: fad launch [OPTIONS] [--] COMPILER [ARGS...])\n";
+      return kExitUsage;
+    }
     const bool named = !options.socket.empty() || !options.config.empty();
     auto socket = socket_path(options);
     std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(first) + 1, args.end());

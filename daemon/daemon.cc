@@ -327,8 +327,9 @@ int run_daemon(const DaemonOptions& o) {
       if (unwritten == 0 || now - *idle_since >= kUnwrittenGrace) {
         if (unwritten > 0)
           spdlog::error(
-              "stopping with {} unit end(s), cancel(s) or prune mark(s) the full disk of {} did not take: those "
-              "units (and the cancelled builds) run again, and those builds are pruned again, at the next start",
+              "stopping with {} unit end(s), cancel(s) or prune mark(s) the database in {} did not take (a full "
+              "disk or a damaged file: see the errors above): those units (and the cancelled builds) run again, "
+              "and those builds are pruned again, at the next start",
               unwritten, o.state_dir);
         launcher->shutdown();
         signals.cancel();

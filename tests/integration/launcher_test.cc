@@ -441,6 +441,9 @@ TEST_CASE("fad launch and fad run take --socket, --config and --color before the
   auto help = run({FAD_FAD_BIN, "launch", "--socket", d.socket(), "--help"}, env);
   CHECK(help.exit_code == 0);
   CHECK(help.out.rfind("Usage: fad launch", 0) == 0);
+  auto empty = run({FAD_FAD_BIN, "launch", "--socket", d.socket(), "--", "", (d.dir() / "ran").string()}, env);
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err == "fad: the compiler to launch is empty (usage: fad launch [OPTIONS] [--] COMPILER [ARGS...])\n");
   auto twice = run({FAD_FAD_BIN, "launch", "--socket", d.socket(), "--socket=" + d.socket(), "--", "touch",
                     (d.dir() / "ran").string()},
                    env);
