@@ -136,8 +136,10 @@ std::optional<std::pair<std::string, std::string>> flag_given_a_value(const CLI:
 }
 
 // Turns a CLI11 parse error into the one line a user should see.
-// `words`: those after a "--" that ended the options, each a word whatever it looks like.
-EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& words) {
+// `words`: those after a "--" that ended the options, each a word whatever it
+// looks like; `first_word`: the first word before them not an option ("" if none).
+EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& words,
+                               const std::string& first_word) {
   const std::string path = command_path(app);
   const CLI::App& at = deepest(app);
   // What follows from an option taken as a value (an extra word, a number
@@ -161,6 +163,10 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e, co
   if (wants_command) {
     std::vector<std::string> commands;
     for (const CLI::App* sub : at.get_subcommands({})) commands.push_back(sub->get_name());
+    // fad's own options are flags: its first other word was meant as the
+    // command, close to one or not ("fad stat --socket S").
+    if (&at == &app && !first_word.empty())
+      return usage("unknown command '" + first_word + "'" + did_you_mean(suggest(first_word, commands)), path);
     for (const auto& word : extras)
       if (word.empty() || word[0] != '-')
         if (auto close = suggest(word, commands))
@@ -523,7 +529,13 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
     const std::size_t end = options_end();
     const std::vector<std::string> words(args.begin() + static_cast<std::ptrdiff_t>(std::min(end + 1, args.size())),
                                          args.end());
-    return describe_parse_error(app, e, words);
+    const auto first_word =
+        std::find_if(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(std::min(end, args.size())),
+                     [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    return describe_parse_error(app, e, words,
+                                first_word != args.begin() + static_cast<std::ptrdiff_t>(std::min(end, args.size()))
+                                    ? *first_word
+                                    : std::string());
   }
   return finish(app, raw, std::move(fadd_args));
 }

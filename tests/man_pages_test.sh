@@ -14,7 +14,8 @@ render() { MANWIDTH=200 groff -man -Tutf8 -P -c -P -b -P -u "$1" 2>/dev/null; }
 fad_page=$(render "$man_dir/fad.1")
 fadd_page=$(render "$man_dir/fadd.8")
 missing=0
-for cmd in $("$fad" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}'); do
+# A command's line starts with two spaces; its wrapped description's lines with more.
+for cmd in $("$fad" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && /^  [^ ]/ {print $1}'); do
   grep -q "fad $cmd" <<<"$fad_page" || { echo "fad(1) lacks 'fad $cmd'"; missing=1; }
 done
 for opt in $("$fadd" --help | grep -o -- '--[a-z-]*' | sort -u); do

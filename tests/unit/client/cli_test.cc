@@ -215,6 +215,12 @@ TEST_CASE("a mistyped command is named, not an option given after it") {
         "fad: unknown command 'statuss'; did you mean 'status'? (see 'fad --help')\n");
   CHECK(usage_error({"daemon", "strat", "--state-dir", "/x"}) ==
         "fad: unknown command 'strat'; did you mean 'start'? (see 'fad daemon --help')\n");
+  // Close to none, or given before the option's value: still the command.
+  CHECK(usage_error({"frob", "--socket", "/x"}) == "fad: unknown command 'frob' (see 'fad --help')\n");
+  CHECK(usage_error({"stat", "--socket", "/x"}).rfind("fad: unknown command 'stat'", 0) == 0);
+  // A command's own option before it is still named so.
+  CHECK(usage_error({"--socket", "/x", "status"}) ==
+        "fad: --socket goes after the command: 'fad status --socket ...' (see 'fad status --help')\n");
 }
 
 TEST_CASE("daemon start and stop, with args for fadd after --") {
