@@ -204,8 +204,11 @@ std::string parse_run_args(const std::vector<std::string>& args, RunOptions* out
       if (!error.empty()) return error;
       if (name == "--budget") {
         auto size = parse_size(v);
-        if (!size) return "--budget: " + size.error();
-        if (auto problem = memory_size_problem(*size, v, "budget"); !problem.empty()) return "--budget: " + problem;
+        const std::string see = " (see 'fad run --help')";
+        if (v.empty()) return "--budget: the value is empty" + see;
+        if (!size) return "--budget: " + size.error() + see;
+        if (auto problem = memory_size_problem(*size, v, "budget"); !problem.empty())
+          return "--budget: " + problem + see;
         out->budget = v;
       } else {
         // Checked here, not only by fadd: without fadd the command would

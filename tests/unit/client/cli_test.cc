@@ -426,6 +426,12 @@ TEST_CASE("fad run: an empty command is a usage error, before any build is opene
         "--name: needs a value, got '--' (see 'fad run --help')");
   CHECK(fad::client::parse_run_args({"--budget", "--name=x", "--", "make"}, &taken) ==
         "--budget: needs a value, got the option '--name=x' (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--budget", "", "--", "make"}, &taken) ==
+        "--budget: the value is empty (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--budget=0", "--", "make"}, &taken) ==
+        "--budget: must be at least 1M (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--budget", "1X", "--", "make"}, &taken).rfind("--budget: invalid size '1X'", 0) ==
+        0);
   // --opt=VALUE, as for every other command.
   fad::client::RunOptions inline_values;
   CHECK(fad::client::parse_run_args({"--name=nightly", "--budget=1G", "--socket=/s", "--", "make"}, &inline_values)
