@@ -108,7 +108,9 @@ TEST_CASE("client usage errors exit 2 with one line", "[integration]") {
   // A budget written without its unit is bytes: refused, not a build run one compile at a time.
   r = d.fad({"run", "--budget", "12", "--", "true"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "fad: --budget: 12 bytes is less than 1M, the smallest budget: give a unit, such as \"12G\"\n");
+  CHECK(r.err ==
+        "fad: --budget: 12 bytes is less than 1M, the smallest budget: give a unit, such as \"12G\" (see 'fad "
+        "run --help')\n");
 
   r = d.fad({"status", "12345"});
   CHECK(r.exit_code == 1);
