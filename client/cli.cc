@@ -526,16 +526,11 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
   } catch (const CLI::CallForVersion& e) {
     return EarlyExit{kExitOk, std::string(e.what()) + "\n", false};
   } catch (const CLI::ParseError& e) {
-    const std::size_t end = options_end();
-    const std::vector<std::string> words(args.begin() + static_cast<std::ptrdiff_t>(std::min(end + 1, args.size())),
-                                         args.end());
+    const auto end = args.begin() + static_cast<std::ptrdiff_t>(options_end());  // "--", or the end
+    const std::vector<std::string> words(end == args.end() ? end : end + 1, args.end());
     const auto first_word =
-        std::find_if(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(std::min(end, args.size())),
-                     [](const std::string& a) { return a.empty() || a[0] != '-'; });
-    return describe_parse_error(app, e, words,
-                                first_word != args.begin() + static_cast<std::ptrdiff_t>(std::min(end, args.size()))
-                                    ? *first_word
-                                    : std::string());
+        std::find_if(args.begin(), end, [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    return describe_parse_error(app, e, words, first_word != end ? *first_word : std::string());
   }
   return finish(app, raw, std::move(fadd_args));
 }

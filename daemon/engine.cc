@@ -368,13 +368,10 @@ void Engine::check_database_file(double now) {
     // Every write fails from now on, so no unit starts and no build ends:
     // only a restart on a recovered (or fresh) file goes on.
     database_damaged_ = true;
-    const std::string db = options_.state_dir + "/fad.db";
-    database_replaced_ = "the database file " + db +
+    database_replaced_ = "the database file " + store_.path() +
                          " was damaged while fadd ran (emptied or written over?): fadd cannot record builds, and "
-                         "starts no unit; stop it ('fad daemon stop'), recover the file ('sqlite3 " +
-                         db +
-                         " .recover | sqlite3 NEW.db', then move NEW.db in its place) or move it away, and "
-                         "start fadd again";
+                         "starts no unit; stop it ('fad daemon stop'), " +
+                         damaged_database_advice(store_.path()) + ", and start it again";
     spdlog::error("{}", database_replaced_);
     return;
   }
@@ -382,7 +379,7 @@ void Engine::check_database_file(double now) {
   // fadd goes on with the file it has open (its builds run to the end), but
   // says plainly that a restart may not find them: a deleted file is gone; an
   // emptied one gets back only the pages SQLite writes into it from then on,
-  // around holes, which the next start refuses as damaged.
+  // around holes, which the next start may find damaged and refuse.
   database_replaced_ =
       "the database file " + options_.state_dir +
       "/fad.db was deleted, replaced or emptied while fadd ran; what fadd records now may be lost when "

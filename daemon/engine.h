@@ -492,7 +492,7 @@ class Engine {
   void say_storage_recovered(double now);
   /// Makes the reserve file again once the disk has room (each minute at most).
   void keep_reserve(double now);
-  /// Set once the database file was seen deleted, replaced or emptied (said in status).
+  /// Set once the database file was seen deleted, replaced, emptied or damaged (said in status).
   std::string database_replaced_;
   bool database_damaged_ = false;  ///< database_replaced_ says it is damaged: nothing more to find
   double database_checked_at_ = 0;

@@ -341,8 +341,7 @@ Store::Store(const std::string& path) : db_(checked_database_path(path)), path_(
   const auto damaged = [&path](const std::string& what) {
     std::string line = what;
     std::replace(line.begin(), line.end(), '\n', ' ');
-    return StoreError(path + " is damaged (" + line + "); fadd leaves it untouched: recover it with 'sqlite3 " + path +
-                      " .recover | sqlite3 NEW.db' and move NEW.db in its place, or move it away to start afresh");
+    return StoreError(path + " is damaged (" + line + "); fadd leaves it untouched: " + damaged_database_advice(path));
   };
   std::string problems;
   try {
@@ -977,6 +976,11 @@ void Store::set_meta(const std::string& key, const std::string& value) {
       .bind(1, key)
       .bind(2, value)
       .run();
+}
+
+std::string damaged_database_advice(const std::string& path) {
+  return "recover it with 'sqlite3 " + path +
+         " .recover | sqlite3 NEW.db' and move NEW.db in its place, or move it away to start afresh";
 }
 
 bool Store::file_replaced() const {

@@ -89,6 +89,8 @@ class Store {
   /// overwritten in place): what is written from then on is lost when fadd
   /// next starts.
   bool file_replaced() const;
+  /// The file's path, as opened.
+  const std::string& path() const { return path_; }
   /// Whether SQLite has said, since fadd started, that the file is damaged
   /// (an emptied file SQLite wrote pages back into, around holes).
   bool damaged_seen() const { return db_.damaged_seen(); }
@@ -249,5 +251,10 @@ class Store {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
 };
+
+/// What to do with the damaged database at `path`: "recover it with 'sqlite3
+/// PATH .recover | sqlite3 NEW.db' and move NEW.db in its place, or move it
+/// away to start afresh" (said at a start that refuses it, and while fadd runs).
+std::string damaged_database_advice(const std::string& path);
 
 }  // namespace fad
