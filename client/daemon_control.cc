@@ -21,6 +21,7 @@
 #include "common/file_read.h"
 #include "common/meminfo.h"
 #include "common/process_exists.h"
+#include "common/program_output.h"
 
 namespace fad::client {
 namespace {
@@ -136,6 +137,15 @@ std::optional<std::string> users_log_file(const std::vector<std::string>& extra)
   return own;
 }
 
+// The fadd `fad daemon start` would run, found as it finds it; nullopt (and
+// said) when there is none.
+std::optional<std::string> fadd_to_run(Context& ctx) {
+  const char* path_env = std::getenv("PATH");
+  auto fadd = find_fadd(self_exe(), path_env ? path_env : "");
+  if (!fadd) ctx.err << "fad: cannot find fadd next to fad or on PATH\n";
+  return fadd;
+}
+
 }  // namespace
 
 std::vector<std::string> fadd_argv(const std::string& fadd_path, const Locations& locations,
@@ -185,6 +195,21 @@ std::optional<std::string> find_fadd(const std::string& self, const std::string&
   return std::nullopt;
 }
 
+int check_new_fadd(const Command& cmd, const Locations& locations, const std::string& meanwhile, Context& ctx) {
+  auto fadd = fadd_to_run(ctx);
+  if (!fadd) return kExitFailed;
+  std::vector<std::string> argv = fadd_argv(*fadd, locations, cmd.fadd_args);
+  argv.emplace_back("--check");
+  auto checked = run_program(argv, static_cast<int>(kStartTimeout.count()));
+  if (checked && checked->exit_code == 0) return kExitOk;
+  std::string why = checked ? checked->output : checked.error();
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  if (why.rfind("fadd: ", 0) == 0) why.erase(0, 6);
+  ctx.err << "fad: a new fadd would not start: " << why << "; " << meanwhile << "\n";
+  // fadd's 2 is a usage error (a bad flag, a bad config), as at a start.
+  return checked && checked->exit_code == kExitUsage ? kExitUsage : kExitFailed;
+}
+
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {
   if (auto running = probe(ctx)) {
     if (auto theirs = other_state_dir(*running, locations)) {
@@ -192,6 +217,15 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
       ctx.err << "fad: the fadd at " << ctx.socket << " (pid " << pid_of(*running) << ") uses state dir " << *theirs
               << ", not " << locations.state_dir << "; give a second fadd its own socket with --socket\n";
       return kExitFailed;
+    }
+    if (!cmd.fadd_args.empty()) {
+      // The arguments would be dropped without a word: a typo among them
+      // would surface only at the next start, perhaps unattended.
+      const std::string meanwhile = "fadd (pid " + pid_of(*running) + ") keeps running as it was";
+      if (int rc = check_new_fadd(cmd, locations, meanwhile, ctx); rc != kExitOk) return rc;
+      ctx.out << "fadd is already running (pid " << pid_of(*running)
+              << "); the arguments after -- apply at a start: use 'fad daemon restart -- ...' to apply them now\n";
+      return kExitOk;
     }
     ctx.out << "fadd is already running (pid " << pid_of(*running) << ")\n";
     return kExitOk;
@@ -211,12 +245,8 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
     return kExitFailed;
   }
-  const char* path_env = std::getenv("PATH");
-  auto fadd = find_fadd(self_exe(), path_env ? path_env : "");
-  if (!fadd) {
-    ctx.err << "fad: cannot find fadd next to fad or on PATH\n";
-    return kExitFailed;
-  }
+  auto fadd = fadd_to_run(ctx);
+  if (!fadd) return kExitFailed;
   std::error_code ec;
   fs::create_directories(locations.state_dir, ec);
   // fadd logs to the rotated fadd.log itself; fadd.out catches only what it
@@ -361,9 +391,14 @@ int run_daemon_restart(const Command& cmd, const Locations& locations, Context& 
   // named (and then stop checks that it is the running one's): started on the
   // default, it would come back with none of its builds or history.
   Locations again = locations;
-  if (!locations.state_dir_named)
-    if (auto running = probe(ctx))
-      if (const std::string theirs = state_dir_of(*running); !theirs.empty()) again.state_dir = theirs;
+  const auto running = probe(ctx);
+  if (!locations.state_dir_named && running)
+    if (const std::string theirs = state_dir_of(*running); !theirs.empty()) again.state_dir = theirs;
+  // Asked before the stop: a typo in the new arguments, or a fadd that cannot
+  // be found, must not leave the machine with no daemon at all.
+  if (running)
+    if (int rc = check_new_fadd(cmd, again, "fadd (pid " + pid_of(*running) + ") keeps running", ctx); rc != kExitOk)
+      return rc;
   if (int rc = run_daemon_stop(locations, ctx); rc != kExitOk) return rc;
   return run_daemon_start(cmd, again, ctx);
 }

@@ -34,10 +34,17 @@ std::string last_lines(std::string_view text, std::size_t n);
 /// `fadd` on `path_env` (a PATH value); nullopt if neither.
 std::optional<std::string> find_fadd(const std::string& self_exe, const std::string& path_env);
 
+/// Runs the fadd a start would run with `fadd --check`, so that a restart
+/// never stops a fadd for a new one that would refuse its arguments. 0 when
+/// that fadd would start; else says why, and `meanwhile` (what became of the
+/// running one), and gives 2 for fadd's usage errors, 1 for the rest.
+int check_new_fadd(const Command& cmd, const Locations& locations, const std::string& meanwhile, Context& ctx);
+
 /// Starts fadd detached (own session, stdin /dev/null, logging to the rotated
 /// STATE/fadd.log, anything else it prints to STATE/fadd.out, emptied at each
 /// start) and waits up to 15 s for it to answer. Exit 0 when it does or when a
-/// daemon already answered; 1 when fadd cannot be found, exits early (the last
+/// daemon already answered (arguments after -- are then checked with
+/// check_new_fadd and not applied); 1 when fadd cannot be found, exits early (the last
 /// lines of its output and log are shown) or does not answer in time.
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx);
 
@@ -57,8 +64,9 @@ DaemonWatch real_daemon_watch();
 /// has not exited in time (the message says what still holds on).
 int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch& watch = real_daemon_watch());
 
-/// `fad daemon restart`: stop (as above), then start with this command's
-/// arguments. Exit as stop when it fails, else as start.
+/// `fad daemon restart`: check the new arguments (check_new_fadd), stop (as
+/// above), then start with them. Exit as the check or the stop when either
+/// fails (the running fadd is then left running), else as start.
 int run_daemon_restart(const Command& cmd, const Locations& locations, Context& ctx);
 
 }  // namespace fad::client

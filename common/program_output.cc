@@ -11,12 +11,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 extern char** environ;
 
 namespace fad {
 
-Result<std::string> program_output(const std::vector<std::string>& argv, int timeout_s) {
+Result<ProgramRun> run_program(const std::vector<std::string>& argv, int timeout_s) {
   if (argv.empty()) return make_error("no program to run");
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return make_error("cannot run " + argv[0] + ": " + std::strerror(errno));
@@ -62,12 +63,19 @@ Result<std::string> program_output(const std::vector<std::string>& argv, int tim
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (timed_out) return make_error(argv[0] + " did not answer within " + std::to_string(timeout_s) + " s");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return make_error(argv[0] + " failed (" +
-                      (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
-                                         : "signal " + std::to_string(WTERMSIG(status))) +
-                      "): " + out.substr(0, 300));
-  return out;
+  if (WIFSIGNALED(status)) return ProgramRun{128 + WTERMSIG(status), WTERMSIG(status), std::move(out)};
+  return ProgramRun{WEXITSTATUS(status), 0, std::move(out)};
+}
+
+Result<std::string> program_output(const std::vector<std::string>& argv, int timeout_s) {
+  auto run = run_program(argv, timeout_s);
+  if (!run) return make_error(run.error());
+  if (run->exit_code != 0)
+    return make_error(
+        argv[0] + " failed (" +
+        (run->signal == 0 ? "exit code " + std::to_string(run->exit_code) : "signal " + std::to_string(run->signal)) +
+        "): " + run->output.substr(0, 300));
+  return std::move(run->output);
 }
 
 }  // namespace fad

@@ -1,6 +1,8 @@
 // fadd: the fad build daemon. main() reads as the table of contents.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -57,6 +59,21 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(options->log_file, ec);
+    if (flags->check && ::access((exists ? options->log_file : dir).c_str(), W_OK) != 0) {
+      std::cerr << "fadd: cannot log to " << options->log_file << ": " << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+  // `fad daemon restart` asks this before it stops the running fadd: a typo in
+  // the new arguments must not leave the machine with no daemon at all.
+  if (flags->check) {
+    std::cout << "fadd: the settings are usable (socket " << options->socket << ", state dir " << options->state_dir
+              << ")\n";
+    return 0;
+  }
+  if (!options->log_file.empty()) {
     try {
       spdlog::set_default_logger(spdlog::rotating_logger_mt("fadd", options->log_file, options->config.log_max_size,
                                                             static_cast<std::size_t>(options->config.log_max_files)));

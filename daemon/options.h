@@ -25,6 +25,7 @@ struct DaemonFlags {
   std::optional<int> cores;
   bool help = false;
   bool version = false;
+  bool check = false;  ///< --check: check the settings as a start would, start nothing
   std::string help_text;
 };
 

@@ -120,6 +120,46 @@ TEST_CASE("daemon start passes on fadd's usage error as exit 2, with what fadd s
   CHECK(bad.err.find("--no-such-flag") != std::string::npos);
 }
 
+TEST_CASE("daemon restart and start check new arguments first: a bad one leaves the running fadd running",
+          "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels({});
+  BackgroundDaemon bg(d);
+  REQUIRE(bg.start().exit_code == 0);
+  const long first = bg.lock_pid();
+  auto with = [&](const std::string& verb, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"daemon", verb};
+    for (const auto& a : bg.fadd_args()) args.push_back(a);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return bg.fad(args);
+  };
+  // A typo once stopped fadd, then failed to start the new one: no daemon.
+  auto bad = with("restart", {"--cores", "0"});
+  INFO(bad.out << bad.err);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("fad: a new fadd would not start: --cores: expected a whole number") == 0);
+  CHECK(bad.err.find("fadd (pid " + std::to_string(first) + ") keeps running") != std::string::npos);
+  CHECK(bad.out.find("stopped") == std::string::npos);
+  CHECK(bg.lock_pid() == first);
+  CHECK(bg.fad({"status"}).exit_code == 0);
+  // A log file fadd could not write is not a usage error, and stops nothing either.
+  auto unwritable = with("restart", {"--log-file", "/proc/fad-no-such-dir/fadd.log"});
+  INFO(unwritable.err);
+  CHECK(unwritable.exit_code == 1);
+  CHECK(unwritable.err.find("a new fadd would not start") != std::string::npos);
+  CHECK(bg.lock_pid() == first);
+  // Start while running: bad arguments are said, good ones said not to apply.
+  auto bad_start = with("start", {"--bogus"});
+  CHECK(bad_start.exit_code == 2);
+  CHECK(bad_start.err.find("unknown option --bogus") != std::string::npos);
+  CHECK(bad_start.err.find("keeps running as it was") != std::string::npos);
+  auto good_start = with("start", {"--cores", "1"});
+  CHECK(good_start.exit_code == 0);
+  CHECK(good_start.out.find("already running (pid " + std::to_string(first) +
+                            "); the arguments after -- apply at a start") != std::string::npos);
+  CHECK(bg.lock_pid() == first);
+}
+
 TEST_CASE("daemon restart: a new fadd with the same state, the build goes on", "[integration][lifecycle]") {
   Daemon d;
   d.write_kernels(units(2, "peak_mb=5 duration_s=1"));
