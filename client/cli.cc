@@ -12,6 +12,7 @@
 
 #include "client/cli_app.h"
 #include "client/exit_codes.h"
+#include "common/cli_flags.h"
 #include "common/duration.h"
 #include "common/help_formatter.h"
 #include "common/json_fields.h"
@@ -71,8 +72,6 @@ EarlyExit usage(const std::string& message, const std::string& path) {
 }
 
 // A flag is given or not; it takes no word after it (CLI11: expected 0 times a value).
-bool is_flag(const CLI::Option* opt) { return opt->get_expected_max() == 0; }
-
 // An option given an empty value ("--nvcc ''", "-o ''", an unset shell
 // variable) would otherwise mean its default, silently. Only a name may be empty.
 std::optional<std::string> empty_option(const CLI::App& app) {
@@ -107,13 +106,13 @@ std::optional<std::string> option_as_value(const CLI::App& app) {
   }
 }
 
-// "--FLAG=VALUE" at args[i], where FLAG is a flag of the command the words
-// before it name: the message and that command's path; nullopt otherwise.
+// "--FLAG=VALUE" or "-F=VALUE" at args[i], where FLAG is a flag of the
+// command the words before it name: the message and that command's path;
+// nullopt otherwise.
 std::optional<std::pair<std::string, std::string>> flag_given_a_value(const CLI::App& app,
                                                                       const std::vector<std::string>& args,
                                                                       std::size_t i) {
-  const auto eq = args[i].find('=');
-  if (args[i].rfind("--", 0) != 0 || eq == std::string::npos) return std::nullopt;
+  if (args[i].find('=') == std::string::npos) return std::nullopt;
   const CLI::App* at = &app;
   std::string path = "fad";
   for (std::size_t k = 0; k < i; ++k) {
@@ -126,12 +125,7 @@ std::optional<std::pair<std::string, std::string>> flag_given_a_value(const CLI:
         break;
       }
   }
-  const std::string name = args[i].substr(0, eq);
-  for (const CLI::Option* opt : at->get_options())
-    if (is_flag(opt) && opt->check_lname(name.substr(2))) {
-      const std::string value = args[i].substr(eq + 1);
-      return std::make_pair(name + ": a flag takes no value" + (value.empty() ? "" : ", got '" + value + "'"), path);
-    }
+  if (auto problem = flag_value_problem(*at, args[i])) return std::make_pair(*problem, path);
   return std::nullopt;
 }
 
@@ -493,8 +487,9 @@ ParseOutcome parse_command(int argc, const char* const* argv) {
     if (auto given = flag_given_a_value(app, args, i)) return usage(given->first, given->second);
 
   // "--name=$UNSET": CLI11 reads "--opt=" as "--opt" and takes the next
-  // word as its value. Split, the empty value is one, and checked as such.
-  split_empty_values(args, options_end());
+  // word as its value; "-o=FILE" it reads as the value "=FILE". Split, the
+  // empty value is one, and checked as such.
+  split_option_values(args, options_end());
 
   // `fad help [COMMAND...]`, as git and cargo have it: COMMAND's --help.
   if (!args.empty() && args.front() == "help") {

@@ -2,6 +2,7 @@
 #include "common/suggest.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <utility>
 
@@ -68,14 +69,19 @@ std::optional<std::string> option_count_problem(const std::string& message) {
   return std::nullopt;
 }
 
-std::size_t split_empty_values(std::vector<std::string>& args, std::size_t end) {
-  for (std::size_t i = 0; i < end && i < args.size(); ++i)
-    if (args[i].size() > 3 && args[i].rfind("--", 0) == 0 && args[i].back() == '=' &&
-        args[i].find('=') == args[i].size() - 1) {
-      args[i].pop_back();
-      args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), "");
-      ++end;
-    }
+std::size_t split_option_values(std::vector<std::string>& args, std::size_t end) {
+  for (std::size_t i = 0; i < end && i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool empty_long = a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1;
+    const bool short_equals =
+        a.size() >= 3 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1])) && a[2] == '=';
+    if (!empty_long && !short_equals) continue;
+    const std::size_t eq = a.find('=');
+    std::string value = a.substr(eq + 1);
+    args[i].erase(eq);
+    args.insert(args.begin() + static_cast<std::ptrdiff_t>(++i), std::move(value));
+    ++end;
+  }
   return end;
 }
 

@@ -36,10 +36,12 @@ std::string unknown_option(const std::string& option, const std::vector<std::str
 /// once". nullopt for any other message.
 std::optional<std::string> option_count_problem(const std::string& message);
 
-/// "--opt=" (an unset shell variable after the '=') split into "--opt" and
-/// an empty value, among the first `end` of `args`: CLI11 reads "--opt=" as
-/// "--opt" and takes the next word as its value. Returns the new end.
-std::size_t split_empty_values(std::vector<std::string>& args, std::size_t end);
+/// Among the first `end` of `args`, the '=' forms CLI11 misreads, split into
+/// option and value: "--opt=" (an unset shell variable after the '=') into
+/// "--opt" and an empty value, as CLI11 would take the next word as its
+/// value; "-o=VALUE" into "-o" and "VALUE", as CLI11 would take "=VALUE"
+/// (`fad report 1 -o=r.html` wrote a file named "=r.html"). Returns the new end.
+std::size_t split_option_values(std::vector<std::string>& args, std::size_t end);
 
 /// For a word that starts with a dash a word processor makes of "--" or "-"
 /// (en dash, em dash, minus sign: "—socket", pasted from a document), the

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli_flags.h"
 #include "common/help_formatter.h"
 #include "common/paths.h"
 #include "common/size.h"
@@ -68,7 +69,7 @@ std::string describe_extras(const CLI::App& app, const std::string& what) {
 /// A value CLI11 took that no user meant, as "OPTION: why"; nullopt if none.
 std::optional<std::string> value_problem(const CLI::App& app) {
   for (const CLI::Option* o : app.get_options()) {
-    if (o->get_items_expected() == 0) continue;  // a flag
+    if (is_flag(o)) continue;
     for (const auto& value : o->results()) {
       // An empty value is a mistake (an unset shell variable), never a request
       // for the default: `--state-dir ''` once started on ~/.local/state.
@@ -88,10 +89,14 @@ Result<DaemonFlags> parse_daemon_flags(int argc, const char* const* argv) {
   auto owned = make_daemon_cli(f);
   CLI::App& app = *owned;
   std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
-  for (const auto& a : args)
+  for (const auto& a : args) {
     if (auto dash = dash_lookalike(a); !dash.empty()) return make_error(dash + " (see 'fadd --help')");
+    // "--help=1", "--version=0": CLI11 would print the help or the version.
+    if (auto flag = flag_value_problem(app, a)) return make_error(*flag + " (see 'fadd --help')");
+  }
   // "--memory-budget= 2G" is the empty value, refused as such, not a 2G budget.
-  split_empty_values(args, args.size());
+  // ("-h" is fadd's only short option, and a flag: "-h=" is refused above.)
+  split_option_values(args, args.size());
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 wants them reversed
   } catch (const CLI::CallForHelp&) {

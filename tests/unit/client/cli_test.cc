@@ -165,6 +165,8 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(usage_error({"prune", "--dry-run="}) == "fad: --dry-run: a flag takes no value (see 'fad prune --help')\n");
   CHECK(usage_error({"cache", "stats", "--cache-dir", "/c", "--json=1"}) ==
         "fad: --json: a flag takes no value, got '1' (see 'fad cache stats --help')\n");
+  CHECK(usage_error({"status", "-h=1"}) == "fad: -h: a flag takes no value, got '1' (see 'fad status --help')\n");
+  CHECK(usage_error({"-h="}) == "fad: -h: a flag takes no value (see 'fad --help')\n");
   // Where the command has no such flag, it is an unknown option; after "--", a word.
   CHECK(usage_error({"logs", "--json=1", "3"}) == "fad: unknown option --json=1 (see 'fad logs --help')\n");
   CHECK(usage_error({"status", "--", "--json=1"}).find("build id must be a positive integer") != std::string::npos);
@@ -172,6 +174,9 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(usage_error({"submit", "--arch", "9.0", "--kernels=", "fwd_a"}) ==
         "fad: --kernels: the value is empty (see 'fad submit --help')\n");
   CHECK(usage_error({"logs", "--socket=", "12"}) == "fad: --socket: the value is empty (see 'fad logs --help')\n");
+  // "-o=FILE": CLI11 took "=FILE" as the value and wrote a file named so.
+  CHECK(command({"report", "3", "-o=r.html"}).output == "r.html");
+  CHECK(usage_error({"report", "3", "-o="}) == "fad: --output: the value is empty (see 'fad report --help')\n");
   CHECK(usage_error({"submit", "--name=", "fwd_a", "--arch", "9.0"}) ==
         "fad: unexpected argument 'fwd_a' (see 'fad submit --help')\n");
   CHECK(command({"submit", "--name=", "--arch", "9.0"}).name.empty());

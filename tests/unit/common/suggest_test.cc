@@ -51,3 +51,11 @@ TEST_CASE("a dash a word processor made of '--' is named, with the option it was
   for (const char* plain : {"--socket", "-h", "socket", "", "\xe2\x80\x9cquoted\xe2\x80\x9d"})
     CHECK(fad::dash_lookalike(plain).empty());
 }
+
+TEST_CASE("the '=' forms CLI11 misreads are split into option and value, before the options' end only") {
+  std::vector<std::string> args{"--name=", "x", "-o=r.html", "-o=", "--name=a", "-=", "-oX", "--", "-o=y"};
+  const std::size_t end = fad::split_option_values(args, 7);
+  CHECK(end == 10);
+  CHECK(args ==
+        std::vector<std::string>{"--name", "", "x", "-o", "r.html", "-o", "", "--name=a", "-=", "-oX", "--", "-o=y"});
+}

@@ -75,6 +75,14 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
     CHECK(taken.error() == flag + ": needs a value, got the option '--socket' (see 'fadd --help')");
   }
   CHECK(with_value == 11);
+  // A flag given a value: CLI11 printed the help or the version for these.
+  for (const char* word : {"--help=1", "--version=0", "-h=1", "--check="}) {
+    const char* args[] = {"fadd", word};
+    auto r = parse_daemon_flags(2, args);
+    INFO(word);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Contains(": a flag takes no value") && Contains("(see 'fadd --help')"));
+  }
   const std::string longest(107, 's'), too_long(108, 's');
   CHECK(resolve({"--socket", longest.c_str()}));
   auto refused = resolve({"--socket", too_long.c_str()});
