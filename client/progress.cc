@@ -125,6 +125,10 @@ std::optional<double> estimate_eta(const json& build) {
       work += *d;
     }
   }
+  // Before any of its compiles runs, how many will run at once is unknown:
+  // dividing by one read as the serial sum (hours for a build that runs
+  // dozens at a time, or whose few compiles left, after cache hits, start together).
+  if (parallel == 0 && work > 0) return std::nullopt;
   return std::max(longest, work / std::max(1, parallel)) + link;
 }
 

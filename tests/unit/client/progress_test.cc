@@ -117,6 +117,22 @@ TEST_CASE("ETA: predicted durations when fadd sends them, else this build's own,
   guessed["unit_list"][1]["estimate_source"] = "family";  // a finished sibling's measured time
   guessed["unit_list"][0]["estimate_source"] = "exact";
   CHECK(estimate_eta(guessed) == Approx(115.0 + 120.0));  // one unit at a time: both in turn
+  // Nothing running yet: how many will run at once is unknown, so is the ETA
+  // (it once read as every queued compile in turn). The link alone is known.
+  json waiting = {{"state", "queued"},
+                  {"unit_list",
+                   {unit("a", "queued", {{"predicted_duration_s", 600}, {"estimate_source", "exact"}}),
+                    unit("b", "queued", {{"predicted_duration_s", 600}, {"estimate_source", "exact"}})}}};
+  CHECK_FALSE(estimate_eta(waiting));
+  waiting["unit_list"][0]["state"] = "succeeded";
+  waiting["unit_list"][1]["state"] = "running";
+  waiting["unit_list"][1]["elapsed_s"] = 100;
+  CHECK(estimate_eta(waiting) == Approx(500.0));
+  json link_left = {{"state", "running"},
+                    {"unit_list",
+                     {unit("a", "succeeded", {{"duration_s", 30}}),
+                      unit("l", "queued", {{"kind", "link"}, {"predicted_duration_s", 4}})}}};
+  CHECK(estimate_eta(link_left) == Approx(4.0));
   // Nothing finished and nothing predicted: unknown.
   json fresh = {{"state", "running"}, {"unit_list", {unit("a", "running", {{"elapsed_s", 5}}), unit("b", "queued")}}};
   CHECK_FALSE(estimate_eta(fresh));
