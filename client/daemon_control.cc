@@ -200,14 +200,27 @@ int check_new_fadd(const Command& cmd, const Locations& locations, const std::st
   if (!fadd) return kExitFailed;
   std::vector<std::string> argv = fadd_argv(*fadd, locations, cmd.fadd_args);
   argv.emplace_back("--check");
-  auto checked = run_program(argv, static_cast<int>(kStartTimeout.count()));
-  if (checked && checked->exit_code == 0) return kExitOk;
-  std::string why = checked ? checked->output : checked.error();
-  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-  if (why.rfind("fadd: ", 0) == 0) why.erase(0, 6);
-  ctx.err << "fad: a new fadd would not start: " << why << "; " << meanwhile << "\n";
+  const ProgramRun checked = run_program(argv, static_cast<int>(kStartTimeout.count()));
+  if (checked.started && !checked.timed_out && checked.exit_code == 0) return kExitOk;
+  std::string why = !checked.started ? checked.error
+                    : checked.timed_out
+                        ? *fadd + " --check did not answer within " + std::to_string(kStartTimeout.count()) + " s"
+                        : checked.output;
+  std::vector<std::string> lines;
+  std::istringstream said(why);
+  for (std::string line; std::getline(said, line);) {
+    if (line.rfind("fadd: ", 0) == 0) line.erase(0, 6);
+    if (line.find_first_not_of(' ') != std::string::npos) lines.push_back(line);
+  }
+  if (lines.size() == 1) {
+    ctx.err << "fad: a new fadd would not start: " << lines.front() << "; " << meanwhile << "\n";
+  } else {
+    // A config file with several bad keys: fadd's one line for each.
+    ctx.err << "fad: a new fadd would not start; " << meanwhile << ":\n";
+    for (const auto& line : lines) ctx.err << "  " << line << "\n";
+  }
   // fadd's 2 is a usage error (a bad flag, a bad config), as at a start.
-  return checked && checked->exit_code == kExitUsage ? kExitUsage : kExitFailed;
+  return checked.started && !checked.timed_out && checked.exit_code == kExitUsage ? kExitUsage : kExitFailed;
 }
 
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {

@@ -3,15 +3,9 @@
 // Every verdict is made by the pure checks in doctor_checks.cc.
 #include "client/doctor.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -25,8 +19,7 @@
 #include "common/compiler_identity.h"
 #include "common/config.h"
 #include "common/file_read.h"
-
-extern char** environ;
+#include "common/program_output.h"
 
 namespace fad::client {
 namespace {
@@ -43,71 +36,14 @@ constexpr seconds kPythonTimeout{60};
 // Output beyond this is dropped: the checks only need the first lines.
 constexpr std::size_t kMaxOutput = 1 << 20;
 
-struct ProgramRun {
-  bool started = false;
-  bool timed_out = false;
-  int exit_code = -1;  ///< -1 when killed by a signal or not started
-  std::string output;
-};
-
-// Runs argv[0] (looked up on PATH) with stdin from /dev/null, capturing stdout
-// (and stderr when `with_stderr`). The child gets its own process group so a
-// timeout also kills what it started (nvcc's cicc, ptxas, gcc).
+// argv[0] is looked up on PATH, as a shell would; stderr is kept only where
+// the check shows it (the trial compile's errors, nvcc's --version).
 ProgramRun run_program(const std::vector<std::string>& argv, seconds timeout, bool with_stderr) {
-  ProgramRun run;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return run;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  if (with_stderr)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  else
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return run;
-  }
-  run.started = true;
-
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[4096];
-  while (true) {
-    using std::chrono::milliseconds;
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      run.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;  // timeout: the deadline check above ends it
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: the program (and whatever it started) closed its output
-    if (run.output.size() < kMaxOutput) run.output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  return run;
+  ProgramRunOptions options;
+  options.with_stderr = with_stderr;
+  options.search_path = true;
+  options.max_output = kMaxOutput;
+  return fad::run_program(argv, static_cast<int>(timeout.count()), options);
 }
 
 std::optional<std::string> read_file(const std::string& path) {

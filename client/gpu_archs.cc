@@ -2,17 +2,17 @@
 // must work (and build) on machines without CUDA.
 #include "client/gpu_archs.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <sstream>
 
-extern char** environ;
+#include "common/program_output.h"
 
 namespace fad::client {
+namespace {
+
+// nvidia-smi answers within a second; a hung driver must not hang `fad submit`.
+constexpr int kNvidiaSmiTimeoutS = 20;
+
+}  // namespace
 
 Result<std::vector<Arch>> parse_compute_caps(std::string_view text) {
   std::vector<std::string> lines;
@@ -28,33 +28,15 @@ Result<std::vector<Arch>> parse_compute_caps(std::string_view text) {
 }
 
 Result<std::vector<Arch>> detect_gpu_archs() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return make_error("cannot create a pipe for nvidia-smi");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  const char* argv[] = {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader", nullptr};
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, "nvidia-smi", &actions, nullptr, const_cast<char* const*>(argv), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return make_error("cannot run nvidia-smi");
-  }
-  std::string output;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return make_error("nvidia-smi failed");
-  return parse_compute_caps(output);
+  ProgramRunOptions options;
+  options.with_stderr = false;
+  options.search_path = true;
+  const ProgramRun run =
+      run_program({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}, kNvidiaSmiTimeoutS, options);
+  if (!run.started) return make_error("cannot run nvidia-smi");
+  if (run.timed_out) return make_error("nvidia-smi did not answer within " + std::to_string(kNvidiaSmiTimeoutS) + " s");
+  if (run.exit_code != 0) return make_error("nvidia-smi failed");
+  return parse_compute_caps(run.output);
 }
 
 }  // namespace fad::client
