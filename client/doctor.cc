@@ -64,37 +64,46 @@ std::optional<std::string> resolve_executable(const std::string& name) {
   return found;
 }
 
-// --nvcc, else the config's "nvcc", else plain "nvcc".
-std::string requested_nvcc(const Command& cmd, const Locations& locations) {
-  if (cmd.nvcc) return *cmd.nvcc;
+// The config's "nvcc", else plain "nvcc".
+std::string configured_nvcc(const Locations& locations) {
   if (locations.config)
     if (auto config = load_config(*locations.config); config && !config->nvcc.empty()) return config->nvcc;
   return "nvcc";
 }
 
-NvccFacts gather_nvcc(const std::string& requested) {
+// --nvcc, else the compiler the answering fadd builds with by default (what
+// `fad submit` would get) when it names it by path, else the config's, else
+// plain "nvcc".
+std::pair<std::string, bool> requested_nvcc(const Command& cmd, const Locations& locations, const CallResult& status) {
+  if (cmd.nvcc) return {*cmd.nvcc, false};
+  if (const auto* answer = std::get_if<Response>(&status); answer && answer->ok) {
+    const json nvcc = answer->result.is_object() && answer->result.value("daemon", json::object()).is_object()
+                          ? answer->result["daemon"].value("nvcc", json())
+                          : json();
+    // A bare name is looked up on fadd's PATH, which may not be this shell's.
+    if (nvcc.is_string() && nvcc.get<std::string>().find('/') != std::string::npos)
+      return {nvcc.get<std::string>(), true};
+  }
+  return {configured_nvcc(locations), false};
+}
+
+NvccFacts gather_nvcc(const std::pair<std::string, bool>& requested) {
   NvccFacts facts;
-  facts.requested = requested;
-  facts.path = resolve_executable(requested);
+  facts.requested = requested.first;
+  facts.fadds_default = requested.second;
+  facts.path = resolve_executable(facts.requested);
   if (!facts.path) return facts;
   ProgramRun run = run_program({*facts.path, "--version"}, kQuickTimeout, true);
   if (run.started && !run.timed_out && run.exit_code == 0) facts.version_text = run.output;
   return facts;
 }
 
-std::vector<Arch> local_gpu_archs() {
-  ProgramRun run =
-      run_program({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}, kQuickTimeout, false);
-  if (!run.started || run.exit_code != 0) return {};
-  auto archs = parse_compute_caps(run.output);
-  return archs ? *archs : std::vector<Arch>{};
-}
-
 ArchFacts gather_archs(const NvccFacts& nvcc, const Command& cmd) {
   ArchFacts facts;
   facts.nvcc_usable = nvcc.version_text.has_value();
   facts.requested = cmd.archs;
-  facts.local = local_gpu_archs();
+  auto local = detect_gpu_archs();
+  if (local) facts.local = std::move(*local);
   if (facts.nvcc_usable) {
     ProgramRun run = run_program({*nvcc.path, "--list-gpu-arch"}, kQuickTimeout, false);
     if (run.exit_code == 0) facts.buildable = parse_nvcc_arch_list(run.output);
@@ -185,8 +194,11 @@ Finding gather_and_check_disk(const std::string& state_dir) {
 int run_doctor(const Command& cmd, const Locations& locations, Context& ctx) {
   std::vector<Finding> findings;
 
+  // Asked first: the running fadd names the compiler its builds use.
+  const CallResult status = ctx.send(Request{"status", json::object()});
+
   // 1-4. The toolchain: nvcc, the archs it builds, its host compiler, torch.
-  const NvccFacts nvcc = gather_nvcc(requested_nvcc(cmd, locations));
+  const NvccFacts nvcc = gather_nvcc(requested_nvcc(cmd, locations, status));
   findings.push_back(check_nvcc(nvcc));
   findings.push_back(check_archs(gather_archs(nvcc, cmd)));
   findings.push_back(check_host_compiler(gather_host_compiler(nvcc)));
@@ -203,7 +215,6 @@ int run_doctor(const Command& cmd, const Locations& locations, Context& ctx) {
   findings.push_back(check_cgroup(gather_cgroup()));
 
   // 9-10. Where fadd keeps its state, and whether it is running.
-  const CallResult status = ctx.send(Request{"status", json::object()});
   findings.push_back(gather_and_check_disk(state_dir_to_check(status, locations.state_dir, cmd.state_dir.has_value())));
   findings.push_back(check_daemon(locations.socket, status));
 

@@ -110,6 +110,10 @@ std::optional<CudaRelease> parse_nvcc_release(std::string_view version_text) {
 Finding check_nvcc(const NvccFacts& facts) {
   const std::string install_fix = "install the CUDA toolkit, add /usr/local/cuda/bin to PATH, or pass --nvcc PATH";
   if (!facts.path) {
+    if (facts.fadds_default)
+      return make("nvcc", Verdict::fail,
+                  "'" + facts.requested + "', the running fadd's default compiler, not found here",
+                  "restart fadd with --nvcc PATH (or the config's \"nvcc\") naming a working nvcc");
     if (facts.requested != "nvcc")
       return make("nvcc", Verdict::fail, "'" + facts.requested + "' not found or not executable",
                   "pass --nvcc the path of an nvcc (or nvcc-compatible) program, or install the CUDA toolkit");
@@ -125,6 +129,7 @@ Finding check_nvcc(const NvccFacts& facts) {
                 "if this is a wrapper, have '--version' pass through nvcc's output");
   std::string detail = *facts.path + ", CUDA " + std::to_string(release->major) + "." + std::to_string(release->minor);
   if (!release->build.empty()) detail += " (" + release->build + ")";
+  if (facts.fadds_default) detail += "; fadd's default compiler";
   return make("nvcc", Verdict::ok, detail);
 }
 

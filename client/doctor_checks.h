@@ -43,9 +43,10 @@ std::optional<CudaRelease> parse_nvcc_release(std::string_view version_text);
 // ---- 1. nvcc --------------------------------------------------------------
 
 struct NvccFacts {
-  std::string requested;                    ///< what was asked for: --nvcc, config "nvcc", or "nvcc"
+  std::string requested;                    ///< what was asked for: --nvcc, fadd's default, config "nvcc", or "nvcc"
   std::optional<std::string> path;          ///< resolved executable; nullopt = not found
   std::optional<std::string> version_text;  ///< `--version` output; nullopt = it did not run
+  bool fadds_default = false;               ///< `requested` is the running fadd's default compiler
 };
 
 /// fail when nvcc is missing or does not run; warn when it runs but names no release.

@@ -286,6 +286,7 @@ json Engine::daemon_json() {
           {"uptime_s", static_cast<std::int64_t>(clock_.now() - started_at_)},
           {"running_units", running_.size()},
           {"state_dir", options_.state_dir},
+          {"nvcc", options_.nvcc},
           {"memory", memory_json(last_snapshot_, last_capacity_, last_committed_, used)},
           {"warnings", std::move(warnings)},
           {"executor", executor_json()}};

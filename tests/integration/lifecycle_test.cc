@@ -160,6 +160,20 @@ TEST_CASE("daemon restart and start check new arguments first: a bad one leaves 
   CHECK(bg.lock_pid() == first);
 }
 
+TEST_CASE("fad doctor checks the compiler the running fadd builds with, not the one on PATH",
+          "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  auto doctor = run({FAD_FAD_BIN, "doctor", "--json"}, {{"FAD_SOCKET", d.socket()}, {"FAD_STATE_DIR", d.state_dir()}});
+  INFO(doctor.out << doctor.err);
+  const json findings = json::parse(doctor.out).at("findings");
+  REQUIRE(findings.at(0).at("name") == "nvcc");
+  CHECK(findings.at(0).at("detail").get<std::string>().rfind(std::string(FAD_FAKE_NVCC_BIN) + ", CUDA ", 0) == 0);
+  CHECK(findings.at(0).at("detail").get<std::string>().find("fadd's default compiler") != std::string::npos);
+  CHECK(d.status_all().at("daemon").at("nvcc") == FAD_FAKE_NVCC_BIN);
+}
+
 TEST_CASE("daemon restart: a new fadd with the same state, the build goes on", "[integration][lifecycle]") {
   Daemon d;
   d.write_kernels(units(2, "peak_mb=5 duration_s=1"));

@@ -79,6 +79,16 @@ TEST_CASE("missing nvcc fails with install, PATH and --nvcc advice") {
   Finding named = check_nvcc(NvccFacts{"/opt/cuda-12.4/bin/nvcc", std::nullopt, std::nullopt});
   CHECK(named.status == Verdict::fail);
   CHECK(has(named.detail, "'/opt/cuda-12.4/bin/nvcc' not found"));
+
+  // The running fadd's default compiler is what its builds get: named as such.
+  Finding fadds = check_nvcc(NvccFacts{"/opt/cuda-12.4/bin/nvcc", std::nullopt, std::nullopt, true});
+  CHECK(fadds.status == Verdict::fail);
+  CHECK(has(fadds.detail, "the running fadd's default compiler, not found here"));
+  CHECK(has(fadds.fix, "restart fadd with --nvcc PATH"));
+  NvccFacts found = nvcc_13();
+  found.fadds_default = true;
+  CHECK(check_nvcc(found).status == Verdict::ok);
+  CHECK(has(check_nvcc(found).detail, "; fadd's default compiler"));
 }
 
 TEST_CASE("nvcc that does not run fails, a wrapper without a release warns") {
