@@ -104,6 +104,7 @@ std::optional<double> estimate_eta(const json& build) {
 
   double work = 0, longest = 0, link = 0;
   int parallel = 0;
+  bool linking = false;
   for (const auto& u : list) {
     const std::string s = str(u, "state");
     const bool running = is_running_state(s);
@@ -112,6 +113,7 @@ std::optional<double> estimate_eta(const json& build) {
     if (str(u, "kind") == "link") {
       // Small next to the compiles, and it only starts after them: it adds, never blocks.
       link = d ? std::max(0.1 * *d, *d - (running ? number(u, "elapsed_s") : 0)) : 0;
+      linking = running;
       continue;
     }
     if (!d) return std::nullopt;
@@ -125,10 +127,11 @@ std::optional<double> estimate_eta(const json& build) {
       work += *d;
     }
   }
-  // Before any of its compiles runs, how many will run at once is unknown:
-  // dividing by one read as the serial sum (hours for a build that runs
-  // dozens at a time, or whose few compiles left, after cache hits, start together).
-  if (parallel == 0 && work > 0) return std::nullopt;
+  // While nothing of the build runs, when it will is unknown: the serial sum
+  // of its queued compiles read as hours for a build that runs dozens at a
+  // time, and a queued link behind another build's compiles as "1s" for
+  // minutes. (A `fad run` between compiles has nothing queued either.)
+  if (parallel == 0 && !linking) return std::nullopt;
   return std::max(longest, work / std::max(1, parallel)) + link;
 }
 
