@@ -92,8 +92,10 @@ std::optional<std::string> empty_option(const CLI::App& app) {
 std::optional<std::string> option_as_value(const CLI::App& app) {
   for (const CLI::App* at = &app;;) {
     std::vector<std::string> names;
-    for (const CLI::Option* opt : at->get_options())
+    for (const CLI::Option* opt : at->get_options()) {
       for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+      for (const auto& n : opt->get_snames()) names.push_back("-" + n);  // `report 1 -o -h` wrote a file "-h"
+    }
     for (const CLI::Option* opt : at->get_options()) {
       // A positional's word after "--" is the user's ("fad status -- --json").
       if (is_flag(opt) || opt->count() == 0 || !opt->nonpositional()) continue;
@@ -250,6 +252,14 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
     for (const char* own : {"--socket", "--state-dir", "--config"})
       if (a == own || a.rfind(std::string(own) + "=", 0) == 0)
         return usage(std::string(own) + " goes before '--': '" + cmd.path + " " + own + " ...'", cmd.path);
+  // These make fadd print and exit: started so, it would exit "during
+  // startup" (and a restart would have stopped the running one for it).
+  for (const auto& a : fadd_args)
+    for (const char* exits : {"--help", "-h", "--version", "--check"})
+      if (a == exits || a.rfind(std::string(exits) + "=", 0) == 0)
+        return usage(
+            std::string(exits) + " makes fadd exit at once, so it starts nothing: run 'fadd " + exits + "' itself",
+            cmd.path);
   cmd.fadd_args = std::move(fadd_args);
 
   if (!raw.socket.empty()) cmd.socket = raw.socket;

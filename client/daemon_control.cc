@@ -198,8 +198,10 @@ std::optional<std::string> find_fadd(const std::string& self, const std::string&
 int check_new_fadd(const Command& cmd, const Locations& locations, const std::string& meanwhile, Context& ctx) {
   auto fadd = fadd_to_run(ctx);
   if (!fadd) return kExitFailed;
+  // First, not last: "-- --cores" must read as a missing value, not as a
+  // value "--check" (the start, without it, would say the former).
   std::vector<std::string> argv = fadd_argv(*fadd, locations, cmd.fadd_args);
-  argv.emplace_back("--check");
+  argv.insert(argv.begin() + 1, "--check");
   const ProgramRun checked = run_program(argv, static_cast<int>(kStartTimeout.count()));
   if (checked.started && !checked.timed_out && checked.exit_code == 0) return kExitOk;
   std::string why = !checked.started ? checked.error
@@ -212,11 +214,13 @@ int check_new_fadd(const Command& cmd, const Locations& locations, const std::st
     if (line.rfind("fadd: ", 0) == 0) line.erase(0, 6);
     if (line.find_first_not_of(' ') != std::string::npos) lines.push_back(line);
   }
+  const std::string who = meanwhile.empty() ? "fadd" : "a new fadd";
   if (lines.size() == 1) {
-    ctx.err << "fad: a new fadd would not start: " << lines.front() << "; " << meanwhile << "\n";
+    ctx.err << "fad: " << who << " would not start: " << lines.front() << (meanwhile.empty() ? "" : "; " + meanwhile)
+            << "\n";
   } else {
     // A config file with several bad keys: fadd's one line for each.
-    ctx.err << "fad: a new fadd would not start; " << meanwhile << ":\n";
+    ctx.err << "fad: " << who << " would not start" << (meanwhile.empty() ? "" : "; " + meanwhile) << ":\n";
     for (const auto& line : lines) ctx.err << "  " << line << "\n";
   }
   // fadd's 2 is a usage error (a bad flag, a bad config), as at a start.
@@ -258,6 +262,10 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
     return kExitFailed;
   }
+  // Asked before anything is made or emptied: a state dir under a directory
+  // another user controls must not have fad create, or truncate through a
+  // planted link, what fadd itself would then refuse to touch.
+  if (int rc = check_new_fadd(cmd, locations, "", ctx); rc != kExitOk) return rc;
   auto fadd = fadd_to_run(ctx);
   if (!fadd) return kExitFailed;
   std::error_code ec;
@@ -407,11 +415,11 @@ int run_daemon_restart(const Command& cmd, const Locations& locations, Context& 
   const auto running = probe(ctx);
   if (!locations.state_dir_named && running)
     if (const std::string theirs = state_dir_of(*running); !theirs.empty()) again.state_dir = theirs;
-  // Asked before the stop: a typo in the new arguments, or a fadd that cannot
-  // be found, must not leave the machine with no daemon at all.
-  if (running)
-    if (int rc = check_new_fadd(cmd, again, "fadd (pid " + pid_of(*running) + ") keeps running", ctx); rc != kExitOk)
-      return rc;
+  // Asked before the stop, whether or not fadd answered (a stopped or busy
+  // one may not, and still be stopped below): a typo in the new arguments, or
+  // a fadd that cannot be found, must not leave the machine with no daemon.
+  const std::string meanwhile = running ? "fadd (pid " + pid_of(*running) + ") keeps running" : "nothing was stopped";
+  if (int rc = check_new_fadd(cmd, again, meanwhile, ctx); rc != kExitOk) return rc;
   if (int rc = run_daemon_stop(locations, ctx); rc != kExitOk) return rc;
   return run_daemon_start(cmd, again, ctx);
 }

@@ -37,15 +37,18 @@ std::optional<std::string> find_fadd(const std::string& self_exe, const std::str
 /// Runs the fadd a start would run with `fadd --check`, so that a restart
 /// never stops a fadd for a new one that would refuse its arguments. 0 when
 /// that fadd would start; else says why, and `meanwhile` (what became of the
-/// running one), and gives 2 for fadd's usage errors, 1 for the rest.
+/// running one; "" at a plain start), and gives 2 for fadd's usage errors,
+/// 1 for the rest.
 int check_new_fadd(const Command& cmd, const Locations& locations, const std::string& meanwhile, Context& ctx);
 
-/// Starts fadd detached (own session, stdin /dev/null, logging to the rotated
-/// STATE/fadd.log, anything else it prints to STATE/fadd.out, emptied at each
-/// start) and waits up to 15 s for it to answer. Exit 0 when it does or when a
-/// daemon already answered (arguments after -- are then checked with
-/// check_new_fadd and not applied); 1 when fadd cannot be found, exits early (the last
-/// lines of its output and log are shown) or does not answer in time.
+/// Checks fadd's arguments and places (check_new_fadd) before it makes or
+/// empties anything, then starts fadd detached (own session, stdin
+/// /dev/null, logging to the rotated STATE/fadd.log, anything else it prints
+/// to STATE/fadd.out, emptied at each start) and waits up to 15 s for it to
+/// answer. Exit 0 when it does or when a daemon already answered (arguments
+/// after -- are then checked and not applied); 2 for fadd's usage errors; 1
+/// when fadd cannot be found, its places are refused, it exits early (the
+/// last lines of its output and log are shown) or does not answer in time.
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx);
 
 /// How `fad daemon stop` tells that fadd is gone; the real /proc and flock by

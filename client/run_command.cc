@@ -137,8 +137,14 @@ bool entry_option_word(const std::string& word) {
 std::string entry_option_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name,
                                const std::string& mode, std::string* error) {
   const std::string& a = args[i];
-  if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
   const std::string see = " (see 'fad " + mode + " --help')";
+  if (a.size() > name.size() && a[name.size()] == '=') {
+    // "--name=--socket" as fad's other commands take it: meant as the option.
+    std::string value = a.substr(name.size() + 1);
+    if (value != "--" && entry_option_word(value))
+      *error = name + ": needs a value, got the option '" + value + "'" + see;
+    return value;
+  }
   if (i + 1 >= args.size()) {
     *error = name + ": needs a value" + see;
     return {};

@@ -34,6 +34,7 @@
 #include "daemon/request_handler.h"
 #include "daemon/root_only_path.h"
 #include "daemon/server.h"
+#include "daemon/settings_check.h"
 #include "daemon/slurm_executor.h"
 #include "daemon/store.h"
 #include "daemon/systemd_notify.h"
@@ -165,10 +166,8 @@ int run_daemon(const DaemonOptions& o) {
   //    for a link would choose what. Asked before creating it (nothing is
   //    made in a directory someone else controls) and after.
   const auto state_dir_problem = [&] {
-    auto ok = only_owner_can_replace(o.state_dir, ::geteuid());
-    if (!ok)
-      spdlog::critical("refusing state dir {}: {}; keep fadd's state where only {} can change it", o.state_dir,
-                       ok.error(), who_may_change_fadds_files());
+    auto ok = state_dir_safe(o.state_dir);
+    if (!ok) spdlog::critical("{}", ok.error());
     return !ok;
   };
   if (state_dir_problem()) return 1;

@@ -1,8 +1,6 @@
 // fadd: the fad build daemon. main() reads as the table of contents.
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -14,6 +12,7 @@
 #include "daemon/memory_probe.h"
 #include "daemon/options.h"
 #include "daemon/root_only_path.h"
+#include "daemon/settings_check.h"
 
 int main(int argc, char** argv) {
   // 1. Command line: usage errors exit 2 with one line.
@@ -59,16 +58,14 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    std::error_code ec;
-    const bool exists = std::filesystem::exists(options->log_file, ec);
-    if (flags->check && ::access((exists ? options->log_file : dir).c_str(), W_OK) != 0) {
-      std::cerr << "fadd: cannot log to " << options->log_file << ": " << std::strerror(errno) << "\n";
-      return 1;
-    }
   }
   // `fad daemon restart` asks this before it stops the running fadd: a typo in
   // the new arguments must not leave the machine with no daemon at all.
   if (flags->check) {
+    if (auto problem = fad::settings_check_problem(*options); !problem.empty()) {
+      std::cerr << "fadd: " << problem << "\n";
+      return 1;
+    }
     std::cout << "fadd: the settings are usable (socket " << options->socket << ", state dir " << options->state_dir
               << ")\n";
     return 0;

@@ -1,8 +1,10 @@
 // fadd's options; see options.h.
 #include "daemon/options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <iterator>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -76,10 +78,30 @@ std::optional<std::string> value_problem(const CLI::App& app) {
       if (value.empty()) return o->get_name() + ": the value is empty";
       // CLI11 takes the word after an option as its value whatever it is:
       // `--state-dir --socket S` would start on a state dir named "--socket".
-      if (value.rfind("--", 0) == 0) return o->get_name() + ": needs a value, got the option '" + value + "'";
+      if (value.rfind("--", 0) == 0 || value == "-h" || value.rfind("-h=", 0) == 0)
+        return o->get_name() + ": needs a value, got the option '" + value + "'";
     }
   }
   return std::nullopt;
+}
+
+/// Why `log_file` would write over fadd's own files in `state_dir` (its
+/// database, the lock a second fadd reads, the disk reserve, the builds in
+/// its subdirectories), or its rotation rename them; "" when it would not.
+/// STATE/fadd.log is fadd's own default, and any other new name beside it is fine.
+std::string log_file_clash(const std::string& log_file, const std::string& state_dir) {
+  if (log_file.empty() || state_dir.empty()) return "";
+  const std::filesystem::path log(log_file), state(state_dir);
+  const auto rel = log.lexically_relative(state);
+  if (rel.empty() || *rel.begin() == "..") return "";  // not inside the state dir
+  static const char* const kOwn[] = {"fad.db",    "fad.db-wal", "fad.db-shm", "fad.db-journal",
+                                     "fadd.lock", "fadd.out",   "reserve"};
+  const std::string name = rel.string();
+  const bool clash =
+      std::distance(rel.begin(), rel.end()) > 1 || std::find(std::begin(kOwn), std::end(kOwn), name) != std::end(kOwn);
+  if (!clash) return "";
+  return "--log-file: " + log_file + " is fadd's own in its state dir " + state_dir + "; give another name, e.g. " +
+         (state / "fadd.log").string();
 }
 
 }  // namespace
@@ -173,6 +195,10 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
     if (std::filesystem::is_directory(o.log_file, ec))
       return make_error("--log-file: " + o.log_file + " is a directory; give a file in it, e.g. " +
                         (std::filesystem::path(o.log_file) / "fadd.log").string());
+    // A FIFO would hang fadd's start on its open, and rotation renames what
+    // the path names: /dev/null among them.
+    if (std::filesystem::exists(o.log_file, ec) && !std::filesystem::is_regular_file(o.log_file, ec))
+      return make_error("--log-file: " + o.log_file + " is not a regular file; give a file fadd may create and rotate");
   }
   if (f.log_level) {
     if (!is_log_level(*f.log_level))
@@ -188,6 +214,7 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
   o.kernels_dir = std::filesystem::absolute(o.kernels_dir, ec).lexically_normal().string();
   if (!o.state_dir.empty() && o.state_dir.size() > 1 && o.state_dir.back() == '/') o.state_dir.pop_back();
   if (!o.kernels_dir.empty() && o.kernels_dir.size() > 1 && o.kernels_dir.back() == '/') o.kernels_dir.pop_back();
+  if (auto problem = log_file_clash(o.log_file, o.state_dir); !problem.empty()) return make_error(problem);
   return o;
 }
 

@@ -19,6 +19,7 @@
 
 #include "common/socket_dir.h"
 #include "daemon/root_only_path.h"
+#include "daemon/settings_check.h"
 
 namespace fad {
 
@@ -314,13 +315,7 @@ Status Server::listen(const std::string& socket_path) {
   // in between and have them given to a file of their choosing. Asked
   // before creating anything (nothing is made in a directory someone else
   // controls) and after.
-  const auto dirs_above = [&]() -> Status {
-    const Status ok = only_owner_can_replace_above(dir.string(), ::geteuid());
-    if (ok) return ok;
-    return make_error("refusing the socket directory " + dir.string() + ": " + ok.error() +
-                      "; keep fadd's socket where only " + who_may_change_fadds_files() +
-                      " can change the directories above it");
-  };
+  const auto dirs_above = [&] { return socket_dir_safe(dir.string()); };
   if (Status ok = dirs_above(); !ok) return ok;
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);

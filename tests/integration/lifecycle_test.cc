@@ -109,15 +109,26 @@ TEST_CASE("daemon stop, then start, with units running: the start succeeds every
   CHECK(bg.status().at("builds").at(0).at("units").at("total") == 5);
 }
 
-TEST_CASE("daemon start passes on fadd's usage error as exit 2, with what fadd said", "[integration][lifecycle]") {
+TEST_CASE("daemon start passes on fadd's usage error as exit 2, and a startup failure with fadd's last lines",
+          "[integration][lifecycle]") {
   Daemon d;
   d.write_kernels({});
   BackgroundDaemon bg(d);
   auto bad = bg.fad({"daemon", "start", "--", "--no-such-flag"});
   INFO(bad.err);
   CHECK(bad.exit_code == 2);
-  CHECK(bad.err.find("fadd exited during startup (status 2)") != std::string::npos);
-  CHECK(bad.err.find("--no-such-flag") != std::string::npos);
+  CHECK(bad.err == "fad: fadd would not start: unknown option --no-such-flag (see 'fadd --help')\n");
+  CHECK_FALSE(fs::exists(d.state_dir()));  // asked first: nothing made for a fadd that would not start
+  // What only the start finds (a database that is not fad's) is reported
+  // with the lines fadd wrote before it exited.
+  fs::create_directories(d.state_dir());
+  fs::permissions(d.state_dir(), fs::perms::owner_all, fs::perm_options::replace);
+  std::ofstream(d.state_dir() + "/fad.db") << "not a database, and not empty\n";
+  auto refused = bg.start();
+  INFO(refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("fadd exited during startup (status 1)") != std::string::npos);
+  CHECK(refused.err.find("is not an SQLite database") != std::string::npos);
 }
 
 TEST_CASE("daemon restart and start check new arguments first: a bad one leaves the running fadd running",
@@ -142,6 +153,11 @@ TEST_CASE("daemon restart and start check new arguments first: a bad one leaves 
   CHECK(bad.out.find("stopped") == std::string::npos);
   CHECK(bg.lock_pid() == first);
   CHECK(bg.fad({"status"}).exit_code == 0);
+  // The check's own flag never shows: the start would say "needs a value".
+  auto missing = with("restart", {"--cores"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("--cores: needs a value") != std::string::npos);
+  CHECK(missing.err.find("--check") == std::string::npos);
   // A log file fadd could not write is not a usage error, and stops nothing either.
   auto unwritable = with("restart", {"--log-file", "/proc/fad-no-such-dir/fadd.log"});
   INFO(unwritable.err);

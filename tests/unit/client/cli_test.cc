@@ -174,6 +174,18 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
   CHECK(usage_error({"submit", "--arch", "9.0", "--kernels=", "fwd_a"}) ==
         "fad: --kernels: the value is empty (see 'fad submit --help')\n");
   CHECK(usage_error({"logs", "--socket=", "12"}) == "fad: --socket: the value is empty (see 'fad logs --help')\n");
+  // A short option is an option too: `report 1 -o -h` wrote a file named "-h".
+  CHECK(usage_error({"report", "3", "-o", "-h"}) ==
+        "fad: --output: needs a value, got the option '-h' (see 'fad report --help')\n");
+  CHECK(usage_error({"report", "3", "-o=-o"}) ==
+        "fad: --output: needs a value, got the option '-o' (see 'fad report --help')\n");
+  // Arguments that make fadd print and exit start no daemon.
+  CHECK(usage_error({"daemon", "restart", "--", "--version"}) ==
+        "fad: --version makes fadd exit at once, so it starts nothing: run 'fadd --version' itself (see 'fad daemon "
+        "restart --help')\n");
+  CHECK(usage_error({"daemon", "start", "--", "--cores", "2", "--check"}).find("--check makes fadd exit at once") !=
+        std::string::npos);
+  CHECK(usage_error({"daemon", "start", "--", "-h"}).find("-h makes fadd exit at once") != std::string::npos);
   // "-o=FILE": CLI11 took "=FILE" as the value and wrote a file named so.
   CHECK(command({"report", "3", "-o=r.html"}).output == "r.html");
   CHECK(usage_error({"report", "3", "-o="}) == "fad: --output: the value is empty (see 'fad report --help')\n");
@@ -431,6 +443,11 @@ TEST_CASE("fad run: an empty command is a usage error, before any build is opene
         "--name: needs a value, got '--' (see 'fad run --help')");
   CHECK(fad::client::parse_run_args({"--budget", "--name=x", "--", "make"}, &taken) ==
         "--budget: needs a value, got the option '--name=x' (see 'fad run --help')");
+  // "--name=--socket" is as much the option as "--name --socket".
+  CHECK(fad::client::parse_run_args({"--name=--socket", "--", "true"}, &taken) ==
+        "--name: needs a value, got the option '--socket' (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--socket=-h", "--", "true"}, &taken) ==
+        "--socket: needs a value, got the option '-h' (see 'fad run --help')");
   CHECK(fad::client::parse_run_args({"--budget", "", "--", "make"}, &taken) ==
         "--budget: the value is empty (see 'fad run --help')");
   CHECK(fad::client::parse_run_args({"--budget=0", "--", "make"}, &taken) ==

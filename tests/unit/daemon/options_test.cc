@@ -96,6 +96,25 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
         "--nvcc: 'bin/nvcc' is a relative path: give an absolute path or a bare name (looked up on PATH)");
   CHECK(resolve({"--nvcc", "nvcc"}));
   CHECK(resolve({"--nvcc", "/usr/local/cuda/bin/nvcc"}));
+  // A log file that is not a file, or that is one of fadd's own: a FIFO hung
+  // the start, and rotating STATE/fad.db renamed the database.
+  auto device = resolve({"--log-file", "/dev/null"});
+  REQUIRE_FALSE(device);
+  CHECK(device.error() == "--log-file: /dev/null is not a regular file; give a file fadd may create and rotate");
+  auto own = resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad/fad.db"});
+  REQUIRE_FALSE(own);
+  CHECK(
+      own.error() ==
+      "--log-file: /srv/fad/fad.db is fadd's own in its state dir /srv/fad; give another name, e.g. /srv/fad/fadd.log");
+  CHECK_FALSE(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad/builds/fadd.log"}));
+  CHECK_FALSE(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad/fadd.lock"}));
+  CHECK(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad/fadd.log"}));
+  CHECK(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad.db"}));
+  // "-h" is fadd's option, not a compiler's name.
+  const char* short_as_value[] = {"fadd", "--nvcc", "-h", "--check"};
+  auto nvcc_h = parse_daemon_flags(4, short_as_value);
+  REQUIRE_FALSE(nvcc_h);
+  CHECK(nvcc_h.error() == "--nvcc: needs a value, got the option '-h' (see 'fadd --help')");
   auto directory = resolve({"--log-file", FAD_SOURCE_DIR});
   REQUIRE_FALSE(directory);
   CHECK_THAT(directory.error(), Contains("--log-file: ") && Contains(" is a directory; give a file in it, e.g. "));

@@ -1,0 +1,68 @@
+// fadd --check: what a start would refuse about its places, found without
+// making anything, so `fad daemon restart` can ask before it stops a fadd.
+#include "daemon/settings_check.h"
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "fakes.h"
+
+namespace fad {
+namespace {
+namespace fs = std::filesystem;
+using Catch::Contains;
+using test::TempDir;
+
+DaemonOptions placed_in(const fs::path& dir) {
+  DaemonOptions o;
+  o.state_dir = (dir / "state").string();
+  o.socket = (dir / "run" / "fad.sock").string();
+  o.log_file = (dir / "state" / "fadd.log").string();
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("settings check: usable places pass, and the check leaves nothing behind", "[settings_check]") {
+  TempDir tmp("fad-check");
+  fs::permissions(tmp.path(), fs::perms::owner_all, fs::perm_options::replace);
+  DaemonOptions o = placed_in(tmp.path());
+  CHECK(settings_check_problem(o).empty());  // nothing there yet: a start makes it all
+  fs::create_directory(o.state_dir);
+  fs::permissions(o.state_dir, fs::perms::owner_all, fs::perm_options::replace);
+  CHECK(settings_check_problem(o).empty());
+  CHECK_FALSE(fs::exists(o.log_file));  // asked by making it, and removed again
+  std::ofstream(o.log_file) << "kept\n";
+  CHECK(settings_check_problem(o).empty());
+  std::ifstream in(o.log_file);
+  std::string line;
+  CHECK((std::getline(in, line) && line == "kept"));
+}
+
+TEST_CASE("settings check: what a start would refuse, in its words", "[settings_check]") {
+  TempDir tmp("fad-check");
+  fs::permissions(tmp.path(), fs::perms::owner_all, fs::perm_options::replace);
+  DaemonOptions o = placed_in(tmp.path());
+  fs::create_directory(o.state_dir);
+  // A state dir others may write: a start refuses it after the old fadd is gone.
+  fs::permissions(o.state_dir, fs::perms::all, fs::perm_options::replace);
+  CHECK_THAT(settings_check_problem(o), Contains("refusing state dir " + o.state_dir));
+  fs::permissions(o.state_dir, fs::perms::owner_all, fs::perm_options::replace);
+  // A FIFO with no reader: a start would hang on it; the check must not.
+  const std::string fifo = (tmp.path() / "state" / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  o.log_file = fifo;
+  CHECK_THAT(settings_check_problem(o), Contains("cannot log to " + fifo));
+  // A directory where no file can be made (root may write anywhere else).
+  o.log_file = "/proc/fad-check.log";
+  CHECK_THAT(settings_check_problem(o), Contains("cannot log to /proc/fad-check.log"));
+  o.log_file = "/proc/fad-check/logs/fadd.log";  // the logger would make the directories, and could not
+  CHECK_THAT(settings_check_problem(o), Contains("cannot log to /proc/fad-check/logs/fadd.log"));
+  o.log_file = (tmp.path() / "logs" / "deeper" / "fadd.log").string();  // it could make these
+  CHECK(settings_check_problem(o).empty());
+  CHECK_FALSE(fs::exists(tmp.path() / "logs"));
+  CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 1);  // the state dir only
+}
+
+}  // namespace fad
