@@ -297,7 +297,10 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       ctx.err << "fad: fadd exited during startup (status " << code << ")\n";
       const std::string printed = last_lines(read_from(out_path, 0), kLogTailLines);
-      const std::string logged = last_lines(read_from(log_path, log_existed ? log_start : 0), kLogTailLines);
+      // A log rotated since (or written over) is shorter than where it began: read it all.
+      const auto log_now = fs::file_size(log_path, ec);
+      const bool same_log = log_existed && !ec && log_now >= log_start;
+      const std::string logged = last_lines(read_from(log_path, same_log ? log_start : 0), kLogTailLines);
       if (!printed.empty()) ctx.err << "last lines of " << out_path << ":\n" << printed;
       if (!logged.empty()) ctx.err << "last lines of " << log_path << ":\n" << logged;
       // fadd's 2 is the contract's usage error (a bad flag, a bad config):
@@ -325,6 +328,14 @@ DaemonWatch real_daemon_watch() {
     std::string line;
     if (std::getline(stat, line)) return parse_stat_state(line) != 'Z';
     return process_exists(static_cast<pid_t>(pid));
+  };
+  w.holder = pid_in_lock;
+  w.stopped = [](long pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    const auto state = parse_stat_state(line);
+    return state == 'T' || state == 't';
   };
   w.locked = [](const std::string& lock_path) {
     const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -388,8 +399,22 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
       ctx.out << "fadd stopped (pid " << pid_text(pid) << ")\n";
       return kExitOk;
     }
+    // Gone, and its lock already another fadd's (a restart beside this
+    // one): waiting for that lock would wait for the wrong fadd.
+    if (!alive && locked && pid > 0 && watch.holder)
+      if (const long next = watch.holder(lock); next > 0 && next != pid && watch.alive(next)) {
+        ctx.out << "fadd stopped (pid " << pid << "); another fadd (pid " << next << ") has since started on "
+                << state_dir << "\n";
+        return kExitOk;
+      }
     if (ctx.now() >= deadline) break;
     ctx.sleep(kPollInterval);
+  }
+  if (alive && watch.stopped && watch.stopped(pid)) {
+    // Not another socket's fadd, nor a slow one: it cannot act on anything.
+    ctx.err << "fad: " << who << " is stopped (SIGSTOP, or a debugger) and cannot exit until continued: "
+            << "'kill -CONT " << pid << "', then run this again\n";
+    return kExitFailed;
   }
   // Only what still holds on is named: a lock this user cannot open reads as free.
   std::string holding = alive ? "the process is still running" : "";

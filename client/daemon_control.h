@@ -58,6 +58,10 @@ struct DaemonWatch {
   std::function<bool(long pid)> alive;
   /// Some process holds the flock on this file (fadd's STATE/fadd.lock).
   std::function<bool(const std::string& lock_path)> locked;
+  /// The pid the fadd holding the lock wrote into it; 0 when unknown. Unset: never asked.
+  std::function<long(const std::string& lock_path)> holder;
+  /// The process is stopped (SIGSTOP, a debugger): it cannot exit until continued. Unset: never asked.
+  std::function<bool(long pid)> stopped;
 };
 DaemonWatch real_daemon_watch();
 

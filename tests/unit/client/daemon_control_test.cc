@@ -104,7 +104,8 @@ struct StopScript {
                        [this](const std::string& lock) {
                          locks_checked.push_back(lock);
                          return locked_checks_left-- > 0;
-                       }};
+                       },
+                       nullptr, nullptr};
   }
 };
 fad::Response status_answer(int pid, const std::string& state_dir) {
@@ -152,6 +153,35 @@ TEST_CASE("daemon stop: a fadd that does not exit is reported after the deadline
   CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, lctx, lock_only.watch()) == 1);
   CHECK(lock_only.err.str().find("(/st/fadd.lock is still locked)") != std::string::npos);
   CHECK(s.now >= std::chrono::steady_clock::time_point{} + std::chrono::seconds(60));
+}
+
+TEST_CASE("daemon stop: a fadd gone while another took its lock is stopped, not waited for") {
+  // Bug: a restart beside another waited 60 s for "fadd (pid 99)", long
+  // gone, because the lock it watched was the new fadd's.
+  StopScript s;
+  s.answers = {status_answer(99, "/st"), fad::Response{}};
+  s.locked_checks_left = 1 << 30;
+  Context ctx = s.context();
+  DaemonWatch w = s.watch();
+  w.alive = [](long pid) { return pid == 120; };
+  w.holder = [](const std::string&) { return 120L; };
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, w) == 0);
+  CHECK(s.out.str() == "fadd stopped (pid 99); another fadd (pid 120) has since started on /st\n");
+  CHECK(s.now < std::chrono::steady_clock::time_point{} + std::chrono::seconds(1));
+}
+
+TEST_CASE("daemon stop: a stopped (SIGSTOP) fadd is named as such, with how to continue it") {
+  StopScript s;
+  s.answers = {status_answer(99, "/st"), fad::Response{}};
+  s.alive_checks_left = 1 << 30;
+  s.locked_checks_left = 1 << 30;
+  Context ctx = s.context();
+  DaemonWatch w = s.watch();
+  w.stopped = [](long pid) { return pid == 99; };
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, w) == 1);
+  CHECK(s.err.str() ==
+        "fad: fadd (pid 99) is stopped (SIGSTOP, or a debugger) and cannot exit until continued: 'kill -CONT 99', "
+        "then run this again\n");
 }
 
 TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is waited for") {

@@ -14,7 +14,7 @@
 namespace fad {
 namespace {
 
-TEST_CASE("run_program: the exit code and both output streams, in order; stderr left out on request") {
+TEST_CASE("run_program: the exit code and both output streams, in order, and stderr left out on request") {
   ProgramRun run = run_program({"/bin/sh", "-c", "echo out; echo err >&2; exit 2"}, 10);
   REQUIRE(run.started);
   CHECK_FALSE(run.timed_out);
