@@ -99,9 +99,11 @@ std::optional<std::string> option_as_value(const CLI::App& app) {
     for (const CLI::Option* opt : at->get_options()) {
       // A positional's word after "--" is the user's ("fad status -- --json").
       if (is_flag(opt) || opt->count() == 0 || !opt->nonpositional()) continue;
-      for (const auto& value : opt->results())
+      for (const auto& value : opt->results()) {
+        if (value == "--") return opt->get_name() + ": needs a value, got '--'";  // `report 7 -o --` wrote "--"
         if (std::find(names.begin(), names.end(), value.substr(0, value.find('='))) != names.end())
           return opt->get_name() + ": needs a value, got the option '" + value + "'";
+      }
     }
     if (at->get_subcommands().empty()) return std::nullopt;
     at = at->get_subcommands().front();

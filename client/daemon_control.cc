@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,6 +276,10 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   // each start and never grows.
   const std::string log_path = fadd_log_path(locations, cmd.fadd_args);
   const std::string out_path = (fs::path(locations.state_dir) / "fadd.out").string();
+  // A second name for another file (a hard link planted there) is dropped,
+  // not emptied: O_TRUNC would empty that file too.
+  if (struct stat st{}; ::lstat(out_path.c_str(), &st) == 0 && (st.st_nlink > 1 || !S_ISREG(st.st_mode)))
+    ::unlink(out_path.c_str());
   int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out_fd < 0) {
     ctx.err << "fad: cannot open " << out_path << ": " << std::strerror(errno) << "\n";
@@ -407,6 +412,8 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
                 << state_dir << "\n";
         return kExitOk;
       }
+    // Stopped, it cannot exit whatever the wait: said at once.
+    if (alive && watch.stopped && watch.stopped(pid)) break;
     if (ctx.now() >= deadline) break;
     ctx.sleep(kPollInterval);
   }

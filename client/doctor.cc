@@ -72,17 +72,16 @@ std::string configured_nvcc(const Locations& locations) {
 }
 
 // --nvcc, else the compiler the answering fadd builds with by default (what
-// `fad submit` would get) when it names it by path, else the config's, else
-// plain "nvcc".
+// `fad submit` would get), else the config's, else plain "nvcc".
 std::pair<std::string, bool> requested_nvcc(const Command& cmd, const Locations& locations, const CallResult& status) {
   if (cmd.nvcc) return {*cmd.nvcc, false};
   if (const auto* answer = std::get_if<Response>(&status); answer && answer->ok) {
     const json nvcc = answer->result.is_object() && answer->result.value("daemon", json::object()).is_object()
                           ? answer->result["daemon"].value("nvcc", json())
                           : json();
-    // A bare name is looked up on fadd's PATH, which may not be this shell's.
-    if (nvcc.is_string() && nvcc.get<std::string>().find('/') != std::string::npos)
-      return {nvcc.get<std::string>(), true};
+    // A bare name is looked up here on this shell's PATH, which may not be
+    // fadd's: the finding says whose compiler it is either way.
+    if (nvcc.is_string() && !nvcc.get<std::string>().empty()) return {nvcc.get<std::string>(), true};
   }
   return {configured_nvcc(locations), false};
 }

@@ -111,9 +111,11 @@ Finding check_nvcc(const NvccFacts& facts) {
   const std::string install_fix = "install the CUDA toolkit, add /usr/local/cuda/bin to PATH, or pass --nvcc PATH";
   if (!facts.path) {
     if (facts.fadds_default)
-      return make("nvcc", Verdict::fail,
-                  "'" + facts.requested + "', the running fadd's default compiler, not found here",
-                  "restart fadd with --nvcc PATH (or the config's \"nvcc\") naming a working nvcc");
+      return make(
+          "nvcc", Verdict::fail,
+          "'" + facts.requested + "', the running fadd's default compiler, not found here" +
+              (facts.requested.find('/') == std::string::npos ? " (on this shell's PATH; fadd looks on its own)" : ""),
+          "restart fadd with --nvcc PATH (or the config's \"nvcc\") naming a working nvcc");
     if (facts.requested != "nvcc")
       return make("nvcc", Verdict::fail, "'" + facts.requested + "' not found or not executable",
                   "pass --nvcc the path of an nvcc (or nvcc-compatible) program, or install the CUDA toolkit");

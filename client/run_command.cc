@@ -149,7 +149,9 @@ std::string entry_option_value(const std::vector<std::string>& args, std::size_t
     *error = name + ": needs a value" + see;
     return {};
   }
-  if (entry_option_word(args[i + 1])) {
+  // No socket, config or budget starts with "--" (`--socket --json` once ran
+  // the build without fadd); a name may.
+  if (entry_option_word(args[i + 1]) || (name != "--name" && args[i + 1].rfind("--", 0) == 0)) {
     *error = name + ": needs a value, got " + (args[i + 1] == "--" ? "'--'" : "the option '" + args[i + 1] + "'") + see;
     return {};
   }

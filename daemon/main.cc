@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
   // 3. Logging: to stderr (the journal under systemd), or with --log-file (as
   //    'fad daemon start' runs it) to a file rotated by size, so an unattended
   //    daemon's log never grows without bound.
+  // Before the log file's own check: STATE/fadd.log was refused for the
+  // state dir's sake, and named as "--log-file" though no one gave one.
+  if (auto ok = fad::state_dir_safe(options->state_dir); !ok) {
+    std::cerr << "fadd: " << ok.error() << "\n";
+    return 1;
+  }
   if (!options->log_file.empty()) {
     // Opened by path, and at each rotation renamed and created again by path
     // (as root, for a system fadd): where another user could change its

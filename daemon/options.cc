@@ -91,7 +91,10 @@ std::optional<std::string> value_problem(const CLI::App& app) {
 /// STATE/fadd.log is fadd's own default, and any other new name beside it is fine.
 std::string log_file_clash(const std::string& log_file, const std::string& state_dir) {
   if (log_file.empty() || state_dir.empty()) return "";
-  const std::filesystem::path log(log_file), state(state_dir);
+  // Through links too: a link to STATE/fad.db had fadd append its log there.
+  std::error_code ec;
+  const std::filesystem::path log = std::filesystem::weakly_canonical(log_file, ec);
+  const std::filesystem::path state = std::filesystem::weakly_canonical(state_dir, ec);
   const auto rel = log.lexically_relative(state);
   if (rel.empty() || *rel.begin() == "..") return "";  // not inside the state dir
   static const char* const kOwn[] = {"fad.db",    "fad.db-wal", "fad.db-shm", "fad.db-journal",
@@ -101,7 +104,7 @@ std::string log_file_clash(const std::string& log_file, const std::string& state
       std::distance(rel.begin(), rel.end()) > 1 || std::find(std::begin(kOwn), std::end(kOwn), name) != std::end(kOwn);
   if (!clash) return "";
   return "--log-file: " + log_file + " is fadd's own in its state dir " + state_dir + "; give another name, e.g. " +
-         (state / "fadd.log").string();
+         (std::filesystem::path(state_dir) / "fadd.log").string();
 }
 
 }  // namespace
@@ -192,6 +195,9 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
   if (f.log_file) {
     std::error_code ec;
     o.log_file = std::filesystem::absolute(*f.log_file, ec).lexically_normal().string();
+    // "new.log/": the logger would make a directory of that name, then fail.
+    if (std::filesystem::path(o.log_file).filename().empty())
+      return make_error("--log-file: " + *f.log_file + " names a directory (it ends in '/'); give a file");
     if (std::filesystem::is_directory(o.log_file, ec))
       return make_error("--log-file: " + o.log_file + " is a directory; give a file in it, e.g. " +
                         (std::filesystem::path(o.log_file) / "fadd.log").string());
@@ -215,6 +221,10 @@ Result<DaemonOptions> resolve_daemon_options(const DaemonFlags& f, const EnvLook
   if (!o.state_dir.empty() && o.state_dir.size() > 1 && o.state_dir.back() == '/') o.state_dir.pop_back();
   if (!o.kernels_dir.empty() && o.kernels_dir.size() > 1 && o.kernels_dir.back() == '/') o.kernels_dir.pop_back();
   if (auto problem = log_file_clash(o.log_file, o.state_dir); !problem.empty()) return make_error(problem);
+  // Appended to, the config would no longer parse: every later start fails.
+  if (!o.log_file.empty() && !o.config_path.empty() && std::filesystem::equivalent(o.log_file, o.config_path, ec) &&
+      !ec)
+    return make_error("--log-file: " + o.log_file + " is the config file " + o.config_path + "; give another file");
   return o;
 }
 

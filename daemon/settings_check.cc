@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/socket_dir.h"
 #include "daemon/root_only_path.h"
 
 namespace fad {
@@ -18,6 +19,18 @@ namespace fs = std::filesystem;
 /// Whether fadd could append to `path`, asked by opening it as the logger
 /// would: non-blocking (a FIFO without a reader must not hang the check), and
 /// a file made only for the question is removed again.
+/// Whether a directory could be made where `path` would be (under its
+/// nearest existing ancestor), asked by making one there and removing it:
+/// root passes access() on a read-only filesystem or /proc.
+std::string can_make_in(fs::path dir) {
+  std::error_code ec;
+  while (!dir.empty() && dir != dir.root_path() && !fs::exists(dir, ec)) dir = dir.parent_path();
+  std::string probe = (dir / ".fadd-check-XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr) return std::strerror(errno);
+  ::rmdir(probe.c_str());
+  return "";
+}
+
 std::string log_file_problem(const std::string& path) {
   const int existing = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
   if (existing >= 0) {
@@ -26,14 +39,10 @@ std::string log_file_problem(const std::string& path) {
   }
   if (errno != ENOENT) return "cannot log to " + path + ": " + std::strerror(errno);
   std::error_code ec;
-  fs::path dir = fs::path(path).parent_path();
+  const fs::path dir = fs::path(path).parent_path();
   if (!fs::exists(dir, ec)) {
-    // The logger makes the missing directories: asked by making one where
-    // the first would go (root may write to /proc as far as access() says).
-    while (!dir.empty() && dir != dir.root_path() && !fs::exists(dir, ec)) dir = dir.parent_path();
-    std::string probe = (dir / ".fadd-check-XXXXXX").string();
-    if (::mkdtemp(probe.data()) == nullptr) return "cannot log to " + path + ": " + std::strerror(errno);
-    ::rmdir(probe.c_str());
+    // The logger makes the missing directories.
+    if (auto why = can_make_in(dir); !why.empty()) return "cannot log to " + path + ": " + why;
     return "";
   }
   const int made = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0600);
@@ -46,6 +55,10 @@ std::string log_file_problem(const std::string& path) {
 }  // namespace
 
 Status state_dir_safe(const std::string& state_dir) {
+  std::error_code ec;
+  // A file there would be chmodded as a directory before its lock failed.
+  if (fs::exists(state_dir, ec) && !fs::is_directory(state_dir, ec))
+    return make_error("state dir " + state_dir + " exists and is not a directory; move it away, or choose another");
   auto ok = only_owner_can_replace(state_dir, ::geteuid());
   if (ok) return ok;
   return make_error("refusing state dir " + state_dir + ": " + ok.error() + "; keep fadd's state where only " +
@@ -61,8 +74,28 @@ Status socket_dir_safe(const std::string& dir) {
 
 std::string settings_check_problem(const DaemonOptions& o) {
   if (auto ok = state_dir_safe(o.state_dir); !ok) return ok.error();
-  const fs::path socket_dir = fs::path(o.socket).has_parent_path() ? fs::path(o.socket).parent_path() : ".";
+  // Writable: fad writes fadd.out there at each start (a filesystem remounted
+  // read-only after disk errors leaves the running fadd up, and no start).
+  std::error_code ec;
+  const fs::path state(o.state_dir);
+  if (auto why = can_make_in(fs::exists(state, ec) ? state : state.parent_path()); !why.empty())
+    return "cannot write in state dir " + o.state_dir + ": " + why;
+  const fs::path socket(o.socket);
+  const fs::path socket_dir = socket.has_parent_path() ? socket.parent_path() : ".";
   if (auto ok = socket_dir_safe(socket_dir.string()); !ok) return ok.error();
+  if (fs::exists(socket_dir, ec)) {
+    if (!fs::is_directory(socket_dir, ec)) return "the socket directory " + socket_dir.string() + " is not a directory";
+    auto facts = path_facts(socket_dir.string());
+    if (!facts) return "cannot examine the socket directory " + socket_dir.string();
+    if (Status trusted = check_daemon_socket_dir(socket_dir.string(), *facts, ::geteuid()); !trusted)
+      return trusted.error();
+    if (const auto st = fs::symlink_status(socket, ec); fs::exists(st) && st.type() != fs::file_type::socket)
+      return o.socket +
+             " exists and is not a socket; fadd replaces only a stale socket there: move it away, or "
+             "choose another path with --socket";
+  } else if (auto why = can_make_in(socket_dir); !why.empty()) {
+    return "cannot create socket directory " + socket_dir.string() + ": " + why;
+  }
   if (!o.log_file.empty()) return log_file_problem(o.log_file);
   return "";
 }

@@ -124,7 +124,13 @@ TEST_CASE("daemon start passes on fadd's usage error as exit 2, and a startup fa
   fs::create_directories(d.state_dir());
   fs::permissions(d.state_dir(), fs::perms::owner_all, fs::perm_options::replace);
   std::ofstream(d.state_dir() + "/fad.db") << "not a database, and not empty\n";
+  // fadd.out, emptied at each start, as a second name of another file: that
+  // file is left alone (O_TRUNC emptied it).
+  const auto precious = d.dir() / "precious.txt";
+  std::ofstream(precious) << "precious\n";
+  fs::create_hard_link(precious, d.state_dir() + "/fadd.out");
   auto refused = bg.start();
+  CHECK(slurp_file(precious) == "precious\n");
   INFO(refused.err);
   CHECK(refused.exit_code == 1);
   CHECK(refused.err.find("fadd exited during startup (status 1)") != std::string::npos);

@@ -179,6 +179,8 @@ TEST_CASE("an option given where a value was due is named, not taken as the valu
         "fad: --output: needs a value, got the option '-h' (see 'fad report --help')\n");
   CHECK(usage_error({"report", "3", "-o=-o"}) ==
         "fad: --output: needs a value, got the option '-o' (see 'fad report --help')\n");
+  CHECK(usage_error({"report", "3", "-o", "--"}) ==
+        "fad: --output: needs a value, got '--' (see 'fad report --help')\n");
   // Arguments that make fadd print and exit start no daemon.
   CHECK(usage_error({"daemon", "restart", "--", "--version"}) ==
         "fad: --version makes fadd exit at once, so it starts nothing: run 'fadd --version' itself (see 'fad daemon "
@@ -446,6 +448,9 @@ TEST_CASE("fad run: an empty command is a usage error, before any build is opene
   // "--name=--socket" is as much the option as "--name --socket".
   CHECK(fad::client::parse_run_args({"--name=--socket", "--", "true"}, &taken) ==
         "--name: needs a value, got the option '--socket' (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--socket", "--json", "--", "true"}, &taken) ==
+        "--socket: needs a value, got the option '--json' (see 'fad run --help')");
+  CHECK(fad::client::parse_run_args({"--name", "--nightly", "--", "true"}, &taken).empty());  // a name may
   CHECK(fad::client::parse_run_args({"--socket=-h", "--", "true"}, &taken) ==
         "--socket: needs a value, got the option '-h' (see 'fad run --help')");
   CHECK(fad::client::parse_run_args({"--budget", "", "--", "make"}, &taken) ==

@@ -85,6 +85,9 @@ TEST_CASE("missing nvcc fails with install, PATH and --nvcc advice") {
   CHECK(fadds.status == Verdict::fail);
   CHECK(has(fadds.detail, "the running fadd's default compiler, not found here"));
   CHECK(has(fadds.fix, "restart fadd with --nvcc PATH"));
+  // A bare name: looked up here, which may not be where fadd looks.
+  Finding bare = check_nvcc(NvccFacts{"nosuchnvcc", std::nullopt, std::nullopt, true});
+  CHECK(has(bare.detail, "not found here (on this shell's PATH; fadd looks on its own)"));
   NvccFacts found = nvcc_13();
   found.fadds_default = true;
   CHECK(check_nvcc(found).status == Verdict::ok);

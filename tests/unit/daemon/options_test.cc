@@ -1,4 +1,9 @@
 // memory_settings_problem: settings that leave fad no memory on this machine.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <catch2/catch.hpp>
 
 #include <CLI/CLI.hpp>
@@ -110,6 +115,26 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
   CHECK_FALSE(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad/fadd.lock"}));
   CHECK(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad/fadd.log"}));
   CHECK(resolve({"--state-dir", "/srv/fad", "--log-file", "/srv/fad.db"}));
+  auto slash = resolve({"--log-file", "/srv/new.log/"});
+  REQUIRE_FALSE(slash);
+  CHECK(slash.error() == "--log-file: /srv/new.log/ names a directory (it ends in '/'); give a file");
+  {
+    // Through a link: a link to STATE/fad.db had fadd append its log to the database.
+    const auto dir = std::filesystem::temp_directory_path() / ("fad-options-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir / "state");
+    std::ofstream(dir / "state" / "fad.db") << "";
+    std::filesystem::create_symlink(dir / "state" / "fad.db", dir / "db.log");
+    std::filesystem::create_directory_symlink(dir / "state", dir / "state-link");
+    const std::string state = (dir / "state").string(), link = (dir / "db.log").string(),
+                      lock = (dir / "state-link" / "fadd.lock").string();
+    CHECK_THAT(resolve({"--state-dir", state.c_str(), "--log-file", link.c_str()}).error(),
+               Contains("is fadd's own in its state dir"));
+    CHECK_FALSE(resolve({"--state-dir", state.c_str(), "--log-file", lock.c_str()}));
+    // The config file in use: appended to, no later start could read it.
+    const std::string config = FAD_SOURCE_DIR "/config/fad.json";
+    CHECK_THAT(resolve({"--log-file", config.c_str()}).error(), Contains("is the config file"));
+    std::filesystem::remove_all(dir);
+  }
   // "-h" is fadd's option, not a compiler's name.
   const char* short_as_value[] = {"fadd", "--nvcc", "-h", "--check"};
   auto nvcc_h = parse_daemon_flags(4, short_as_value);

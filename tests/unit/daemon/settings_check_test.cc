@@ -55,6 +55,26 @@ TEST_CASE("settings check: what a start would refuse, in its words", "[settings_
   o.log_file = fifo;
   CHECK_THAT(settings_check_problem(o), Contains("cannot log to " + fifo));
   // A directory where no file can be made (root may write anywhere else).
+  o.log_file = (tmp.path() / "state" / "fadd.log").string();
+  // A socket directory others may write, or a file where the socket goes.
+  fs::create_directories(tmp.path() / "run");
+  fs::permissions(tmp.path() / "run", fs::perms::all, fs::perm_options::replace);
+  CHECK_THAT(settings_check_problem(o), Contains("socket directory " + (tmp.path() / "run").string()));
+  fs::permissions(tmp.path() / "run", fs::perms::owner_all, fs::perm_options::replace);
+  CHECK(settings_check_problem(o).empty());
+  std::ofstream(o.socket) << "not a socket\n";
+  CHECK_THAT(settings_check_problem(o), Contains(o.socket + " exists and is not a socket"));
+  fs::remove(o.socket);
+  o.socket = "/proc/fad-check/fad.sock";
+  CHECK_THAT(settings_check_problem(o), Contains("cannot create socket directory /proc/fad-check"));
+  o.socket = (tmp.path() / "run" / "fad.sock").string();
+  // A file where the state dir goes: the start chmodded it before its lock failed.
+  const DaemonOptions kept = o;
+  o.state_dir = (tmp.path() / "state" / "fadd.log").string();
+  std::ofstream(o.state_dir) << "a file\n";
+  CHECK_THAT(settings_check_problem(o), Contains("exists and is not a directory"));
+  CHECK_FALSE(state_dir_safe(o.state_dir));
+  o = kept;
   o.log_file = "/proc/fad-check.log";
   CHECK_THAT(settings_check_problem(o), Contains("cannot log to /proc/fad-check.log"));
   o.log_file = "/proc/fad-check/logs/fadd.log";  // the logger would make the directories, and could not
@@ -62,7 +82,7 @@ TEST_CASE("settings check: what a start would refuse, in its words", "[settings_
   o.log_file = (tmp.path() / "logs" / "deeper" / "fadd.log").string();  // it could make these
   CHECK(settings_check_problem(o).empty());
   CHECK_FALSE(fs::exists(tmp.path() / "logs"));
-  CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 1);  // the state dir only
+  CHECK(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()) == 2);  // state and run only
 }
 
 }  // namespace fad
