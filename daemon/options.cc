@@ -46,8 +46,8 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
   opt("--cores", f.cores_text, "N",
       "CPU cores fad plans with, 1 to 4096 (default: all); running units' nvcc threads never exceed it");
   app.add_flag("--check", f.check,
-               "Check the command line, config and log file as a start would, then exit without starting: "
-               "0 when fadd would start with them, else the error a start would give");
+               "Check the command line, config, state dir, socket path and log file as a start would, then exit "
+               "without starting: 0 when fadd would start with them, else the error a start would give");
   app.add_flag("--version", f.version, "Print the version and exit");
   return owned;
 }
