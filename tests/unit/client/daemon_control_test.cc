@@ -182,7 +182,6 @@ TEST_CASE("daemon stop: a stopped (SIGSTOP) fadd is named as such, with how to c
   CHECK(s.err.str() ==
         "fad: fadd (pid 99) is stopped (SIGSTOP, or a debugger) and cannot exit until continued: 'kill -CONT 99', "
         "then run this again\n");
-  CHECK(s.now < std::chrono::steady_clock::time_point{} + std::chrono::seconds(1));  // said at once, not after 60 s
 }
 
 TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is waited for") {
