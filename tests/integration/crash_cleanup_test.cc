@@ -254,8 +254,13 @@ TEST_CASE("a compile that finished as the disk filled is recorded in fadd's rese
   const auto id = d.submit({"--arch", "9.0", "--nvcc", wrapper.string()});
   // fadd's first failed write deletes the reserve; the ends go into that room.
   REQUIRE(wait_for([&] { return !fs::exists(reserve); }, std::chrono::seconds(60)));
-  CHECK(d.daemon_log().find("is full: deleted fadd's 4.0 MiB reserve file to record what finished") !=
-        std::string::npos);
+  // fadd deletes the file, then says so: the line may come a moment later.
+  CHECK(wait_for(
+      [&] {
+        return d.daemon_log().find("is full: deleted fadd's 4.0 MiB reserve file to record what finished") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(10)));
   REQUIRE(wait_for([&] { return d.status(id).at("units").at("succeeded").get<int>() >= 1; }, std::chrono::seconds(60)));
   // Stopped with the disk still full, then started once there is room.
   REQUIRE(d.terminate() == 0);
