@@ -228,7 +228,29 @@ int check_new_fadd(const Command& cmd, const Locations& locations, const std::st
   return checked.started && !checked.timed_out && checked.exit_code == kExitUsage ? kExitUsage : kExitFailed;
 }
 
-int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {
+namespace {
+
+/// Another start on this state dir (a second terminal, a restart beside this
+/// one) got there first by moments: its fadd holds the lock and answers
+/// shortly. Waits for that; false when nothing answers in time, or the lock's
+/// holder is gone, stopped, or too old to be starting (one serving another
+/// socket never answers here, and is not waited for).
+bool another_start_answers(const DaemonWatch& watch, const std::string& lock, Context& ctx) {
+  const auto deadline = ctx.now() + kStartTimeout;
+  const double starting_s = std::chrono::duration<double>(kStartTimeout).count();
+  while (true) {
+    if (probe(ctx)) return true;
+    const long holder = watch.holder(lock);
+    if (!watch.locked(lock) || !watch.alive(holder) || watch.stopped(holder)) return false;
+    if (const double age = watch.age_s(holder); age < 0 || age > starting_s) return false;
+    if (ctx.now() >= deadline) return false;
+    ctx.sleep(kPollInterval);
+  }
+}
+
+int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, bool beaten) {
+  // Said when another start got there first: this one's fadd did not run.
+  const std::string first = beaten ? "; another start got there first" : "";
   if (auto running = probe(ctx)) {
     if (auto theirs = other_state_dir(*running, locations)) {
       // The user asked for a fadd on that state dir; this one keeps another.
@@ -241,11 +263,11 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
       // would surface only at the next start, perhaps unattended.
       const std::string meanwhile = "fadd (pid " + pid_of(*running) + ") keeps running as it was";
       if (int rc = check_new_fadd(cmd, locations, meanwhile, ctx); rc != kExitOk) return rc;
-      ctx.out << "fadd is already running (pid " << pid_of(*running)
+      ctx.out << "fadd is already running (pid " << pid_of(*running) << first
               << "); the arguments after -- apply at a start: use 'fad daemon restart -- ...' to apply them now\n";
       return kExitOk;
     }
-    ctx.out << "fadd is already running (pid " << pid_of(*running) << ")\n";
+    ctx.out << "fadd is already running (pid " << pid_of(*running) << first << ")\n";
     return kExitOk;
   }
   // A fadd on this state dir at another socket: said here, before its
@@ -258,6 +280,7 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   const bool lock_held = watch.locked(lock);
   const auto holder = pid_in_lock(lock);
   if ((lock_held && watch.alive(holder)) || watch.locked(locations.state_dir)) {
+    if (lock_held && another_start_answers(watch, lock, ctx)) return start_daemon(cmd, locations, ctx, true);
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
@@ -299,6 +322,10 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
+      // Refused the lock another start's fadd took a moment before: not a failure.
+      if (const long other = watch.holder(lock);
+          other > 0 && other != pid && watch.alive(other) && another_start_answers(watch, lock, ctx))
+        return start_daemon(cmd, locations, ctx, true);
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       ctx.err << "fad: fadd exited during startup (status " << code << ")\n";
       const std::string printed = last_lines(read_from(out_path, 0), kLogTailLines);
@@ -323,24 +350,39 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
   return kExitFailed;
 }
 
+}  // namespace
+
+int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {
+  return start_daemon(cmd, locations, ctx, false);
+}
+
 DaemonWatch real_daemon_watch() {
   DaemonWatch w;
-  w.alive = [](long pid) {
+  // One line of /proc/PID/stat; empty when there is no such process (or no /proc).
+  const auto stat_of = [](long pid) {
+    std::string line;
+    if (pid > 0) std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), line);
+    return line;
+  };
+  w.alive = [stat_of](long pid) {
     if (pid <= 0) return false;
     // A zombie has exited; only its parent's wait is missing (a test harness,
     // a shell that started fadd in the foreground).
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (std::getline(stat, line)) return parse_stat_state(line) != 'Z';
+    if (const std::string line = stat_of(pid); !line.empty()) return parse_stat_state(line) != 'Z';
     return process_exists(static_cast<pid_t>(pid));
   };
   w.holder = pid_in_lock;
-  w.stopped = [](long pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return false;
-    const auto state = parse_stat_state(line);
+  w.stopped = [stat_of](long pid) {
+    const auto state = parse_stat_state(stat_of(pid));
     return state == 'T' || state == 't';
+  };
+  w.age_s = [stat_of](long pid) {
+    const auto start = parse_stat_start_ticks(stat_of(pid));
+    double uptime = -1;
+    std::ifstream("/proc/uptime") >> uptime;
+    const long ticks = ::sysconf(_SC_CLK_TCK);
+    if (!start || uptime < 0 || ticks <= 0) return -1.0;
+    return uptime - static_cast<double>(*start) / static_cast<double>(ticks);
   };
   w.locked = [](const std::string& lock_path) {
     const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -46,7 +46,9 @@ int check_new_fadd(const Command& cmd, const Locations& locations, const std::st
 /// /dev/null, logging to the rotated STATE/fadd.log, anything else it prints
 /// to STATE/fadd.out, emptied at each start) and waits up to 15 s for it to
 /// answer. Exit 0 when it does or when a daemon already answered (arguments
-/// after -- are then checked and not applied); 2 for fadd's usage errors; 1
+/// after -- are then checked and not applied), also when another start or
+/// restart on the same state dir got there first by moments (its fadd is
+/// waited for, and then the one answering); 2 for fadd's usage errors; 1
 /// when fadd cannot be found, its places are refused, it exits early (the
 /// last lines of its output and log are shown) or does not answer in time.
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx);
@@ -62,6 +64,8 @@ struct DaemonWatch {
   std::function<long(const std::string& lock_path)> holder;
   /// The process is stopped (SIGSTOP, a debugger): it cannot exit until continued. Unset: never asked.
   std::function<bool(long pid)> stopped;
+  /// Seconds since the process started; negative when unknown. Unset: never asked.
+  std::function<double(long pid)> age_s;
 };
 DaemonWatch real_daemon_watch();
 

@@ -208,19 +208,40 @@ std::optional<char> parse_stat_state(std::string_view text) {
   return text[close + 2];
 }
 
-std::optional<int> parse_stat_ppid(std::string_view text) {
-  // The comm field is "(name)" and the name may hold spaces and ')'.
-  std::size_t close = text.rfind(')');
+namespace {
+
+/// Field `n` (1-based, 3 or later) of /proc/PID/stat: counted after the comm
+/// field, "(name)", whose name may hold spaces and ')'.
+std::optional<std::string_view> stat_field(std::string_view text, int n) {
+  const std::size_t close = text.rfind(')');
   if (close == std::string_view::npos) return std::nullopt;
-  std::string_view rest = trim(text.substr(close + 1));  // "S 1200 ..."
-  std::size_t sp = rest.find(' ');
-  if (sp == std::string_view::npos) return std::nullopt;
-  rest = trim(rest.substr(sp + 1));
+  std::string_view rest = trim(text.substr(close + 1));  // field 3 on
+  for (int i = 3; i < n; ++i) {
+    const std::size_t sp = rest.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    rest = trim(rest.substr(sp + 1));
+  }
   std::string_view field = rest.substr(0, rest.find(' '));
-  int ppid = 0;
-  auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), ppid);
-  if (ec != std::errc() || end != field.data() + field.size() || field.empty()) return std::nullopt;
-  return ppid;
+  if (field.empty()) return std::nullopt;
+  return field;
+}
+
+template <typename T>
+std::optional<T> stat_number(std::string_view text, int n) {
+  const auto field = stat_field(text, n);
+  if (!field) return std::nullopt;
+  T value{};
+  auto [end, ec] = std::from_chars(field->data(), field->data() + field->size(), value);
+  if (ec != std::errc() || end != field->data() + field->size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<int> parse_stat_ppid(std::string_view text) { return stat_number<int>(text, 4); }
+
+std::optional<std::uint64_t> parse_stat_start_ticks(std::string_view text) {
+  return stat_number<std::uint64_t>(text, 22);
 }
 
 }  // namespace fad

@@ -238,6 +238,68 @@ TEST_CASE("daemon restart: a new fadd with the same state, the build goes on", "
       std::chrono::seconds(60)));
 }
 
+TEST_CASE("four daemon starts, then four restarts, at once on one state dir: each exits 0, and one fadd serves",
+          "[integration][lifecycle]") {
+  Daemon d;
+  d.write_kernels({});
+  BackgroundDaemon bg(d);
+  // Each command at once, as from four terminals; what each said.
+  auto at_once = [&](const std::string& verb) {
+    std::vector<pid_t> pids;
+    for (int i = 0; i < 4; ++i) {
+      std::vector<std::string> argv = {FAD_FAD_BIN, "daemon", verb};
+      for (const auto& a : bg.fadd_args()) argv.push_back(a);
+      const auto out = d.dir() / (verb + std::to_string(i) + ".out");
+      pids.push_back(start_process(argv, bg.env(), out, out));
+    }
+    std::vector<std::string> said;
+    for (int i = 0; i < 4; ++i) {
+      const int code = wait_process(pids[i], 120);
+      said.push_back(slurp_file(d.dir() / (verb + std::to_string(i) + ".out")));
+      INFO(said.back());
+      CHECK(code == 0);
+      CHECK(said.back().find("fad:") == std::string::npos);  // no error, nor fadd's log tail
+    }
+    return said;
+  };
+  auto count = [](const std::vector<std::string>& said, const std::string& text) {
+    int n = 0;
+    for (const auto& s : said) n += s.find(text) != std::string::npos;
+    return n;
+  };
+  const auto starts = at_once("start");
+  // One fadd started; the others found it, or lost the state dir to it by moments.
+  CHECK(count(starts, "fadd started (pid ") == 1);
+  CHECK(count(starts, "fadd is already running (pid ") == 3);
+  const long first = bg.lock_pid();
+  REQUIRE(first > 0);
+  for (const auto& s : starts)
+    if (s.find("already running") != std::string::npos)
+      CHECK(s.find("(pid " + std::to_string(first)) != std::string::npos);
+
+  const auto restarts = at_once("restart");
+  CHECK(count(restarts, "fadd started (pid ") >= 1);
+  const long last = bg.lock_pid();
+  CHECK(last != first);
+  CHECK(process_gone(first));
+  CHECK(bg.status().at("daemon").at("pid").get<long>() == last);
+  // No fadd left over: only the one holding the lock runs this state dir.
+  int fadds = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos || process_gone(std::stol(name))) continue;
+    std::ifstream cmdline(e.path() / "cmdline");
+    std::string arg;
+    bool ours = false;
+    for (bool program = true; std::getline(cmdline, arg, '\0'); program = false) {
+      if (program && arg != FAD_FADD_BIN) break;
+      ours = ours || arg == d.state_dir();
+    }
+    fadds += ours;
+  }
+  CHECK(fadds == 1);
+}
+
 TEST_CASE("submit --wait survives a kill -9 and restart of fadd and exits with the build's result",
           "[integration][lifecycle]") {
   Daemon d;

@@ -105,7 +105,7 @@ struct StopScript {
                          locks_checked.push_back(lock);
                          return locked_checks_left-- > 0;
                        },
-                       nullptr, nullptr};
+                       nullptr, nullptr, nullptr};
   }
 };
 fad::Response status_answer(int pid, const std::string& state_dir) {

@@ -185,6 +185,16 @@ TEST_CASE("parse_stat_ppid: comm may hold spaces and parentheses", "[meminfo][pr
   CHECK_FALSE(fad::parse_stat_ppid("1234 (cc1plus) S x").has_value());
 }
 
+TEST_CASE("parse_stat_start_ticks: field 22, counted after a comm with spaces and parentheses", "[meminfo][proc]") {
+  const std::string rest = " S 1 2 2 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 8192 100";
+  CHECK(fad::parse_stat_start_ticks("42 (fadd)" + rest) == std::optional<std::uint64_t>(987654));
+  CHECK(fad::parse_stat_start_ticks("42 (a) b) (c d)" + rest) == std::optional<std::uint64_t>(987654));
+  CHECK_FALSE(fad::parse_stat_start_ticks("42 (fadd) S 1 2 2 0 -1 4194560 100 0").has_value());
+  CHECK_FALSE(
+      fad::parse_stat_start_ticks("42 (fadd) S 1 2 2 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 -5 8192").has_value());
+  CHECK_FALSE(fad::parse_stat_start_ticks("").has_value());
+}
+
 TEST_CASE("parse_stat_field reads one key of memory.stat, not a key it is a prefix of", "[meminfo][cgroup]") {
   const std::string stat = "inactive_file 5\ntotal_inactive_file 6000\ntotal_rss x\n";
   CHECK(fad::parse_stat_field(stat, "inactive_file") == std::optional<std::uint64_t>(5));
