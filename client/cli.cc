@@ -248,20 +248,22 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
 
   if (!fadd_args.empty() && cmd.kind != CommandKind::daemon_start && cmd.kind != CommandKind::daemon_restart)
     return usage("arguments after '--' are only for 'fad daemon start' and 'fad daemon restart'", cmd.path);
+  // The option `name` among fadd's arguments, alone or as "name=value".
+  const auto names = [&](const std::string& name) {
+    return std::any_of(fadd_args.begin(), fadd_args.end(),
+                       [&](const std::string& a) { return a == name || a.rfind(name + "=", 0) == 0; });
+  };
   // fad passes these to fadd itself, and waits for fadd where they say: given
   // to fadd alone, fadd would refuse them twice, or fad wait at the wrong socket.
-  for (const auto& a : fadd_args)
-    for (const char* own : {"--socket", "--state-dir", "--config"})
-      if (a == own || a.rfind(std::string(own) + "=", 0) == 0)
-        return usage(std::string(own) + " goes before '--': '" + cmd.path + " " + own + " ...'", cmd.path);
+  for (const char* own : {"--socket", "--state-dir", "--config"})
+    if (names(own)) return usage(std::string(own) + " goes before '--': '" + cmd.path + " " + own + " ...'", cmd.path);
   // These make fadd print and exit: started so, it would exit "during
   // startup" (and a restart would have stopped the running one for it).
-  for (const auto& a : fadd_args)
-    for (const char* exits : {"--help", "-h", "--version", "--check"})
-      if (a == exits || a.rfind(std::string(exits) + "=", 0) == 0)
-        return usage(
-            std::string(exits) + " makes fadd exit at once, so it starts nothing: run 'fadd " + exits + "' itself",
-            cmd.path);
+  for (const char* exits : {"--help", "-h", "--version", "--check"})
+    if (names(exits))
+      return usage(
+          std::string(exits) + " makes fadd exit at once, so it starts nothing: run 'fadd " + exits + "' itself",
+          cmd.path);
   cmd.fadd_args = std::move(fadd_args);
 
   if (!raw.socket.empty()) cmd.socket = raw.socket;
