@@ -27,6 +27,9 @@ for policy in ("j1-t1", "fad-cold"):
     assert not run["did_not_finish"] and run["units_finished"] == 2, (policy, run)
     assert run["makespan_s"] > 0 and run["peak_usage_bytes"] > 0, (policy, run)
 assert d["runs"]["fad-cold"][0]["cache_hits"] == 0, "fad's units came from a compile cache"
+for row in d["table"]:
+    (run,) = d["runs"][row["policy"]]
+    assert row["median_peak_anon_bytes"] == run["peak_anon_bytes"], row
 assert d["summary"]["oracle"] == "j1-t1", d["summary"]
 print("trace_bench: ok")
 PY
