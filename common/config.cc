@@ -63,35 +63,6 @@ std::size_t key_offset(std::string_view text, const std::string& key, int skip =
   return 0;  // e.g. a key written with escapes: report line 1 rather than nothing
 }
 
-/// A key written again in an object that has it already.
-struct RepeatedKey {
-  std::string key;
-  int occurrence = 0;  ///< how many `"key":` come before it in the text
-};
-
-/// Keys written more than once in one object of `text` (valid JSON), in
-/// text order. JSON lets the last one win without a word; in a config, two
-/// values for one key are a mistake whichever was meant.
-std::vector<RepeatedKey> repeated_keys(std::string_view text) {
-  std::vector<std::set<std::string>> open;
-  std::map<std::string, int> seen;  // every object's keys, by name: which `"key":` of the text this is
-  std::vector<RepeatedKey> repeated;
-  json::parser_callback_t note = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open.emplace_back();
-    } else if (event == json::parse_event_t::object_end && !open.empty()) {
-      open.pop_back();
-    } else if (event == json::parse_event_t::key && !open.empty() && parsed.is_string()) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      const int occurrence = seen[key]++;
-      if (!open.back().insert(key).second) repeated.push_back({key, occurrence});
-    }
-    return true;
-  };
-  const json again = json::parse(text.begin(), text.end(), note, false);
-  return repeated;
-}
-
 /// A size value as the user wrote it: "4G" for "4G", "12" for 12.
 std::string written_size(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -311,8 +282,9 @@ bool is_log_level(std::string_view level) {
 Result<Config> parse_config(std::string_view text, std::string_view filename) {
   const std::string file(filename);
   json root;
+  std::vector<RepeatedKey> repeated;
   try {
-    root = json::parse(text.begin(), text.end());
+    root = parse_noting_repeats(text, repeated);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] " tag; the rest is for humans.
@@ -330,7 +302,7 @@ Result<Config> parse_config(std::string_view text, std::string_view filename) {
 
   Config config;
   std::vector<Problem> problems;
-  for (const auto& [key, occurrence] : repeated_keys(text)) {
+  for (const auto& [key, occurrence] : repeated) {
     std::size_t offset = key_offset(text, key, occurrence);
     problems.push_back({offset, file + ":" + std::to_string(line_of(text, offset)) + ": key '" + printable(key) +
                                     "' is set twice (only the last would count): keep one"});

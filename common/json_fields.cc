@@ -1,9 +1,31 @@
 // Typed JSON field readers; see json_fields.h.
 #include "common/json_fields.h"
 
+#include <map>
+#include <set>
+
 #include "common/text.h"
 
 namespace fad {
+
+nlohmann::json parse_noting_repeats(std::string_view text, std::vector<RepeatedKey>& repeated) {
+  using json = nlohmann::json;
+  std::vector<std::set<std::string>> open;
+  std::map<std::string, int> seen;  // every object's keys, by name: which `"key":` of the text this is
+  json::parser_callback_t note = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (event == json::parse_event_t::object_end && !open.empty()) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty() && parsed.is_string()) {
+      const auto& key = parsed.get_ref<const std::string&>();
+      const int occurrence = seen[key]++;
+      if (!open.back().insert(key).second) repeated.push_back({key, occurrence});
+    }
+    return true;
+  };
+  return json::parse(text.begin(), text.end(), note);
+}
 
 Error field_error(std::string_view field, std::string_view what) {
   return make_error("field \"" + std::string(field) + "\" must be " + std::string(what));

@@ -7,12 +7,25 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
 
 namespace fad {
+
+/// A key written again in an object that has it already.
+struct RepeatedKey {
+  std::string key;
+  int occurrence = 0;  ///< how many `"key":` come before it in the text
+};
+
+/// json::parse of `text` (throwing as it does), noting the keys written more
+/// than once in one object, in text order. JSON lets the last one win without
+/// a word; from a config file or a peer, two values for one key are a mistake
+/// (or a trick) whichever was meant.
+nlohmann::json parse_noting_repeats(std::string_view text, std::vector<RepeatedKey>& repeated);
 
 /// `field "NAME" must be WHAT`.
 Error field_error(std::string_view field, std::string_view what);

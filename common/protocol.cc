@@ -18,10 +18,17 @@ std::string dump_line(const json& j) { return j.dump(-1, ' ', false, json::error
 /// Parses without throwing; the error carries nlohmann's message without its
 /// tag. The depth is checked first: nlohmann's parser, copies and dump()
 /// recurse once per level, and a line of 100,000 '[' would overflow the stack.
+/// A key given twice in one object is refused: the last would win without a
+/// word, and a message that says two things at once ("type" status and
+/// cancel) is a broken or hostile peer's.
 Result<json> parse_json(std::string_view text) {
   if (Status depth = check_nesting(text); !depth) return Error{depth.error()};
   try {
-    return json::parse(text.begin(), text.end());
+    std::vector<RepeatedKey> repeated;
+    json parsed = parse_noting_repeats(text, repeated);
+    if (!repeated.empty())
+      return make_error("key \"" + one_line(repeated.front().key, 80) + "\" given twice in one object");
+    return parsed;
   } catch (const json::exception& e) {
     // parse_error for bad syntax, out_of_range for numbers such as 1e400.
     std::string what = e.what();

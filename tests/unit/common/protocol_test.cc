@@ -359,3 +359,16 @@ TEST_CASE("parse_request: numbers JSON cannot hold are errors, never exceptions"
   CHECK_THAT(e, Contains("number overflow"));
   CHECK_FALSE(fad::parse_response(R"({"v":1,"ok":true,"result":{"x":1e400}})").ok());
 }
+
+TEST_CASE("parse_request: a key given twice in one object is refused, not the last one taken", "[protocol]") {
+  // The last "type" would win: a status that is really a cancel.
+  CHECK(request_error(R"({"v":1,"type":"status","type":"cancel","body":{"id":1}})") ==
+        "malformed JSON: key \"type\" given twice in one object");
+  CHECK(request_error(R"({"v":1,"type":"cancel","body":{"id":1,"id":2}})") ==
+        "malformed JSON: key \"id\" given twice in one object");
+  // The same key in two objects is two keys; a key with controls is shown safely.
+  CHECK(parse_request(R"({"v":1,"type":"status","body":{"type":{"type":1}}})").ok());
+  CHECK(request_error("{\"v\":1,\"type\":\"status\",\"\\u001b[2J\":1,\"\\u001b[2J\":2}") ==
+        "malformed JSON: key \"?[2J\" given twice in one object");
+  CHECK_FALSE(fad::parse_response(R"({"v":1,"ok":true,"ok":false})").ok());
+}
