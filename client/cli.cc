@@ -402,7 +402,8 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
     auto* sub = cache->add_subcommand(name, help);
     sub->add_flag("--json", raw.json, "print JSON");
     sub->add_option("--cache-dir", raw.cache_dir,
-                    "the cache directory (default: $FAD_CACHE_DIR, config, ~/.cache/fad)");
+                    "the cache directory (default: $FAD_CACHE_DIR, config, $XDG_CACHE_HOME/fad, else ~/.cache/fad)")
+        ->type_name("DIR");
     add_locations(sub, raw);
   }
 

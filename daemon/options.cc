@@ -31,13 +31,19 @@ std::unique_ptr<CLI::App> make_daemon_cli(DaemonFlags& f) {
   opt("--config", f.config, "FILE",
       "Config file (JSON); default $FAD_CONFIG, else ~/.config/fad/fad.json, else " + system_config_path() +
           ", the first that is set or exists");
-  opt("--state-dir", f.state_dir, "DIR", "State directory (database, logs, outputs)");
-  opt("--socket", f.socket, "PATH", "Unix socket path");
+  opt("--state-dir", f.state_dir, "DIR",
+      "State directory (database, logs, outputs); default $FAD_STATE_DIR, config state_dir, else "
+      "$XDG_STATE_HOME/fad or ~/.local/state/fad");
+  opt("--socket", f.socket, "PATH",
+      "Unix socket path; default $FAD_SOCKET, config socket, else $XDG_RUNTIME_DIR/fad/fad.sock or "
+      "/tmp/fad-UID/fad.sock");
   opt("--memory-budget", f.memory_budget, "SIZE|auto", "Memory fad may use: SIZE (e.g. 16G) or auto");
   opt("--reserve", f.reserve, "SIZE|PCT%", "Memory kept free for everything else: SIZE or PCT% (default 10%)");
   opt("--nvcc", f.nvcc, "PATH", "Default compiler (nvcc or an nvcc-compatible program)");
   opt("--log-level", f.log_level, "LEVEL", "trace|debug|info|warn|error");
-  opt("--kernels-dir", f.kernels_dir, "DIR", "Directory of the bundled kernels (holding manifest.json)");
+  opt("--kernels-dir", f.kernels_dir, "DIR",
+      "Directory of the bundled kernels (holding manifest.json); default $FAD_KERNELS_DIR, config kernels_dir, "
+      "else the installed share/fad/kernels or the source tree fadd was built from");
   opt("--log-file", f.log_file, "FILE",
       "Log to this file instead of stderr, rotated past log_max_size (config, default 10M), "
       "keeping log_max_files (default 3) old files");

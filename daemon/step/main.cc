@@ -12,6 +12,11 @@
 
 #include "daemon/step_wrapper.h"
 
+namespace {
+constexpr const char* kUsage =
+    "usage: fad-step --report FILE [--launched-ms MS] -- PROGRAM ARGS... | fad-step --probe PATH...";
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // 1. The probe step: are fadd's paths visible and usable on this node?
@@ -31,13 +36,12 @@ int main(int argc, char** argv) {
     } else if (args[i] == "--launched-ms" && i + 1 < args.size()) {
       options.launched_ms = std::atoll(args[++i].c_str());
     } else {
-      std::cerr << "fad-step: unknown argument '" << args[i]
-                << "' (usage: fad-step --report FILE [--launched-ms MS] -- PROGRAM ARGS...)\n";
+      std::cerr << "fad-step: unknown argument '" << args[i] << "' (" << kUsage << ")\n";
       return 2;
     }
   }
   if (options.report_path.empty() || i + 1 >= args.size()) {
-    std::cerr << "fad-step: usage: fad-step --report FILE [--launched-ms MS] -- PROGRAM ARGS...\n";
+    std::cerr << "fad-step: " << kUsage << "\n";
     return 2;
   }
   options.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
