@@ -126,6 +126,7 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
   if (ec) {
     CallFailure failure{kExitUnreachable, unreachable_message(socket_path, ec.message())};
     failure.cause = unreachable_cause(socket_path, ec.message());
+    failure.gone = true;
     return failure;
   }
   if (answered_by) {
@@ -159,8 +160,11 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
       // Never a read without poll: a stopped fadd would hold it past the timeout.
       continue;
     }
-    if (ready < 0)
-      return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + std::strerror(errno)};
+    if (ready < 0) {
+      CallFailure lost{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + std::strerror(errno)};
+      lost.gone = true;
+      return lost;
+    }
     if (ready == 0)
       return CallFailure{kExitUnreachable, "fadd at " + socket_path + " did not answer within " +
                                                std::to_string(timeout.count() / 1000) +
@@ -172,7 +176,9 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
       std::string why = write_ec                 ? write_ec.message()
                         : ec == asio::error::eof ? "connection closed before an answer"
                                                  : ec.message();
-      return CallFailure{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + why};
+      CallFailure lost{kExitUnreachable, "lost connection to fadd at " + socket_path + ": " + why};
+      lost.gone = true;
+      return lost;
     }
     buffer.append(chunk, n);
   }

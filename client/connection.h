@@ -26,6 +26,9 @@ struct CallFailure {
   /// fadd answered, refusing the connection: too many are open. Its own
   /// connections close within seconds, so a moment later it is served.
   bool busy = false;
+  /// Nothing accepted the connection, or it closed before the answer: fadd is
+  /// not there, or went away mid-request (exiting, asked by someone else).
+  bool gone = false;
   /// The failure without advice, for a message that gives its own ("lost
   /// contact with fadd: ...; retrying"); empty when `message` is all there is.
   std::string cause{};

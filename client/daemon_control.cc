@@ -36,6 +36,13 @@ constexpr auto kStartTimeout = std::chrono::seconds(15);
 constexpr auto kStopTimeout = std::chrono::seconds(60);
 constexpr std::size_t kLogTailLines = 20;
 
+/// One line of /proc/PID/stat; empty when there is no such process (or no /proc).
+std::string proc_stat_line(long pid) {
+  std::string line;
+  if (pid > 0) std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), line);
+  return line;
+}
+
 // The daemon's pid from a status answer, for messages; "?" if absent.
 std::string pid_of(const Response& response) {
   const json& r = response.result;
@@ -230,25 +237,37 @@ int check_new_fadd(const Command& cmd, const Locations& locations, const std::st
 
 namespace {
 
+/// What became of a fadd that holds the state dir's lock and does not answer yet.
+enum class OtherStart {
+  answers,  ///< it answers at the socket now
+  gone,     ///< it let go of the lock (a restart beside this one stopped it): try again
+  stuck,    ///< it still holds the lock and does not answer: refused
+};
+
 /// Another start on this state dir (a second terminal, a restart beside this
 /// one) got there first by moments: its fadd holds the lock and answers
-/// shortly. Waits for that; false when nothing answers in time, or the lock's
-/// holder is gone, stopped, or too old to be starting (one serving another
-/// socket never answers here, and is not waited for).
-bool another_start_answers(const DaemonWatch& watch, const std::string& lock, Context& ctx) {
+/// shortly. Waits for that while the lock's holder is young enough to be
+/// starting: one serving another socket never answers here, and is not
+/// waited for. (Not asked whether it is stopped: a fadd exiting under a leak
+/// checker is briefly in tracing stop.)
+OtherStart wait_for_other_start(const DaemonWatch& watch, const std::string& lock, Context& ctx) {
   const auto deadline = ctx.now() + kStartTimeout;
   const double starting_s = std::chrono::duration<double>(kStartTimeout).count();
   while (true) {
-    if (probe(ctx)) return true;
+    if (probe(ctx)) return OtherStart::answers;
     const long holder = watch.holder(lock);
-    if (!watch.locked(lock) || !watch.alive(holder) || watch.stopped(holder)) return false;
-    if (const double age = watch.age_s(holder); age < 0 || age > starting_s) return false;
-    if (ctx.now() >= deadline) return false;
+    if (!watch.locked(lock) || !watch.alive(holder)) return OtherStart::gone;
+    if (const double age = watch.age_s(holder); age < 0 || age > starting_s) return OtherStart::stuck;
+    if (ctx.now() >= deadline) return OtherStart::stuck;
     ctx.sleep(kPollInterval);
   }
 }
 
-int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, bool beaten) {
+/// Starts beside other starts and restarts try again at most this often (each
+/// round waits for another fadd that then went away).
+constexpr int kStartRounds = 5;
+
+int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, bool beaten, int round = 1) {
   // Said when another start got there first: this one's fadd did not run.
   const std::string first = beaten ? "; another start got there first" : "";
   if (auto running = probe(ctx)) {
@@ -280,7 +299,9 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
   const bool lock_held = watch.locked(lock);
   const auto holder = pid_in_lock(lock);
   if ((lock_held && watch.alive(holder)) || watch.locked(locations.state_dir)) {
-    if (lock_held && another_start_answers(watch, lock, ctx)) return start_daemon(cmd, locations, ctx, true);
+    if (lock_held && round < kStartRounds)
+      if (const auto other = wait_for_other_start(watch, lock, ctx); other != OtherStart::stuck)
+        return start_daemon(cmd, locations, ctx, other == OtherStart::answers, round + 1);
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
@@ -322,10 +343,12 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
-      // Refused the lock another start's fadd took a moment before: not a failure.
-      if (const long other = watch.holder(lock);
-          other > 0 && other != pid && watch.alive(other) && another_start_answers(watch, lock, ctx))
-        return start_daemon(cmd, locations, ctx, true);
+      // Refused the lock another start's fadd took a moment before (the lock
+      // names a fadd that is neither this one nor the one before): not a
+      // failure, even if a restart beside this one has stopped that one since.
+      if (const long other = watch.holder(lock); other > 0 && other != pid && other != holder && round < kStartRounds)
+        if (const auto next = wait_for_other_start(watch, lock, ctx); next != OtherStart::stuck)
+          return start_daemon(cmd, locations, ctx, next == OtherStart::answers, round + 1);
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       ctx.err << "fad: fadd exited during startup (status " << code << ")\n";
       const std::string printed = last_lines(read_from(out_path, 0), kLogTailLines);
@@ -339,7 +362,12 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
       // a script told 1 would retry what only an edit fixes.
       return code == kExitUsage ? kExitUsage : kExitFailed;
     }
-    if (probe(ctx)) {
+    // Only this start's own fadd (or its child: a wrapper script that does not
+    // exec it): another start's answering first means this one's will find
+    // the lock taken and exit (seen above).
+    const auto answered = probe(ctx);
+    const long answering = answered ? std::strtol(pid_of(*answered).c_str(), nullptr, 10) : 0;
+    if (answering > 0 && (answering == pid || parse_stat_ppid(proc_stat_line(answering)) == pid)) {
       ctx.out << "fadd started (pid " << pid << "), socket " << locations.socket << ", log " << log_path << "\n";
       return kExitOk;
     }
@@ -358,26 +386,20 @@ int run_daemon_start(const Command& cmd, const Locations& locations, Context& ct
 
 DaemonWatch real_daemon_watch() {
   DaemonWatch w;
-  // One line of /proc/PID/stat; empty when there is no such process (or no /proc).
-  const auto stat_of = [](long pid) {
-    std::string line;
-    if (pid > 0) std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), line);
-    return line;
-  };
-  w.alive = [stat_of](long pid) {
+  w.alive = [](long pid) {
     if (pid <= 0) return false;
     // A zombie has exited; only its parent's wait is missing (a test harness,
     // a shell that started fadd in the foreground).
-    if (const std::string line = stat_of(pid); !line.empty()) return parse_stat_state(line) != 'Z';
+    if (const std::string line = proc_stat_line(pid); !line.empty()) return parse_stat_state(line) != 'Z';
     return process_exists(static_cast<pid_t>(pid));
   };
   w.holder = pid_in_lock;
-  w.stopped = [stat_of](long pid) {
-    const auto state = parse_stat_state(stat_of(pid));
+  w.stopped = [](long pid) {
+    const auto state = parse_stat_state(proc_stat_line(pid));
     return state == 'T' || state == 't';
   };
-  w.age_s = [stat_of](long pid) {
-    const auto start = parse_stat_start_ticks(stat_of(pid));
+  w.age_s = [](long pid) {
+    const auto start = parse_stat_start_ticks(proc_stat_line(pid));
     double uptime = -1;
     std::ifstream("/proc/uptime") >> uptime;
     const long ticks = ::sysconf(_SC_CLK_TCK);
@@ -433,8 +455,17 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
             << (locations.state_dir_named ? " (if it serves another socket, name it with --socket)" : "") << "\n";
     ctx.out.flush();
   } else {
-    int rc = kExitOk;
-    if (!request(ctx, "shutdown", json::object(), rc)) return rc;
+    const CallResult reply = ctx.send(Request{"shutdown", json::object()});
+    // One that goes away mid-request (another stop or restart asked it too)
+    // is on its way out: waited for as if this stop had asked.
+    if (const auto* failure = std::get_if<CallFailure>(&reply); failure && !failure->gone) {
+      ctx.err << "fad: " << failure->message << "\n";
+      return failure->exit_code;
+    }
+    if (const auto* response = std::get_if<Response>(&reply); response && !response->ok) {
+      ctx.err << "fad: " << response->message << "\n";
+      return exit_code_for_error(*response);
+    }
   }
   const std::string who = "fadd (pid " + pid_text(pid) + ")";
   const auto deadline = ctx.now() + kStopTimeout;

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -16,9 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Whether fadd could append to `path`, asked by opening it as the logger
-/// would: non-blocking (a FIFO without a reader must not hang the check), and
-/// a file made only for the question is removed again.
 /// Whether a directory could be made where `path` would be (under its
 /// nearest existing ancestor), asked by making one there and removing it:
 /// root passes access() on a read-only filesystem or /proc.
@@ -31,6 +30,22 @@ std::string can_make_in(fs::path dir) {
   return "";
 }
 
+/// Whether a file could be made in the existing directory `dir`, asked by
+/// making one of a unique name and removing it: never the log file itself,
+/// which a fadd starting beside the check may be opening (a probe made and
+/// unlinked there left that fadd logging into a deleted file).
+std::string can_make_file_in(const fs::path& dir) {
+  std::string probe = (dir / ".fadd-check-XXXXXX").string();
+  const int made = ::mkstemp(probe.data());
+  if (made < 0) return std::strerror(errno);
+  ::close(made);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+/// Whether fadd could append to `path`, asked by opening it as the logger
+/// would (non-blocking: a FIFO without a reader must not hang the check), or,
+/// when there is none, whether it could be made.
 std::string log_file_problem(const std::string& path) {
   const int existing = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
   if (existing >= 0) {
@@ -45,10 +60,9 @@ std::string log_file_problem(const std::string& path) {
     if (auto why = can_make_in(dir); !why.empty()) return "cannot log to " + path + ": " + why;
     return "";
   }
-  const int made = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0600);
-  if (made < 0) return "cannot log to " + path + ": " + std::strerror(errno);
-  ::close(made);
-  ::unlink(path.c_str());
+  if (fs::path(path).filename().string().size() > NAME_MAX)
+    return "cannot log to " + path + ": " + std::strerror(ENAMETOOLONG);
+  if (auto why = can_make_file_in(dir); !why.empty()) return "cannot log to " + path + ": " + why;
   return "";
 }
 

@@ -170,6 +170,40 @@ TEST_CASE("daemon stop: a fadd gone while another took its lock is stopped, not 
   CHECK(s.now < std::chrono::steady_clock::time_point{} + std::chrono::seconds(1));
 }
 
+TEST_CASE("daemon stop: a fadd that goes away mid-request (asked by another stop) is waited for, not an error") {
+  // Bug: of four restarts at once, one exited 3 with "lost connection to
+  // fadd: Broken pipe": another had asked the same fadd to stop first.
+  StopScript s;
+  CallFailure lost{kExitUnreachable, "lost connection to fadd at /s: Broken pipe"};
+  lost.gone = true;
+  s.answers = {status_answer(99, "/st"), lost};
+  s.alive_checks_left = 2;
+  s.locked_checks_left = 3;
+  Context ctx = s.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, s.watch()) == 0);
+  CHECK(s.out.str() == "fadd stopped (pid 99)\n");
+  CHECK(s.err.str().empty());
+  // Refused, or answered with an error, it is the stop's failure: said, and its code.
+  for (const bool busy : {true, false}) {
+    StopScript r;
+    CallFailure refused{kExitUnreachable, busy ? "fadd is busy" : "permission denied on /s", busy};
+    refused.busy = busy;
+    r.answers = {status_answer(99, "/st"), refused};
+    r.alive_checks_left = 1 << 30;
+    r.locked_checks_left = 1 << 30;
+    Context rctx = r.context();
+    CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, rctx, r.watch()) == kExitUnreachable);
+    CHECK(r.err.str() == "fad: " + refused.message + "\n");
+    CHECK(r.now == std::chrono::steady_clock::time_point{});  // not waited for
+  }
+  StopScript denied;
+  denied.answers = {status_answer(99, "/st"),
+                    fad::Response{false, {}, fad::ErrorCode::failed, "only root may stop this fadd"}};
+  Context dctx = denied.context();
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, dctx, denied.watch()) == 1);
+  CHECK(denied.err.str() == "fad: only root may stop this fadd\n");
+}
+
 TEST_CASE("daemon stop: a stopped (SIGSTOP) fadd is named as such, with how to continue it") {
   StopScript s;
   s.answers = {status_answer(99, "/st"), fad::Response{}};
