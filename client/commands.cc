@@ -22,16 +22,6 @@ constexpr auto kFirstRetry = std::chrono::milliseconds(250);
 constexpr auto kLongestRetry = std::chrono::seconds(5);
 constexpr std::chrono::milliseconds kRetrySlice{250};
 
-// Prints a failed reply as request() does; returns its exit code.
-int report(Context& ctx, const CallResult& reply) {
-  if (const auto* failure = std::get_if<CallFailure>(&reply)) {
-    ctx.err << "fad: " << failure->message << "\n";
-    return failure->exit_code;
-  }
-  const auto& response = std::get<Response>(reply);
-  ctx.err << "fad: " << response.message << "\n";
-  return exit_code_for_error(response);
-}
 constexpr double kPipedWatchIntervalS = 5;
 }  // namespace
 
@@ -70,20 +60,24 @@ json with_schema(json doc) {
   return doc;
 }
 
+int report(Context& ctx, const CallResult& reply) {
+  if (const auto* failure = std::get_if<CallFailure>(&reply)) {
+    ctx.err << "fad: " << failure->message << "\n";
+    return failure->exit_code;
+  }
+  const auto& response = std::get<Response>(reply);
+  ctx.err << "fad: " << response.message << "\n";
+  return exit_code_for_error(response);
+}
+
 std::optional<json> request(Context& ctx, const std::string& type, const json& body, int& exit_code) {
   CallResult reply = ctx.send(Request{type, body});
-  if (auto* failure = std::get_if<CallFailure>(&reply)) {
-    ctx.err << "fad: " << failure->message << "\n";
-    exit_code = failure->exit_code;
+  auto* response = std::get_if<Response>(&reply);
+  if (!response || !response->ok) {
+    exit_code = report(ctx, reply);
     return std::nullopt;
   }
-  auto& response = std::get<Response>(reply);
-  if (!response.ok) {
-    ctx.err << "fad: " << response.message << "\n";
-    exit_code = exit_code_for_error(response);
-    return std::nullopt;
-  }
-  return std::move(response.result);
+  return std::move(response->result);
 }
 
 int run_status(const Command& cmd, Context& ctx) {

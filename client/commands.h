@@ -59,6 +59,10 @@ inline constexpr std::chrono::seconds kReconnectWindow{60};
 /// code in `exit_code` and returns nullopt. On success returns the "result" object.
 std::optional<json> request(Context& ctx, const std::string& type, const json& body, int& exit_code);
 
+/// Prints a failed reply (a failure, or an answer that is not ok) as request()
+/// does, "fad: ..." to ctx.err, and returns its exit code.
+int report(Context& ctx, const CallResult& reply);
+
 /// Sends a request of a loop that follows something over time (submit --wait,
 /// status --watch, logs --follow). When fadd cannot be reached (it is
 /// restarting), says so once on ctx.err, retries with backoff for up to

@@ -298,10 +298,17 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
   // The pid is read once the lock is seen held: a fadd starting writes it after locking.
   const bool lock_held = watch.locked(lock);
   const auto holder = pid_in_lock(lock);
+  // Another start's fadd holds the lock: once it answers (or goes away), this
+  // start begins again; nullopt when it stays silent or the rounds are spent.
+  const auto after_other_start = [&]() -> std::optional<int> {
+    if (round >= kStartRounds) return std::nullopt;
+    const OtherStart other = wait_for_other_start(watch, lock, ctx);
+    if (other == OtherStart::stuck) return std::nullopt;
+    return start_daemon(cmd, locations, ctx, other == OtherStart::answers, round + 1);
+  };
   if ((lock_held && watch.alive(holder)) || watch.locked(locations.state_dir)) {
-    if (lock_held && round < kStartRounds)
-      if (const auto other = wait_for_other_start(watch, lock, ctx); other != OtherStart::stuck)
-        return start_daemon(cmd, locations, ctx, other == OtherStart::answers, round + 1);
+    if (lock_held)
+      if (const auto rc = after_other_start()) return *rc;
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
             << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
@@ -346,9 +353,8 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
       // Refused the lock another start's fadd took a moment before (the lock
       // names a fadd that is neither this one nor the one before): not a
       // failure, even if a restart beside this one has stopped that one since.
-      if (const long other = watch.holder(lock); other > 0 && other != pid && other != holder && round < kStartRounds)
-        if (const auto next = wait_for_other_start(watch, lock, ctx); next != OtherStart::stuck)
-          return start_daemon(cmd, locations, ctx, next == OtherStart::answers, round + 1);
+      if (const long other = watch.holder(lock); other > 0 && other != pid && other != holder)
+        if (const auto rc = after_other_start()) return *rc;
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       ctx.err << "fad: fadd exited during startup (status " << code << ")\n";
       const std::string printed = last_lines(read_from(out_path, 0), kLogTailLines);
@@ -458,14 +464,9 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
     const CallResult reply = ctx.send(Request{"shutdown", json::object()});
     // One that goes away mid-request (another stop or restart asked it too)
     // is on its way out: waited for as if this stop had asked.
-    if (const auto* failure = std::get_if<CallFailure>(&reply); failure && !failure->gone) {
-      ctx.err << "fad: " << failure->message << "\n";
-      return failure->exit_code;
-    }
-    if (const auto* response = std::get_if<Response>(&reply); response && !response->ok) {
-      ctx.err << "fad: " << response->message << "\n";
-      return exit_code_for_error(*response);
-    }
+    const auto* failure = std::get_if<CallFailure>(&reply);
+    const auto* response = std::get_if<Response>(&reply);
+    if ((failure && !failure->gone) || (response && !response->ok)) return report(ctx, reply);
   }
   const std::string who = "fadd (pid " + pid_text(pid) + ")";
   const auto deadline = ctx.now() + kStopTimeout;
