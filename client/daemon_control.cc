@@ -90,6 +90,10 @@ long pid_in_lock(const std::string& lock_path) {
   return in >> pid ? pid : 0;
 }
 
+long pid_in_lock_of(const DaemonWatch& watch, const std::string& lock) {
+  return watch.holder ? watch.holder(lock) : pid_in_lock(lock);
+}
+
 // A Response when something answers at the socket; nullopt when nothing does.
 std::optional<Response> probe(Context& ctx) {
   CallResult reply = ctx.send(Request{"status", json::object()});
@@ -356,6 +360,14 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
       if (const long other = watch.holder(lock); other > 0 && other != pid && other != holder)
         if (const auto rc = after_other_start()) return *rc;
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (code == 0) {
+        // fadd exits 0 only when asked to stop (fad refuses the flags that
+        // make it exit at once): it came up, and another stop or restart,
+        // polling faster than this start, stopped it before this start saw it
+        // answer.
+        ctx.out << "fadd started (pid " << pid << ") and was stopped again since, by another stop or restart\n";
+        return kExitOk;
+      }
       ctx.err << "fad: fadd exited during startup (status " << code << ")\n";
       const std::string printed = last_lines(read_from(out_path, 0), kLogTailLines);
       // A log rotated since (or written over) is shorter than where it began: read it all.
@@ -427,19 +439,31 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
   auto running = probe(ctx);
   long pid = 0;
   std::string state_dir = locations.state_dir;
-  if (running) {
-    if (auto theirs = other_state_dir(*running, locations)) {
-      // --state-dir names one fadd, the socket reached another: stopping it
-      // would stop the wrong one.
+  // The fadd that answered, as this stop sees it: refused when it keeps
+  // another state dir (--state-dir names one fadd, the socket reached another:
+  // stopping it would stop the wrong one).
+  auto take_answer = [&](const Response& answer) {
+    if (auto theirs = other_state_dir(answer, locations)) {
       ctx.err << "fad: the fadd at " << ctx.socket << " uses state dir " << *theirs << ", not " << locations.state_dir
               << "; name the socket of the one to stop with --socket\n";
-      return kExitFailed;
+      return false;
     }
-    const std::string theirs = state_dir_of(*running);
+    const std::string theirs = state_dir_of(answer);
     if (!theirs.empty()) state_dir = theirs;
-    pid = std::strtol(pid_of(*running).c_str(), nullptr, 10);
-  }
-  const std::string lock = lock_path_in(state_dir);
+    pid = std::strtol(pid_of(answer).c_str(), nullptr, 10);
+    return true;
+  };
+  // One that goes away mid-request (another stop or restart asked it too) is
+  // on its way out: waited for as if this stop had asked.
+  auto ask = [&]() -> std::optional<int> {
+    const CallResult reply = ctx.send(Request{"shutdown", json::object()});
+    const auto* failure = std::get_if<CallFailure>(&reply);
+    const auto* response = std::get_if<Response>(&reply);
+    if ((failure && !failure->gone) || (response && !response->ok)) return report(ctx, reply);
+    return std::nullopt;
+  };
+  if (running && !take_answer(*running)) return kExitFailed;
+  std::string lock = lock_path_in(state_dir);
   if (!running) {
     // Nothing answers, but a fadd may still be on its way out (after SIGTERM or
     // an earlier stop): a start now would find the state dir locked.
@@ -447,7 +471,7 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
       ctx.out << "fadd is not running (nothing answers at " << ctx.socket << ")\n";
       return kExitOk;
     }
-    pid = pid_in_lock(lock);
+    pid = pid_in_lock_of(watch, lock);
     if (locations.socket_named && !locations.state_dir_named) {
       // The lock is the default state dir's, the socket the user's own: the
       // fadd holding it may serve any socket, so it is not waited for.
@@ -460,16 +484,10 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
             << "); waiting for it to exit"
             << (locations.state_dir_named ? " (if it serves another socket, name it with --socket)" : "") << "\n";
     ctx.out.flush();
-  } else {
-    const CallResult reply = ctx.send(Request{"shutdown", json::object()});
-    // One that goes away mid-request (another stop or restart asked it too)
-    // is on its way out: waited for as if this stop had asked.
-    const auto* failure = std::get_if<CallFailure>(&reply);
-    const auto* response = std::get_if<Response>(&reply);
-    if ((failure && !failure->gone) || (response && !response->ok)) return report(ctx, reply);
+  } else if (auto failed = ask()) {
+    return *failed;
   }
-  const std::string who = "fadd (pid " + pid_text(pid) + ")";
-  const auto deadline = ctx.now() + kStopTimeout;
+  auto deadline = ctx.now() + kStopTimeout;
   bool alive = true, locked = true;
   while (true) {
     alive = pid > 0 && watch.alive(pid);
@@ -486,9 +504,26 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
                 << state_dir << "\n";
         return kExitOk;
       }
+    if (!running && (pid <= 0 || alive)) {
+      // Never asked: the fadd holding the lock may be one still starting up
+      // (a stop right after a start, or beside a restart), which takes the
+      // lock before it listens and would never exit on its own. Once it
+      // answers, it is asked like any other.
+      if ((running = probe(ctx))) {
+        if (!take_answer(*running)) return kExitFailed;
+        lock = lock_path_in(state_dir);
+        ctx.out << "fadd (pid " << pid_text(pid) << ") now answers at " << ctx.socket << ": asking it to stop\n";
+        ctx.out.flush();
+        if (auto failed = ask()) return *failed;
+        deadline = ctx.now() + kStopTimeout;
+        continue;
+      }
+      if (pid <= 0) pid = pid_in_lock_of(watch, lock);  // written a moment after the lock is taken
+    }
     if (ctx.now() >= deadline) break;
     ctx.sleep(kPollInterval);
   }
+  const std::string who = "fadd (pid " + pid_text(pid) + ")";
   if (alive && watch.stopped && watch.stopped(pid)) {
     // Not another socket's fadd, nor a slow one: it cannot act on anything.
     // Said only at the deadline: an exiting fadd under a leak checker is

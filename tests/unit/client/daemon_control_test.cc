@@ -1,6 +1,7 @@
 // The pure parts of daemon start/stop, and stop against a scripted daemon.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -225,7 +226,38 @@ TEST_CASE("daemon stop: a fadd that no longer answers but holds its lock is wait
   CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, ctx, s.watch()) == 0);
   CHECK(s.out.str().find("still holds /st/fadd.lock") != std::string::npos);
   CHECK(s.out.str().find("fadd stopped") != std::string::npos);
-  CHECK(s.types == std::vector<std::string>{"status"});  // nothing to send a shutdown to
+  // Nothing to send a shutdown to: only asked, while waiting, whether it answers yet.
+  CHECK(std::count(s.types.begin(), s.types.end(), "shutdown") == 0);
+}
+
+TEST_CASE("daemon stop: a fadd still starting up (its lock taken, not yet listening) is asked once it answers") {
+  // Bug: a stop right after a start, or a restart beside another, found
+  // the new fadd's lock before its socket, waited 60 s for that fadd to exit
+  // (it never would: nobody had asked it), and failed.
+  StopScript s;
+  const CallFailure nothing{kExitUnreachable, "nothing listens at /s"};
+  s.answers = {nothing, nothing, nothing, status_answer(120, "/st"), fad::Response{}};
+  Context ctx = s.context();
+  int lock_reads = 0;
+  bool asked = false;
+  int exit_checks = 3;
+  DaemonWatch w = s.watch();
+  w.holder = [&](const std::string&) { return ++lock_reads < 2 ? 0L : 120L; };  // the pid comes a moment later
+  w.alive = [&](long pid) { return pid == 120 && !(asked && exit_checks-- <= 0); };
+  w.locked = [&](const std::string&) { return !(asked && exit_checks <= 0); };
+  Context asking = ctx;
+  asking.send = [&](const fad::Request& r) {
+    asked = asked || r.type == "shutdown";
+    return ctx.send(r);
+  };
+  CHECK(run_daemon_stop(Locations{"/s", "/st", std::nullopt}, asking, w) == 0);
+  CHECK(s.types == std::vector<std::string>{"status", "status", "status", "status", "shutdown"});
+  CHECK(s.out.str() ==
+        "fadd does not answer at /s but still holds /st/fadd.lock (pid ?); waiting for it to exit\n"
+        "fadd (pid 120) now answers at /s: asking it to stop\n"
+        "fadd stopped (pid 120)\n");
+  CHECK(s.err.str().empty());
+  CHECK(s.now < std::chrono::steady_clock::time_point{} + std::chrono::seconds(1));
 }
 
 TEST_CASE("daemon stop: a fadd that answers at no named socket and keeps its lock was not asked, and is not said to") {
@@ -237,7 +269,7 @@ TEST_CASE("daemon stop: a fadd that answers at no named socket and keeps its loc
   Locations named{"/s", "/st", std::nullopt, true};
   named.socket_named = true;
   CHECK(run_daemon_stop(named, ctx, s.watch()) == 1);
-  CHECK(s.types == std::vector<std::string>{"status"});
+  CHECK(std::count(s.types.begin(), s.types.end(), "shutdown") == 0);
   CHECK_THAT(s.err.str(), Catch::StartsWith("fad: fadd (pid ") &&
                               Catch::Contains("has not exited in 60 s (/st/fadd.lock is still locked) and does not "
                                               "answer at /s: if it serves another socket, name that one with "
