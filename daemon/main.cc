@@ -1,4 +1,5 @@
 // fadd: the fad build daemon. main() reads as the table of contents.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/daemon.h"
+#include "daemon/log_files.h"
 #include "daemon/memory_probe.h"
 #include "daemon/options.h"
 #include "daemon/root_only_path.h"
@@ -77,6 +79,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!options->log_file.empty()) {
+    // fadd's log names every user's builds, sources and commands: fadd's
+    // alone to read. Made before run_daemon's umask, it was 0644 under a
+    // shell's 022 while its rotations were 0600.
+    ::umask(077);
     try {
       spdlog::set_default_logger(spdlog::rotating_logger_mt("fadd", options->log_file, options->config.log_max_size,
                                                             static_cast<std::size_t>(options->config.log_max_files)));
@@ -94,6 +100,11 @@ int main(int argc, char** argv) {
   }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::set_level(spdlog::level::from_str(options->config.log_level));
+  // One left readable by an earlier fadd is closed now, rotations included.
+  if (!options->log_file.empty())
+    for (const auto& [path, mode] :
+         fad::close_log_files(options->log_file, static_cast<std::size_t>(options->config.log_max_files), ::geteuid()))
+      spdlog::warn("{} was readable by other users (mode {:o}): made 0600", path, mode);
 
   // 4. Run until stopped.
   return fad::run_daemon(*options);

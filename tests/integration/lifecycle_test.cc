@@ -5,6 +5,7 @@
 // a config file, and fadd.log rotation under `fad daemon start`.
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <poll.h>
 #include <unistd.h>
@@ -435,7 +436,14 @@ TEST_CASE("fadd starts on the defaults when no config file exists", "[integratio
   CHECK(up);
 }
 
-TEST_CASE("daemon start logs to a rotated fadd.log, and fadd.out stays small", "[integration][lifecycle]") {
+TEST_CASE("daemon start logs to a rotated fadd.log, private to fadd's user, and fadd.out stays small",
+          "[integration][lifecycle]") {
+  // The log names every user's builds and commands; under a shell's 022 the
+  // first fadd.log was once 0644, its rotations 0600.
+  struct Umask {
+    mode_t before = ::umask(022);
+    ~Umask() { ::umask(before); }
+  } shell_like;
   Daemon d;
   d.write_kernels(units(10, ""));
   std::ofstream(d.dir() / "test-config.json")
@@ -443,6 +451,10 @@ TEST_CASE("daemon start logs to a rotated fadd.log, and fadd.out stays small", "
                                                                                                      // compiles
   BackgroundDaemon bg(d);
   REQUIRE(bg.start().exit_code == 0);
+  auto private_to_fadd = [](const fs::path& p) {
+    return (fs::status(p).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none;
+  };
+  CHECK(private_to_fadd(fs::path(d.state_dir()) / "fadd.log"));
   // About 2 KiB of log per build: enough for two rotations and more.
   for (int i = 0; i < 8; ++i) CHECK(bg.fad({"submit", "--arch", "9.0", "--wait"}).exit_code == 0);
   const fs::path state = d.state_dir();
@@ -453,4 +465,8 @@ TEST_CASE("daemon start logs to a rotated fadd.log, and fadd.out stays small", "
   CHECK_FALSE(fs::exists(state / "fadd.3.log"));  // log_max_files: 2 old files kept
   CHECK(fs::file_size(state / "fadd.out") < 1024);
   CHECK(slurp_file(state / "fadd.log").find("succeeded") != std::string::npos);
+  for (const auto* name : {"fadd.log", "fadd.1.log", "fadd.2.log"}) {
+    INFO(name);
+    CHECK(private_to_fadd(state / name));
+  }
 }
