@@ -17,6 +17,7 @@
 #include "common/help_formatter.h"
 #include "common/json_fields.h"
 #include "common/paths.h"
+#include "common/protocol.h"
 #include "common/suggest.h"
 #include "common/text.h"
 
@@ -302,7 +303,11 @@ ParseOutcome finish(const CLI::App& app, RawArgs& raw, std::vector<std::string> 
     if (!archs) return usage(archs.error(), cmd.path);
     cmd.archs = std::move(*archs);
   }
-  if (raw.limit <= 0) return usage("--limit must be a positive integer, got " + std::to_string(raw.limit), cmd.path);
+  // Said here, as every other flag is, not in fadd's words about the request.
+  if (raw.limit <= 0 || raw.limit > HistoryRequest::kMaxLimit)
+    return usage(
+        "--limit must be from 1 to " + std::to_string(HistoryRequest::kMaxLimit) + ", got " + std::to_string(raw.limit),
+        cmd.path);
   cmd.limit = raw.limit;
   return cmd;
 }
@@ -377,7 +382,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   }
 
   auto* history = app.add_subcommand("history", "finished builds with queue time, run time and peak memory");
-  history->add_option("--limit", raw.limit, "how many builds (default 20)")->type_name("N");
+  history->add_option("--limit", raw.limit, "how many builds, 1 to 10000 (default 20)")->type_name("N");
   history->add_flag("--json", raw.json, "print JSON");
   add_locations(history, raw);
   auto* history_export = history->add_subcommand("export", "write the learnt unit profiles to FILE (versioned JSON)");

@@ -289,8 +289,8 @@ Result<HistoryRequest> HistoryRequest::from_json(const json& body) {
   if (Status s = require_object(body); !s) return Error{s.error()};
   HistoryRequest r;
   if (auto limit = body.find("limit"); limit != body.end()) {
-    auto value = integer_in(*limit, 1, 10000);
-    if (!value) return field_error("limit", "an integer from 1 to 10000");
+    auto value = integer_in(*limit, 1, kMaxLimit);
+    if (!value) return field_error("limit", "an integer from 1 to " + std::to_string(kMaxLimit));
     r.limit = static_cast<int>(*value);
   }
   return r;

@@ -117,6 +117,7 @@ struct LogsRequest {
 
 /// "history": finished builds, newest first.
 struct HistoryRequest {
+  static constexpr int kMaxLimit = 10000;  ///< builds in one answer, at most
   int limit = 20;
   static Result<HistoryRequest> from_json(const json& body);
   json to_json() const;

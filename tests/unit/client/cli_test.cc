@@ -123,7 +123,12 @@ TEST_CASE("history limit") {
   CHECK(c.kind == CommandKind::history);
   CHECK(c.limit == 5);
   CHECK(c.json);
-  usage_error({"history", "--limit", "0"});
+  CHECK(usage_error({"history", "--limit", "0"}) ==
+        "fad: --limit must be from 1 to 10000, got 0 (see 'fad history --help')\n");
+  // fadd's most, said by the client in its own words (it once came back as
+  // fadd's 'field "limit" must be...').
+  CHECK(usage_error({"history", "--limit", "10001"}) ==
+        "fad: --limit must be from 1 to 10000, got 10001 (see 'fad history --help')\n");
   CHECK(usage_error({"history", "--limit", "lots"}) ==
         "fad: --limit: expected a whole number in range, got 'lots' (see 'fad history --help')\n");
   CHECK(usage_error({"history", "--limit", "99999999999999"}).find("got '99999999999999'") != std::string::npos);
