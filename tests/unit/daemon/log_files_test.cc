@@ -24,7 +24,7 @@ TEST_CASE("log file names are the rotating sink's", "[log_files]") {
         std::vector<std::string>{"/st/fadd.log", "/st/fadd.1.log", "/st/fadd.2.log"});
 }
 
-TEST_CASE("a log and its rotations left readable by others are made 0600; links and private ones are left",
+TEST_CASE("a log and its rotations left readable by others are made 0600, but no link nor a private one",
           "[log_files]") {
   const fs::path dir = fs::temp_directory_path() / ("fad-log-files-" + std::to_string(::getpid()));
   fs::remove_all(dir);
