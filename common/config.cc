@@ -32,7 +32,7 @@ using json = nlohmann::json;
 
 constexpr const char* kKnownKeys =
     "memory_budget, reserve, swap, max_parallel_units, max_builds_per_user, max_launches_per_user_per_hour, "
-    "keep_builds_per_user, max_builds_per_user_per_hour, "
+    "keep_builds_per_user, keep_records_per_user, max_builds_per_user_per_hour, "
     "nvcc_threads, nvcc, unit_memory_prior, poll_interval_ms, log_level, socket, socket_group, socket_mode, state_dir, "
     "kernels_dir, cache_dir, cache_size, "
     "retention, log_max_size, log_max_files, unit_max_file_size, unit_max_log_size, unit_time_limit, "
@@ -137,6 +137,8 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     return set_limit(v, config.max_builds_per_user_per_hour);
   } else if (key == "keep_builds_per_user") {
     return set_limit(v, config.keep_builds_per_user);
+  } else if (key == "keep_records_per_user") {
+    return set_limit(v, config.keep_records_per_user);
   } else if (key == "nvcc_threads") {
     if (v == "auto") {
       config.nvcc_threads = 0;

@@ -33,6 +33,9 @@ struct Config {
   int max_launches_per_user_per_hour = 10000;
   /// Finished builds per user that keep their outputs and logs; 0 = no limit.
   int keep_builds_per_user = 100;
+  /// Finished builds per user whose records (fad history) are kept; older
+  /// ones are deleted once pruned. 0 = no limit.
+  int keep_records_per_user = 10000;
   /// Builds a user may open per hour, in bursts of as many; 0 = no limit.
   int max_builds_per_user_per_hour = 600;
   int nvcc_threads = 0;                          ///< 0 = "auto"

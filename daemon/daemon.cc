@@ -91,6 +91,7 @@ EngineOptions engine_options(const DaemonOptions& o) {
   e.max_builds_per_user = c.max_builds_per_user;
   e.max_launches_per_user_per_hour = c.max_launches_per_user_per_hour;
   e.keep_builds_per_user = c.keep_builds_per_user;
+  e.keep_records_per_user = c.keep_records_per_user;
   e.max_builds_per_user_per_hour = c.max_builds_per_user_per_hour;
   e.unit_max_file_size = c.unit_max_file_size;
   e.unit_max_log_size = c.unit_max_log_size;

@@ -81,6 +81,12 @@ struct EngineOptions {
   /// the compile cache finishes in seconds writes a library's objects each
   /// time: only this bounds what one user's builds hold on the state disk.
   int keep_builds_per_user = 100;
+  /// Finished builds of one user whose records stay (fad history, fad
+  /// status ID); older ones lose their outputs as above and then their rows
+  /// (0 = no limit). Retention keeps a pruned build's rows, about 5 KB each:
+  /// without this a user's loop of builds (600 an hour) grows the database
+  /// by gigabytes a year.
+  int keep_records_per_user = 10000;
   /// Builds one user may open per hour, in bursts of as many (0 = no limit;
   /// root is not limited): max_builds_per_user bounds what is open at once,
   /// and a build closed at once (submit and cancel, fad run of nothing) makes
@@ -379,8 +385,19 @@ class Engine {
   void store_cached(const UnitRecord& unit, double started_at);
   void append_build_log(std::int64_t build_id, const std::string& text);
   void apply_retention(double now);
-  /// Prunes each user's finished builds past their newest keep_builds_per_user.
+  /// Prunes each user's finished builds past their newest keep_builds_per_user,
+  /// then applies keep_records_per_user.
   void apply_keep_limit(double now);
+  /// Deletes the records of each user's finished builds past their newest
+  /// keep_records_per_user (pruning their files first), a bounded number per
+  /// call, never of a build that finished within kRecordsKeptS.
+  void apply_record_limit();
+  static constexpr std::int64_t kRecordsKeptS = 3600;
+  /// One pass's share (a build may hold 10,000 units, each a few rows): the
+  /// rest waits for the next pass, a minute later, so the event loop is never
+  /// held for long.
+  static constexpr int kRecordsPerPass = 256;
+  static constexpr int kRecordUnitsPerPass = 20000;
   /// Moves `candidates`' trees to the trash (those of the caller's, unless
   /// root, and not still stopping compilers), marks them pruned and deletes
   /// them off the loop; answers {"dry_run", "bytes", "builds"}. `why` is for

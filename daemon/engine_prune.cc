@@ -280,18 +280,55 @@ std::optional<std::string> Engine::pruned_on(const BuildRecord& b) const {
 }
 
 void Engine::apply_keep_limit(double now) {
-  const int keep = options_.keep_builds_per_user;
-  if (keep <= 0 || shutting_down_) return;
+  if (shutting_down_ || (options_.keep_builds_per_user <= 0 && options_.keep_records_per_user <= 0)) return;
   if (last_keep_check_ && now - *last_keep_check_ < kKeepCheckEveryS) return;
   last_keep_check_ = now;
-  // Grouped per user, so that the log says whose builds went.
-  std::map<uid_t, std::vector<BuildRecord>> over;
-  for (auto& b : store_.builds_past_newest(keep)) over[owner_of(b)].push_back(std::move(b));
-  for (auto& [uid, builds] : over)
+  if (const int keep = options_.keep_builds_per_user; keep > 0) {
+    // Grouped per user, so that the log says whose builds went.
+    std::map<uid_t, std::vector<BuildRecord>> over;
+    for (auto& b : store_.builds_past_newest(keep)) over[owner_of(b)].push_back(std::move(b));
+    for (auto& [uid, builds] : over)
+      prune_builds(Caller{}, std::move(builds), false,
+                   "of " + user_name(uid) + " past their newest " + std::to_string(keep) + " (keep_builds_per_user)",
+                   [](Response r) {
+                     if (!r.ok) spdlog::warn("keep_builds_per_user: {}", r.message);
+                   });
+  }
+  apply_record_limit();
+}
+
+void Engine::apply_record_limit() {
+  const int keep = options_.keep_records_per_user;
+  // A write the database refused (a full disk) and still held here may name
+  // the rows: nothing goes until it is written.
+  if (keep <= 0 || !storage_problem_.empty() || !unrecorded_.empty() || !unwritten_attempts_.empty()) return;
+  // The hourly allowances are counted again from these rows after a restart.
+  const auto cutoff = rfc3339_before(clock_.wall(), kRecordsKeptS);
+  if (!cutoff) return;
+  std::map<uid_t, std::vector<BuildRecord>> unpruned;
+  std::map<uid_t, int> deleted;
+  int units = 0;
+  for (auto& b : store_.records_past_newest(keep, *cutoff, kRecordsPerPass)) {
+    // A record outlives its build's files, never the other way round: an
+    // unpruned one is pruned first (whatever keep_builds_per_user says), and
+    // its rows go on a later pass, once the mark is written.
+    if (!pruned_on(b)) {
+      unpruned[owner_of(b)].push_back(std::move(b));
+      continue;
+    }
+    if (unmarked_prunes_.count(b.id) || units >= kRecordUnitsPerPass) continue;
+    units += store_.delete_build(b.id);
+    ++deleted[owner_of(b)];
+  }
+  for (const auto& [uid, n] : deleted)
+    spdlog::info("deleted the records of {} finished build(s) of {} past their newest {} (keep_records_per_user)", n,
+                 user_name(uid), keep);
+  for (auto& [uid, builds] : unpruned)
     prune_builds(Caller{}, std::move(builds), false,
-                 "of " + user_name(uid) + " past their newest " + std::to_string(keep) + " (keep_builds_per_user)",
+                 "of " + user_name(uid) + " past their newest " + std::to_string(keep) +
+                     " records (keep_records_per_user; the records go next)",
                  [](Response r) {
-                   if (!r.ok) spdlog::warn("keep_builds_per_user: {}", r.message);
+                   if (!r.ok) spdlog::warn("keep_records_per_user: {}", r.message);
                  });
 }
 

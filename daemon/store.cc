@@ -603,6 +603,28 @@ std::vector<BuildRecord> Store::builds_past_newest(int keep) {
   return out;
 }
 
+std::vector<BuildRecord> Store::records_past_newest(int keep, const std::string& finished_by, int limit) {
+  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
+                        " FROM (SELECT *, row_number() OVER (PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS "
+                        "newer FROM builds WHERE state IN ('succeeded','failed','cancelled') AND finished_at IS NOT "
+                        "NULL) WHERE newer > ? AND finished_at <= ? ORDER BY finished_at, id LIMIT ?");
+  st.bind(1, static_cast<std::int64_t>(keep)).bind(2, finished_by).bind(3, static_cast<std::int64_t>(limit));
+  std::vector<BuildRecord> out;
+  while (st.step()) out.push_back(read_build(st));
+  return out;
+}
+
+int Store::delete_build(std::int64_t id) {
+  Transaction tx(db_);
+  db_.prepare("DELETE FROM unit_samples WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
+  db_.prepare("DELETE FROM unit_events WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
+  db_.prepare("DELETE FROM units WHERE build_id = ?").bind(1, id).run();
+  const int units = db_.changes();
+  db_.prepare("DELETE FROM builds WHERE id = ?").bind(1, id).run();
+  tx.commit();
+  return units;
+}
+
 void Store::mark_pruned(std::int64_t id, const std::string& at) {
   // A build server's curves are most of the database after a year: they go
   // with the outputs (the estimator's unit_history is separate and stays).

@@ -145,6 +145,15 @@ class Store {
   /// Finished builds not yet pruned that are older than their owner's newest
   /// `keep` such builds, oldest first.
   std::vector<BuildRecord> builds_past_newest(int keep);
+  /// Finished builds (pruned or not) finished at or before `finished_by` that are older than
+  /// their owner's newest `keep` finished builds (pruned or not), oldest
+  /// first, at most `limit`: the records keep_records_per_user deletes.
+  std::vector<BuildRecord> records_past_newest(int keep, const std::string& finished_by, int limit);
+  /// Deletes a finished build's records: the build, its units and what
+  /// `fad report` draws of them; returns the units deleted. The estimator's
+  /// unit_history stays, and a build number is never given again
+  /// (AUTOINCREMENT).
+  int delete_build(std::int64_t id);
   /// Records that a build's outputs and logs were deleted: marks it pruned
   /// and deletes its units' memory curves and events (what `fad report`
   /// draws) and command lines. The build and unit rows stay.

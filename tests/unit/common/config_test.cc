@@ -68,6 +68,7 @@ TEST_CASE("an empty object gives the documented defaults", "[config]") {
   CHECK(r->max_builds_per_user == 32);
   CHECK(r->max_launches_per_user_per_hour == 10000);
   CHECK(r->keep_builds_per_user == 100);
+  CHECK(r->keep_records_per_user == 10000);
   CHECK(r->max_builds_per_user_per_hour == 600);
   CHECK(r->nvcc_threads == 0);
   CHECK(r->nvcc.empty());
@@ -134,6 +135,8 @@ TEST_CASE("value checks, one key at a time", "[config]") {
   CHECK(one(R"("max_launches_per_user_per_hour": 0)")->max_launches_per_user_per_hour == 0);
   CHECK(one(R"("keep_builds_per_user": 5)")->keep_builds_per_user == 5);
   CHECK_FALSE(one(R"("keep_builds_per_user": -5)").ok());
+  CHECK(one(R"("keep_records_per_user": 0)")->keep_records_per_user == 0);
+  CHECK_FALSE(one(R"("keep_records_per_user": "many")").ok());
   CHECK(one(R"("max_builds_per_user_per_hour": 0)")->max_builds_per_user_per_hour == 0);
   CHECK(one(R"("max_launches_per_user_per_hour": "100")").error() ==
         "f.json:2: key 'max_launches_per_user_per_hour': expected an integer >= 0 (0 = no limit), got \"100\"");
@@ -297,6 +300,7 @@ TEST_CASE("the shipped config/fad.json lists every key at its default", "[config
   CHECK(shipped->max_builds_per_user == defaults.max_builds_per_user);
   CHECK(shipped->max_launches_per_user_per_hour == defaults.max_launches_per_user_per_hour);
   CHECK(shipped->keep_builds_per_user == defaults.keep_builds_per_user);
+  CHECK(shipped->keep_records_per_user == defaults.keep_records_per_user);
   CHECK(shipped->max_builds_per_user_per_hour == defaults.max_builds_per_user_per_hour);
   CHECK(shipped->log_level == defaults.log_level);
   CHECK(shipped->cache_size == defaults.cache_size);

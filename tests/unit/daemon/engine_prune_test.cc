@@ -38,6 +38,16 @@ std::int64_t run_to_success(EngineFixture& f, std::optional<Caller> who = std::n
   return id;
 }
 
+/// `count` builds of `who` that succeed on the first days of 2026, one a day.
+std::vector<std::int64_t> daily_builds(EngineFixture& f, const Caller& who, int count) {
+  std::vector<std::int64_t> ids;
+  for (int day = 1; day <= count; ++day) {
+    f.clock.wall_ = "2026-01-0" + std::to_string(day) + "T00:00:00Z";
+    ids.push_back(run_to_success(f, who));
+  }
+  return ids;
+}
+
 std::vector<std::int64_t> ids_of(const Response& r) {
   std::vector<std::int64_t> ids;
   for (const auto& b : r.result.at("builds")) ids.push_back(b.at("id").get<std::int64_t>());
@@ -198,11 +208,7 @@ TEST_CASE("keep_builds_per_user: each user's finished builds past their newest N
   f.options.keep_builds_per_user = 2;
   f.make_engine().recover();
   const Caller alice{4001, 4001, 111};
-  std::vector<std::int64_t> hers;
-  for (int day = 1; day <= 4; ++day) {
-    f.clock.wall_ = "2026-01-0" + std::to_string(day) + "T00:00:00Z";
-    hers.push_back(run_to_success(f, alice));
-  }
+  const std::vector<std::int64_t> hers = daily_builds(f, alice, 4);
   const auto mine = run_to_success(f);
   const auto active = f.submit();  // still queued: never counted
   f.clock.advance(Engine::kKeepCheckEveryS + 1);
@@ -225,6 +231,72 @@ TEST_CASE("keep_builds_per_user: each user's finished builds past their newest N
   CHECK_FALSE(f.store->build(hers[3])->pruned_at.has_value());
   CHECK_FALSE(f.store->build(fifth)->pruned_at.has_value());
   CHECK(f.build_state(active) != BuildState::succeeded);
+}
+
+TEST_CASE(
+    "keep_records_per_user: records past each user's newest N are deleted after their files, never within "
+    "the hour",
+    "[prune]") {
+  // A pruned build's rows stay (about 5 KB each): a user's loop of builds
+  // would otherwise grow the database without bound.
+  EngineFixture f;
+  f.options.keep_builds_per_user = 0;  // no limit on files: the records' limit prunes them itself
+  f.options.keep_records_per_user = 2;
+  f.make_engine().recover();
+  const Caller alice{4001, 4001, 111};
+  const std::vector<std::int64_t> hers = daily_builds(f, alice, 4);
+  const auto mine = run_to_success(f);
+  const std::size_t learned = f.store->history().size();
+  auto look = [&] {
+    f.clock.advance(Engine::kKeepCheckEveryS + 1);
+    f.engine->tick();
+  };
+  // First look: the two oldest lose their files; their records stay until
+  // the prune's mark is written.
+  look();
+  for (int i = 0; i < 2; ++i) {
+    INFO("build " << hers[i]);
+    REQUIRE(f.store->build(hers[i]));
+    CHECK(f.store->build(hers[i])->pruned_at.has_value());
+    CHECK_FALSE(fs::exists(f.build_dir(hers[i])));
+  }
+  // Next look: their rows go, units included; the rest and the estimator's
+  // history stay.
+  look();
+  for (int i = 0; i < 4; ++i) {
+    INFO("build " << hers[i]);
+    CHECK(f.store->build(hers[i]).has_value() == (i >= 2));
+    CHECK(f.store->units(hers[i]).empty() == (i < 2));
+  }
+  CHECK(fs::exists(f.artifact(hers[2])));
+  CHECK(fs::exists(f.artifact(hers[3])));
+  REQUIRE(f.store->build(mine));
+  CHECK_FALSE(f.store->build(mine)->pruned_at.has_value());
+  CHECK(f.store->history().size() == learned);
+
+  // Builds that finished within the hour stay, past the limit or not: the
+  // hourly allowances are counted from them after a restart.
+  f.clock.wall_ = "2026-01-06T00:00:00Z";
+  const auto a = run_to_success(f, alice);
+  f.clock.wall_ = "2026-01-06T00:10:00Z";
+  const auto b = run_to_success(f, alice);
+  f.clock.wall_ = "2026-01-06T00:59:00Z";
+  look();
+  look();
+  CHECK_FALSE(f.store->build(hers[2]));  // days old: pruned, then deleted
+  CHECK_FALSE(f.store->build(hers[3]));
+  REQUIRE(f.store->build(a));
+  REQUIRE(f.store->build(b));
+  CHECK_FALSE(f.store->build(a)->pruned_at.has_value());
+  f.clock.wall_ = "2026-01-06T01:11:00Z";
+  const auto c = run_to_success(f, alice);
+  look();
+  look();
+  CHECK_FALSE(f.store->build(a));
+  CHECK(f.store->build(b));
+  CHECK(f.store->build(c));
+  // A deleted build's number is never given again.
+  CHECK(run_to_success(f, alice) > c);
 }
 
 }  // namespace fad
