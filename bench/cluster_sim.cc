@@ -15,8 +15,7 @@ namespace {
 
 constexpr double kStepS = 1;
 constexpr double kDecideEveryS = 5;  // and on every finish, as in simulator.cc
-constexpr std::size_t kQueueWindow = 72;
-constexpr double kGiveUpS = 2e5;  // a build that keeps getting killed never finishes
+constexpr double kGiveUpS = 2e5;     // a build that keeps getting killed never finishes
 
 struct Run {
   std::size_t unit = 0;
@@ -75,7 +74,7 @@ ClusterResult simulate_cluster(const std::vector<SimUnit>& units, const Cluster&
       if (changed || now >= next_decide) {
         for (int node = 0; node < cluster.nodes && !queue.empty(); ++node) {
           std::vector<QueuedUnit> waiting;
-          for (std::size_t i = 0; i < queue.size() && i < kQueueWindow; ++i) {
+          for (std::size_t i = 0; i < queue.size(); ++i) {  // the whole queue, as engine_nodes.cc
             QueuedUnit q;
             q.id = static_cast<std::int64_t>(queue[i].unit);
             q.key = units[queue[i].unit].key;

@@ -22,8 +22,6 @@ constexpr double kStepS = 1;
 /// fad's daemon polls every 0.5 s; deciding every 5 s (and on every finish) is
 /// close enough for units that run minutes, and keeps the simulation fast.
 constexpr double kDecideEveryS = 5;
-/// fad is handed the head of the queue only: it never looks deeper (kBackfillDepth).
-constexpr std::size_t kQueueWindow = 72;
 constexpr double kGiveUpS = 1e6;  // a livelocked build counts as never finishing
 /// pause_retry: suspend above, cancel above, resume below (fractions of memory).
 constexpr double kPauseAt = 0.85, kCancelAt = 0.95, kResumeBelow = 0.70;
@@ -107,7 +105,10 @@ void apply(const SchedulePlan& plan, double now, const std::vector<SimUnit>& uni
 void decide_fad(Scheduler& scheduler, Estimator& estimator, const std::vector<SimUnit>& units, const Machine& machine,
                 double now, std::deque<Waiting>& queue, std::vector<Run>& running, SimResult& result) {
   std::vector<QueuedUnit> waiting;
-  for (std::size_t i = 0; i < queue.size() && i < kQueueWindow; ++i) {
+  // The whole queue, as the daemon hands it over: the scheduler ranks all of
+  // it (one probe per unknown family, longest first) and bounds its own
+  // search (kBackfillDepth).
+  for (std::size_t i = 0; i < queue.size(); ++i) {
     QueuedUnit q;
     q.id = static_cast<std::int64_t>(queue[i].unit);
     q.key = units[queue[i].unit].key;
