@@ -20,6 +20,7 @@
 
 #include "client/exit_codes.h"
 #include "common/file_read.h"
+#include "common/lock_file.h"
 #include "common/meminfo.h"
 #include "common/process_exists.h"
 #include "common/program_output.h"
@@ -81,7 +82,9 @@ std::optional<std::string> other_state_dir(const Response& running, const Locati
 
 std::string pid_text(long pid) { return pid > 0 ? std::to_string(pid) : "?"; }
 
-std::string lock_path_in(const std::string& state_dir) { return (fs::path(state_dir) / "fadd.lock").string(); }
+std::string lock_path_in(const std::string& state_dir) {
+  return (fs::path(state_dir) / std::string(kLockFileName)).string();
+}
 
 // The pid fadd wrote into its lock file; 0 when unreadable.
 long pid_in_lock(const std::string& lock_path) {
@@ -243,26 +246,37 @@ namespace {
 
 /// What became of a fadd that holds the state dir's lock and does not answer yet.
 enum class OtherStart {
-  answers,  ///< it answers at the socket now
-  gone,     ///< it let go of the lock (a restart beside this one stopped it): try again
-  stuck,    ///< it still holds the lock and does not answer: refused
+  answers,   ///< it answers at the socket now
+  gone,      ///< it let go of the lock (a restart beside this one stopped it): try again
+  stuck,     ///< it still holds the lock and does not answer: refused
+  stopping,  ///< it is stopping and has not exited within kStopTimeout: refused
 };
 
 /// Another start on this state dir (a second terminal, a restart beside this
 /// one) got there first by moments: its fadd holds the lock and answers
 /// shortly. Waits for that while the lock's holder is young enough to be
-/// starting: one serving another socket never answers here, and is not
-/// waited for. (Not asked whether it is stopped: a fadd exiting under a leak
-/// checker is briefly in tracing stop.)
+/// starting (or has not written its pid yet): one serving another socket
+/// never answers here, and is not waited for. A holder that wrote that it is
+/// stopping (a stop or restart beside this start) is waited for as a stop
+/// waits, up to kStopTimeout: its compilers may take the kill grace to end.
+/// (Not asked whether it is stopped: a fadd exiting under a leak checker is
+/// briefly in tracing stop.)
 OtherStart wait_for_other_start(const DaemonWatch& watch, const std::string& lock, Context& ctx) {
-  const auto deadline = ctx.now() + kStartTimeout;
+  auto deadline = ctx.now() + kStartTimeout;
   const double starting_s = std::chrono::duration<double>(kStartTimeout).count();
+  bool stopping = false;
   while (true) {
     if (probe(ctx)) return OtherStart::answers;
+    if (!watch.locked(lock)) return OtherStart::gone;
     const long holder = watch.holder(lock);
-    if (!watch.locked(lock) || !watch.alive(holder)) return OtherStart::gone;
-    if (const double age = watch.age_s(holder); age < 0 || age > starting_s) return OtherStart::stuck;
-    if (ctx.now() >= deadline) return OtherStart::stuck;
+    if (holder > 0 && !watch.alive(holder)) return OtherStart::gone;
+    if (!stopping && holder > 0 && watch.stopping && watch.stopping(lock)) {
+      stopping = true;
+      deadline = ctx.now() + kStopTimeout;
+    }
+    if (ctx.now() >= deadline) return stopping ? OtherStart::stopping : OtherStart::stuck;
+    if (!stopping && holder > 0)
+      if (const double age = watch.age_s(holder); age < 0 || age > starting_s) return OtherStart::stuck;
     ctx.sleep(kPollInterval);
   }
 }
@@ -271,7 +285,8 @@ OtherStart wait_for_other_start(const DaemonWatch& watch, const std::string& loc
 /// round waits for another fadd that then went away).
 constexpr int kStartRounds = 5;
 
-int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, bool beaten, int round = 1) {
+int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, const DaemonWatch& watch, bool beaten,
+                 int round = 1) {
   // Said when another start got there first: this one's fadd did not run.
   const std::string first = beaten ? "; another start got there first" : "";
   if (auto running = probe(ctx)) {
@@ -298,17 +313,22 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
   // A lock whose recorded fadd is dead is a crashed one's child letting go:
   // fadd itself waits for that.
   const std::string lock = lock_path_in(locations.state_dir);
-  const auto watch = real_daemon_watch();
   // The pid is read once the lock is seen held: a fadd starting writes it after locking.
   const bool lock_held = watch.locked(lock);
-  const auto holder = pid_in_lock(lock);
+  const auto holder = pid_in_lock_of(watch, lock);
   // Another start's fadd holds the lock: once it answers (or goes away), this
   // start begins again; nullopt when it stays silent or the rounds are spent.
   const auto after_other_start = [&]() -> std::optional<int> {
     if (round >= kStartRounds) return std::nullopt;
     const OtherStart other = wait_for_other_start(watch, lock, ctx);
+    if (other == OtherStart::stopping) {
+      ctx.err << "fad: fadd (pid " << pid_text(pid_in_lock_of(watch, lock)) << ") holds state dir "
+              << locations.state_dir << " and is stopping, but has not exited in " << kStopTimeout.count() << " s; see "
+              << fadd_log_path(locations, cmd.fadd_args) << "\n";
+      return kExitFailed;
+    }
     if (other == OtherStart::stuck) return std::nullopt;
-    return start_daemon(cmd, locations, ctx, other == OtherStart::answers, round + 1);
+    return start_daemon(cmd, locations, ctx, watch, other == OtherStart::answers, round + 1);
   };
   if ((lock_held && watch.alive(holder)) || watch.locked(locations.state_dir)) {
     if (lock_held)
@@ -398,8 +418,12 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, b
 
 }  // namespace
 
+int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx, const DaemonWatch& watch) {
+  return start_daemon(cmd, locations, ctx, watch, false);
+}
+
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx) {
-  return start_daemon(cmd, locations, ctx, false);
+  return run_daemon_start(cmd, locations, ctx, real_daemon_watch());
 }
 
 DaemonWatch real_daemon_watch() {
@@ -423,6 +447,11 @@ DaemonWatch real_daemon_watch() {
     const long ticks = ::sysconf(_SC_CLK_TCK);
     if (!start || uptime < 0 || ticks <= 0) return -1.0;
     return uptime - static_cast<double>(*start) / static_cast<double>(ticks);
+  };
+  w.stopping = [](const std::string& lock_path) {
+    std::ifstream in(lock_path);
+    std::string pid, mark;
+    return std::getline(in, pid) && std::getline(in, mark) && mark == kStoppingMark;
   };
   w.locked = [](const std::string& lock_path) {
     const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);

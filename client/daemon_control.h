@@ -66,6 +66,8 @@ struct DaemonWatch {
   std::function<bool(long pid)> stopped;
   /// Seconds since the process started; negative when unknown. Unset: never asked.
   std::function<double(long pid)> age_s;
+  /// The fadd holding this lock wrote that it has begun to stop. Unset: never asked.
+  std::function<bool(const std::string& lock_path)> stopping;
 };
 DaemonWatch real_daemon_watch();
 
@@ -74,6 +76,9 @@ DaemonWatch real_daemon_watch();
 /// else `locations`) is free. Exit 0 when stopped or not running; 1 when it
 /// has not exited in time (the message says what still holds on).
 int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch& watch = real_daemon_watch());
+
+/// run_daemon_start with another view of processes and locks (tests).
+int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx, const DaemonWatch& watch);
 
 /// `fad daemon restart`: check the new arguments (check_new_fadd), stop (as
 /// above), then start with them. Exit as the check or the stop when either

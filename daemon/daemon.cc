@@ -283,6 +283,7 @@ int run_daemon(const DaemonOptions& o) {
     stopping = true;
     spdlog::info("stopping ({}): {} running unit(s) will be requeued", why, engine.running_count());
     if (auto sent = notifier.notify("STOPPING=1"); !sent) spdlog::warn("{}", sent.error());
+    lock->note_stopping();
     server.close();
     engine.begin_shutdown();
   };

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/file_read.h"
+#include "common/lock_file.h"
 
 namespace fad {
 
@@ -32,7 +33,7 @@ bool holder_is_dead(const std::string& holder) {
 }  // namespace
 
 Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double dead_holder_wait_s) {
-  const std::string path = state_dir + "/fadd.lock";
+  const std::string path = state_dir + "/" + std::string(kLockFileName);
   // Never through a link: fadd writes its pid into what it opens.
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   struct stat st {};
@@ -84,6 +85,13 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
     }
   }
   return InstanceLock(fd, dir_fd);
+}
+
+void InstanceLock::note_stopping() const {
+  const std::string text = std::to_string(::getpid()) + "\n" + std::string(kStoppingMark) + "\n";
+  if (fd_ >= 0 && ::pwrite(fd_, text.data(), text.size(), 0) < 0) {
+    // Informational too: a start beside this stop then refuses at once, as before.
+  }
 }
 
 InstanceLock::~InstanceLock() {

@@ -25,6 +25,11 @@ class InstanceLock {
   }
   InstanceLock& operator=(InstanceLock&&) = delete;
   ~InstanceLock();
+  /// Says in the lock file ("PID\nstopping\n") that this fadd has begun to
+  /// stop: its socket is closed while its compilers end (seconds, or the
+  /// kill grace), and a `fad daemon start` meanwhile waits for it to exit
+  /// instead of taking a silent lock holder for one that is stuck.
+  void note_stopping() const;
 
  private:
   InstanceLock(int fd, int dir_fd) : fd_(fd), dir_fd_(dir_fd) {}

@@ -106,7 +106,10 @@ struct StopScript {
                          locks_checked.push_back(lock);
                          return locked_checks_left-- > 0;
                        },
-                       nullptr, nullptr, nullptr};
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr};
   }
 };
 fad::Response status_answer(int pid, const std::string& state_dir) {
@@ -258,6 +261,88 @@ TEST_CASE("daemon stop: a fadd still starting up (its lock taken, not yet listen
         "fadd stopped (pid 120)\n");
   CHECK(s.err.str().empty());
   CHECK(s.now < std::chrono::steady_clock::time_point{} + std::chrono::seconds(1));
+}
+
+namespace {
+/// A fadd on /st that holds its lock, alive, up for an hour (not starting):
+/// what a start beside a stop or restart finds once the old fadd's socket is
+/// closed while its compilers end.
+DaemonWatch old_fadd_holding_lock(bool stopping) {
+  DaemonWatch w;
+  w.alive = [](long pid) { return pid > 0; };
+  w.locked = [](const std::string&) { return true; };
+  w.holder = [](const std::string&) { return 4242L; };
+  w.stopped = [](long) { return false; };
+  w.age_s = [](long) { return 3600.0; };
+  w.stopping = [stopping](const std::string&) { return stopping; };
+  return w;
+}
+}  // namespace
+
+TEST_CASE("daemon start beside a stop: a fadd that is stopping is waited for, then the fadd answering is taken") {
+  // Bug: a start while another shell's stop or restart took down a fadd up
+  // for over 15 s (its socket closed, its compilers ending) took the silent
+  // lock holder for a stuck one: "serves another socket, or is stopped", exit 1.
+  StopScript s;
+  const CallFailure nothing{kExitUnreachable, "nothing listens at /s"};
+  s.answers.assign(31, nothing);                   // the start's probe, then 30 polls (3 s) while it stops
+  s.answers.push_back(status_answer(777, "/st"));  // the restart's new fadd answers
+  s.answers.push_back(status_answer(777, "/st"));
+  Context ctx = s.context();
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, ctx, old_fadd_holding_lock(true)) == kExitOk);
+  CHECK(s.out.str() == "fadd is already running (pid 777; another start got there first)\n");
+  CHECK(s.err.str().empty());
+  CHECK(s.now == std::chrono::steady_clock::time_point{} + std::chrono::seconds(3));
+}
+
+TEST_CASE("daemon start beside a stop: a stopping fadd that does not exit in 60 s is named, exit 1") {
+  StopScript s;
+  Context ctx = s.context();
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, ctx, old_fadd_holding_lock(true)) ==
+        kExitFailed);
+  CHECK(s.err.str() ==
+        "fad: fadd (pid 4242) holds state dir /st and is stopping, but has not exited in 60 s; see /st/fadd.log\n");
+  CHECK(s.now == std::chrono::steady_clock::time_point{} + std::chrono::seconds(60));
+  // Not stopping: refused at once, as one serving another socket.
+  StopScript t;
+  Context tctx = t.context();
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, tctx, old_fadd_holding_lock(false)) ==
+        kExitFailed);
+  CHECK(t.err.str().find("(it serves another socket, or is stopped)") != std::string::npos);
+  CHECK(t.now == std::chrono::steady_clock::time_point{});
+}
+
+TEST_CASE("daemon start reads a stopping fadd's mark from its lock file") {
+  char tmpl[] = "/tmp/fad-stopping-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string lock = std::string(tmpl) + "/fadd.lock";
+  const DaemonWatch w = real_daemon_watch();
+  std::ofstream(lock) << "4242\n";
+  CHECK_FALSE(w.stopping(lock));
+  std::ofstream(lock) << "4242\nstopping\n";
+  CHECK(w.stopping(lock));
+  CHECK(w.holder(lock) == 4242);
+  fs::remove_all(tmpl);
+  CHECK_FALSE(w.stopping(lock));
+}
+
+TEST_CASE("daemon start beside another start: a lock whose pid is not written yet is a fadd starting, waited for") {
+  // Bug: the lock read between another start's fadd taking it and writing
+  // its pid counted as let go; five such rounds in as many milliseconds, and
+  // "another fadd (pid ?) holds state dir", exit 1.
+  StopScript s;
+  const CallFailure nothing{kExitUnreachable, "nothing listens at /s"};
+  s.answers.assign(12, nothing);  // past five rounds of a probe and a poll each
+  s.answers.push_back(status_answer(778, "/st"));
+  s.answers.push_back(status_answer(778, "/st"));
+  Context ctx = s.context();
+  DaemonWatch w = old_fadd_holding_lock(false);
+  int reads = 0;
+  w.holder = [&](const std::string&) { return ++reads <= 4 ? 0L : 778L; };
+  w.age_s = [](long) { return 0.2; };
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, ctx, w) == kExitOk);
+  CHECK(s.out.str() == "fadd is already running (pid 778; another start got there first)\n");
+  CHECK(s.err.str().empty());
 }
 
 TEST_CASE("daemon stop: a fadd that answers at no named socket and keeps its lock was not asked, and is not said to") {

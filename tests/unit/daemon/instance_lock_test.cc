@@ -148,3 +148,19 @@ TEST_CASE("instance lock: a child that never lets go gets a clear error after th
   CHECK_THAT(lock.error(), Catch::Contains("still locked by a child of fadd " + std::to_string(holder.fadd())));
   CHECK_THAT(lock.error(), Catch::Contains("fuser"));
 }
+
+TEST_CASE("instance lock: a stopping fadd says so on the lock file's second line, its pid kept on the first") {
+  TempDir dir;
+  auto lock = InstanceLock::acquire(dir.path.string());
+  REQUIRE(lock);
+  auto lines = [&] {
+    std::ifstream in(dir.path / "fadd.lock");
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  const std::string pid = std::to_string(::getpid());
+  CHECK(lines() == std::vector<std::string>{pid});
+  lock->note_stopping();
+  CHECK(lines() == std::vector<std::string>{pid, "stopping"});
+}
