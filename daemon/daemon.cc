@@ -257,6 +257,14 @@ int run_daemon(const DaemonOptions& o) {
   Engine engine(
       engine_options(o), *store, clock, probe, *launcher,
       [&toolchains](const ToolchainQuery& query, ToolchainCallback done) { toolchains.get(query, std::move(done)); });
+  if (const Config& c = o.config;
+      c.keep_records_per_user > 0 && (c.keep_builds_per_user == 0 || c.keep_records_per_user < c.keep_builds_per_user))
+    spdlog::warn(
+        "keep_records_per_user {} is below keep_builds_per_user {}: builds past each user's newest {} lose their "
+        "outputs with their records, an hour after they finished",
+        c.keep_records_per_user,
+        c.keep_builds_per_user == 0 ? std::string("(no limit)") : std::to_string(c.keep_builds_per_user),
+        c.keep_records_per_user);
   // Deleting pruned builds' trees runs on a thread of its own (tree_remover.h).
   TreeWorker tree_worker(io);
   engine.set_tree_remover(tree_worker.remover());

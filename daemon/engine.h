@@ -170,6 +170,8 @@ class Engine {
   /// The data `fad report` draws: the build, its units' attempts with their
   /// memory samples, unit events and the machine samples over its life.
   Response report(const Caller& caller, std::int64_t id);
+  /// A not_found answer for build `id`, saying so where keep_records_per_user deleted it.
+  Response no_build(std::int64_t id);
   // Compiles run by `fad launch` / `fad run` (engine_launch.cc).
   Response open_build(const Caller& caller, const OpenBuildRequest& req);
   Response close_build(const Caller& caller, const CloseBuildRequest& req);

@@ -124,7 +124,7 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
 
 Response Engine::close_build(const Caller& caller, const CloseBuildRequest& req) {
   auto b = store_.build(req.id);
-  if (!b) return error_response(ErrorCode::not_found, "no build " + std::to_string(req.id));
+  if (!b) return no_build(req.id);
   if (auto refused = refuse_unless_owner(caller, *b, "close")) return *refused;
   if (b->kind != "external")
     return error_response(ErrorCode::usage, "build " + std::to_string(req.id) + " was not opened by fad run");

@@ -127,7 +127,7 @@ QueuedLive Engine::queued_live(const BuildRecord& b) {
 
 Response Engine::report(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
-  if (!b) return error_response(ErrorCode::not_found, "no build " + std::to_string(id));
+  if (!b) return no_build(id);
   (void)caller;  // unit names and timings, no compiler output: anyone may read it, as with status
   ReportInput in;
   in.build = *b;

@@ -32,8 +32,6 @@ namespace fs = std::filesystem;
 namespace {
 json opt_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 
-Response no_build(std::int64_t id) { return error_response(ErrorCode::not_found, "no build " + std::to_string(id)); }
-
 /// What a logs reply's data may take once JSON escapes it. A control byte
 /// takes six (\u001b): a slice of them (max_bytes is at most half the limit)
 /// would pass the message limit, while a usual slice, even of coloured
@@ -59,6 +57,16 @@ json seconds_between(const std::optional<std::string>& from, const std::optional
   return a && b ? json(static_cast<std::int64_t>(*b - *a)) : json(nullptr);
 }
 }  // namespace
+
+Response Engine::no_build(std::int64_t id) {
+  std::string text = "no build " + std::to_string(id);
+  // Numbers are never given twice (AUTOINCREMENT): one below the last given
+  // that is not here any more had its record deleted.
+  if (id > 0 && id <= store_.last_build_id() && options_.keep_records_per_user > 0)
+    text += " (its record was deleted: fadd keeps those of each user's newest " +
+            std::to_string(options_.keep_records_per_user) + " finished builds, keep_records_per_user)";
+  return error_response(ErrorCode::not_found, text);
+}
 
 std::optional<Response> Engine::refuse_unless_owner(const Caller& caller, const BuildRecord& b, const char* verb) {
   const uid_t owner = owner_of(b);

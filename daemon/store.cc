@@ -625,6 +625,11 @@ int Store::delete_build(std::int64_t id) {
   return units;
 }
 
+std::int64_t Store::last_build_id() {
+  auto st = db_.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'builds'");
+  return st.step() ? st.int64(0) : 0;
+}
+
 void Store::mark_pruned(std::int64_t id, const std::string& at) {
   // A build server's curves are most of the database after a year: they go
   // with the outputs (the estimator's unit_history is separate and stays).

@@ -154,6 +154,8 @@ class Store {
   /// unit_history stays, and a build number is never given again
   /// (AUTOINCREMENT).
   int delete_build(std::int64_t id);
+  /// The highest build number ever given (0 before the first).
+  std::int64_t last_build_id();
   /// Records that a build's outputs and logs were deleted: marks it pruned
   /// and deletes its units' memory curves and events (what `fad report`
   /// draws) and command lines. The build and unit rows stay.

@@ -273,6 +273,13 @@ TEST_CASE(
   REQUIRE(f.store->build(mine));
   CHECK_FALSE(f.store->build(mine)->pruned_at.has_value());
   CHECK(f.store->history().size() == learned);
+  // Asked for, a deleted build is not one that never was.
+  const Response gone = f.engine->report(f.me, hers[0]);
+  CHECK_FALSE(gone.ok);
+  CHECK(gone.message == "no build " + std::to_string(hers[0]) +
+                            " (its record was deleted: fadd keeps those of each user's newest 2 finished builds, "
+                            "keep_records_per_user)");
+  CHECK(f.engine->report(f.me, 999).message == "no build 999");
 
   // Builds that finished within the hour stay, past the limit or not: the
   // hourly allowances are counted from them after a restart.
