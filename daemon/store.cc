@@ -593,10 +593,13 @@ std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) 
 }
 
 std::vector<BuildRecord> Store::builds_past_newest(int keep) {
+  // The window over narrow rows, then the few past it read whole: a build's
+  // row carries its command line and error, and this runs once a minute.
   auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM (SELECT *, row_number() OVER (PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS "
-                        "newer FROM builds WHERE state IN ('succeeded','failed','cancelled') AND pruned_at IS NULL "
-                        "AND finished_at IS NOT NULL) WHERE newer > ? ORDER BY finished_at, id");
+                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY uid "
+                        "ORDER BY finished_at DESC, id DESC) AS newer FROM builds WHERE state IN "
+                        "('succeeded','failed','cancelled') AND pruned_at IS NULL AND finished_at IS NOT NULL) WHERE "
+                        "newer > ?) ORDER BY finished_at, id");
   st.bind(1, static_cast<std::int64_t>(keep));
   std::vector<BuildRecord> out;
   while (st.step()) out.push_back(read_build(st));
@@ -605,9 +608,10 @@ std::vector<BuildRecord> Store::builds_past_newest(int keep) {
 
 std::vector<BuildRecord> Store::records_past_newest(int keep, const std::string& finished_by, int limit) {
   auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM (SELECT *, row_number() OVER (PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS "
-                        "newer FROM builds WHERE state IN ('succeeded','failed','cancelled') AND finished_at IS NOT "
-                        "NULL) WHERE newer > ? AND finished_at <= ? ORDER BY finished_at, id LIMIT ?");
+                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, finished_at, row_number() OVER "
+                        "(PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS newer FROM builds WHERE state IN "
+                        "('succeeded','failed','cancelled') AND finished_at IS NOT NULL) WHERE newer > ? AND "
+                        "finished_at <= ? ORDER BY finished_at, id LIMIT ?) ORDER BY finished_at, id");
   st.bind(1, static_cast<std::int64_t>(keep)).bind(2, finished_by).bind(3, static_cast<std::int64_t>(limit));
   std::vector<BuildRecord> out;
   while (st.step()) out.push_back(read_build(st));
