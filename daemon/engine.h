@@ -393,7 +393,7 @@ class Engine {
   /// Deletes the records of each user's finished builds past their newest
   /// keep_records_per_user (pruning their files first), a bounded number per
   /// call, never of a build that finished within kRecordsKeptS.
-  void apply_record_limit();
+  void apply_record_limit(double now);
   static constexpr std::int64_t kRecordsKeptS = 3600;
   /// One pass's share (a build may hold 10,000 units, each a few rows): the
   /// rest waits for the next pass, a minute later, so the event loop is never
@@ -407,6 +407,12 @@ class Engine {
   void prune_builds(const Caller& caller, std::vector<BuildRecord> candidates, bool dry_run, const std::string& why,
                     Reply done);
   std::optional<double> last_keep_check_;
+  // Both keep passes rank every finished build, and only a build that
+  // finishes pushes another past a limit (or time, for a record too recent
+  // to delete): an idle fadd does not rank them again each minute.
+  std::optional<std::uint64_t> keep_seen_finished_;  // Store::builds_finished at the last look
+  bool keep_builds_again_ = true;
+  double records_due_ = 0;  // when (now) apply_record_limit looks next
   /// Learns anew from the history table (at start, and after a trim dropped
   /// rows); returns the rows learned.
   std::size_t load_history();

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 
 #include <spdlog/spdlog.h>
 
 #include "common/duration.h"
 #include "common/size.h"
+#include "common/time_text.h"
 #include "daemon/engine.h"
 #include "daemon/responses.h"
 
@@ -283,10 +285,19 @@ void Engine::apply_keep_limit(double now) {
   if (shutting_down_ || (options_.keep_builds_per_user <= 0 && options_.keep_records_per_user <= 0)) return;
   if (last_keep_check_ && now - *last_keep_check_ < kKeepCheckEveryS) return;
   last_keep_check_ = now;
-  if (const int keep = options_.keep_builds_per_user; keep > 0) {
+  const std::uint64_t finished = store_.builds_finished();
+  if (keep_seen_finished_ != finished) {
+    keep_seen_finished_ = finished;
+    keep_builds_again_ = true;
+    records_due_ = now;
+  }
+  if (const int keep = options_.keep_builds_per_user; keep > 0 && keep_builds_again_) {
+    auto past = store_.builds_past_newest(keep);
+    // Pruning goes on off the loop and may fail: look again until none is left.
+    keep_builds_again_ = !past.empty();
     // Grouped per user, so that the log says whose builds went.
     std::map<uid_t, std::vector<BuildRecord>> over;
-    for (auto& b : store_.builds_past_newest(keep)) over[owner_of(b)].push_back(std::move(b));
+    for (auto& b : past) over[owner_of(b)].push_back(std::move(b));
     for (auto& [uid, builds] : over)
       prune_builds(Caller{}, std::move(builds), false,
                    "of " + user_name(uid) + " past their newest " + std::to_string(keep) + " (keep_builds_per_user)",
@@ -294,32 +305,50 @@ void Engine::apply_keep_limit(double now) {
                      if (!r.ok) spdlog::warn("keep_builds_per_user: {}", r.message);
                    });
   }
-  apply_record_limit();
+  apply_record_limit(now);
 }
 
-void Engine::apply_record_limit() {
+void Engine::apply_record_limit(double now) {
   const int keep = options_.keep_records_per_user;
   // A write the database refused (a full disk) and still held here may name
   // the rows: nothing goes until it is written.
-  if (keep <= 0 || !storage_problem_.empty() || !unrecorded_.empty() || !unwritten_attempts_.empty()) return;
+  if (keep <= 0 || now < records_due_ || !storage_problem_.empty() || !unrecorded_.empty() ||
+      !unwritten_attempts_.empty())
+    return;
   // The hourly allowances are counted again from these rows after a restart.
-  const auto cutoff = rfc3339_before(clock_.wall(), kRecordsKeptS);
-  if (!cutoff) return;
+  const auto wall = parse_rfc3339(clock_.wall());
+  if (!wall) return;
   std::map<uid_t, std::vector<BuildRecord>> unpruned;
   std::map<uid_t, int> deleted;
   int units = 0;
-  for (auto& b : store_.records_past_newest(keep, *cutoff, kRecordsPerPass)) {
+  auto past = store_.records_past_newest(keep, kRecordsPerPass);
+  // Unless something is left for the next minute, nothing needs a look until
+  // a build finishes, or the oldest one still too recent has aged.
+  bool again = false;
+  std::optional<double> aged;
+  for (auto& b : past) {
+    const auto finished = parse_rfc3339(b.finished_at.value_or(""));
+    if (finished && *finished > *wall - kRecordsKeptS) {
+      aged = *finished + kRecordsKeptS - *wall;  // oldest first: the rest are more recent still
+      break;
+    }
     // A record outlives its build's files, never the other way round: an
     // unpruned one is pruned first (whatever keep_builds_per_user says), and
     // its rows go on a later pass, once the mark is written.
     if (!pruned_on(b)) {
       unpruned[owner_of(b)].push_back(std::move(b));
-      continue;
+      again = true;
+    } else if (unmarked_prunes_.count(b.id) || units >= kRecordUnitsPerPass) {
+      again = true;
+    } else {
+      units += store_.delete_build(b.id);
+      ++deleted[owner_of(b)];
     }
-    if (unmarked_prunes_.count(b.id) || units >= kRecordUnitsPerPass) continue;
-    units += store_.delete_build(b.id);
-    ++deleted[owner_of(b)];
   }
+  if (again || (!aged && past.size() == static_cast<std::size_t>(kRecordsPerPass)))
+    records_due_ = now;
+  else
+    records_due_ = aged ? now + *aged : std::numeric_limits<double>::infinity();
   for (const auto& [uid, n] : deleted)
     spdlog::info("deleted the records of {} finished build(s) of {} past their newest {} (keep_records_per_user)", n,
                  user_name(uid), keep);

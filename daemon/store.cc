@@ -592,36 +592,27 @@ std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) 
   return out;
 }
 
-std::vector<BuildRecord> Store::builds_past_newest(int keep) {
+std::vector<BuildRecord> Store::past_newest(int keep, bool count_pruned, int limit) {
   // The window over narrow rows, then the few past it read whole: a build's
   // row carries its command line and error, and this runs once a minute.
   auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY uid "
-                        "ORDER BY finished_at DESC, id DESC) AS newer FROM builds WHERE state IN "
-                        "('succeeded','failed','cancelled') AND pruned_at IS NULL AND finished_at IS NOT NULL) WHERE "
-                        "newer > ?) ORDER BY finished_at, id");
-  st.bind(1, static_cast<std::int64_t>(keep));
+                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, finished_at, row_number() OVER "
+                        "(PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS newer FROM builds WHERE state IN "
+                        "('succeeded','failed','cancelled') AND finished_at IS NOT NULL AND (?2 OR pruned_at IS "
+                        "NULL)) WHERE newer > ?1 ORDER BY finished_at, id LIMIT ?3) ORDER BY finished_at, id");
+  st.bind(1, static_cast<std::int64_t>(keep)).bind(2, count_pruned ? 1 : 0).bind(3, static_cast<std::int64_t>(limit));
   std::vector<BuildRecord> out;
   while (st.step()) out.push_back(read_build(st));
   return out;
 }
 
-std::vector<BuildRecord> Store::records_past_newest(int keep, const std::string& finished_by, int limit) {
-  auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, finished_at, row_number() OVER "
-                        "(PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS newer FROM builds WHERE state IN "
-                        "('succeeded','failed','cancelled') AND finished_at IS NOT NULL) WHERE newer > ? AND "
-                        "finished_at <= ? ORDER BY finished_at, id LIMIT ?) ORDER BY finished_at, id");
-  st.bind(1, static_cast<std::int64_t>(keep)).bind(2, finished_by).bind(3, static_cast<std::int64_t>(limit));
-  std::vector<BuildRecord> out;
-  while (st.step()) out.push_back(read_build(st));
-  return out;
-}
+std::vector<BuildRecord> Store::builds_past_newest(int keep) { return past_newest(keep, false, -1); }
+
+std::vector<BuildRecord> Store::records_past_newest(int keep, int limit) { return past_newest(keep, true, limit); }
 
 int Store::delete_build(std::int64_t id) {
   Transaction tx(db_);
-  db_.prepare("DELETE FROM unit_samples WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
-  db_.prepare("DELETE FROM unit_events WHERE unit_id IN (SELECT id FROM units WHERE build_id = ?)").bind(1, id).run();
+  // The units' samples and events go with them (ON DELETE CASCADE).
   db_.prepare("DELETE FROM units WHERE build_id = ?").bind(1, id).run();
   const int units = db_.changes();
   db_.prepare("DELETE FROM builds WHERE id = ?").bind(1, id).run();
@@ -737,6 +728,7 @@ void Store::set_build_state(std::int64_t id, BuildState state, const std::option
       .bind(3, error)
       .bind(4, id)
       .run();
+  if (finished_at) ++builds_finished_;
 }
 
 void Store::set_build_artifact(std::int64_t id, const std::string& artifact) {

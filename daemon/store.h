@@ -145,10 +145,10 @@ class Store {
   /// Finished builds not yet pruned that are older than their owner's newest
   /// `keep` such builds, oldest first.
   std::vector<BuildRecord> builds_past_newest(int keep);
-  /// Finished builds (pruned or not) finished at or before `finished_by` that are older than
-  /// their owner's newest `keep` finished builds (pruned or not), oldest
-  /// first, at most `limit`: the records keep_records_per_user deletes.
-  std::vector<BuildRecord> records_past_newest(int keep, const std::string& finished_by, int limit);
+  /// Finished builds (pruned or not) older than their owner's newest `keep`
+  /// finished builds (pruned or not), oldest first, at most `limit`: the
+  /// records keep_records_per_user deletes once they are old enough.
+  std::vector<BuildRecord> records_past_newest(int keep, int limit);
   /// Deletes a finished build's records: the build, its units and what
   /// `fad report` draws of them; returns the units deleted. The estimator's
   /// unit_history stays, and a build number is never given again
@@ -251,9 +251,17 @@ class Store {
   std::optional<std::string> meta(const std::string& key);
   void set_meta(const std::string& key, const std::string& value);
 
+  /// How many times this Store marked a build finished since it was opened:
+  /// what the once-a-minute keep passes ask before they rank every build
+  /// again, since only a finished build can push another past a limit.
+  std::uint64_t builds_finished() const { return builds_finished_; }
+
   Database& db() { return db_; }
 
  private:
+  /// Finished builds past their owner's newest `keep`, ranked among the
+  /// unpruned ones only or among all, oldest first, at most `limit` (-1: all).
+  std::vector<BuildRecord> past_newest(int keep, bool count_pruned, int limit);
   void migrate();
   /// Installs the triggers behind take_changed_builds.
   void watch_queues();
@@ -261,6 +269,7 @@ class Store {
   std::string path_;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  std::uint64_t builds_finished_ = 0;
 };
 
 /// What to do with the damaged database at `path`: "recover it with 'sqlite3

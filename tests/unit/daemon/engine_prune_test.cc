@@ -48,6 +48,12 @@ std::vector<std::int64_t> daily_builds(EngineFixture& f, const Caller& who, int 
   return ids;
 }
 
+/// The next once-a-minute look of the keep limits.
+void look(EngineFixture& f) {
+  f.clock.advance(Engine::kKeepCheckEveryS + 1);
+  f.engine->tick();
+}
+
 std::vector<std::int64_t> ids_of(const Response& r) {
   std::vector<std::int64_t> ids;
   for (const auto& b : r.result.at("builds")) ids.push_back(b.at("id").get<std::int64_t>());
@@ -247,13 +253,9 @@ TEST_CASE(
   const std::vector<std::int64_t> hers = daily_builds(f, alice, 4);
   const auto mine = run_to_success(f);
   const std::size_t learned = f.store->history().size();
-  auto look = [&] {
-    f.clock.advance(Engine::kKeepCheckEveryS + 1);
-    f.engine->tick();
-  };
   // First look: the two oldest lose their files; their records stay until
   // the prune's mark is written.
-  look();
+  look(f);
   for (int i = 0; i < 2; ++i) {
     INFO("build " << hers[i]);
     REQUIRE(f.store->build(hers[i]));
@@ -262,7 +264,7 @@ TEST_CASE(
   }
   // Next look: their rows go, units included; the rest and the estimator's
   // history stay.
-  look();
+  look(f);
   for (int i = 0; i < 4; ++i) {
     INFO("build " << hers[i]);
     CHECK(f.store->build(hers[i]).has_value() == (i >= 2));
@@ -288,8 +290,8 @@ TEST_CASE(
   f.clock.wall_ = "2026-01-06T00:10:00Z";
   const auto b = run_to_success(f, alice);
   f.clock.wall_ = "2026-01-06T00:59:00Z";
-  look();
-  look();
+  look(f);
+  look(f);
   CHECK_FALSE(f.store->build(hers[2]));  // days old: pruned, then deleted
   CHECK_FALSE(f.store->build(hers[3]));
   REQUIRE(f.store->build(a));
@@ -297,13 +299,82 @@ TEST_CASE(
   CHECK_FALSE(f.store->build(a)->pruned_at.has_value());
   f.clock.wall_ = "2026-01-06T01:11:00Z";
   const auto c = run_to_success(f, alice);
-  look();
-  look();
+  look(f);
+  look(f);
   CHECK_FALSE(f.store->build(a));
   CHECK(f.store->build(b));
   CHECK(f.store->build(c));
   // A deleted build's number is never given again.
   CHECK(run_to_success(f, alice) > c);
+}
+
+TEST_CASE("keep limits: an idle fadd ranks its builds again only once one finishes, or a recent record has aged",
+          "[prune]") {
+  // Both passes rank every finished build (0.1 s at 30,000): once a minute
+  // for ever on an idle server is waste, but a record past the limit that
+  // was too recent to delete must still go once it is old enough.
+  EngineFixture f;
+  f.options.keep_builds_per_user = 1;
+  f.options.keep_records_per_user = 2;
+  f.make_engine().recover();
+  const Caller alice{4001, 4001, 111};
+  const std::vector<std::int64_t> hers = daily_builds(f, alice, 2);
+  look(f);
+  look(f);  // a pass that pruned looks once more, in case a prune failed
+  REQUIRE(f.store->build(hers[0])->pruned_at.has_value());
+  REQUIRE_FALSE(f.store->build(hers[1])->pruned_at.has_value());
+
+  // An older finished build of hers written behind fadd's back (as a restored
+  // database might be) is past both limits, but nothing finished since the
+  // last look: fadd does not rank again.
+  BuildRecord old;
+  old.name = "behind";
+  old.archs = {"9.0"};
+  old.nvcc = "/nvcc";
+  old.created_at = "2025-12-01T00:00:00Z";
+  old.uid = alice.uid;
+  const auto behind = f.store->create_build(old, {});
+  f.store->db().exec("UPDATE builds SET state = 'succeeded', finished_at = '2025-12-01T00:00:00Z' WHERE id = " +
+                     std::to_string(behind));
+  look(f);
+  look(f);
+  REQUIRE(f.store->build(behind));
+  CHECK_FALSE(f.store->build(behind)->pruned_at.has_value());
+
+  // A build that finishes makes both passes look again.
+  f.clock.wall_ = "2026-01-03T00:00:00Z";
+  const auto third = run_to_success(f, alice);
+  look(f);
+  look(f);
+  CHECK_FALSE(f.store->build(behind));   // pruned, then deleted
+  CHECK_FALSE(f.store->build(hers[0]));  // past the newest 2 records
+  REQUIRE(f.store->build(hers[1]));
+  CHECK(f.store->build(hers[1])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(third)->pruned_at.has_value());
+
+  // A record pushed past the limit within its hour stays; once the hour is
+  // over it goes, with no build finishing meanwhile.
+  f.clock.wall_ = "2026-01-06T00:00:00Z";
+  const auto a = run_to_success(f, alice);
+  f.clock.wall_ = "2026-01-06T00:10:00Z";
+  run_to_success(f, alice);
+  f.clock.wall_ = "2026-01-06T00:20:00Z";
+  run_to_success(f, alice);
+  f.clock.wall_ = "2026-01-06T00:21:00Z";
+  look(f);
+  look(f);
+  CHECK_FALSE(f.store->build(third));
+  REQUIRE(f.store->build(a));
+  f.clock.wall_ = "2026-01-06T00:50:00Z";
+  f.clock.advance(28 * 60);
+  f.engine->tick();
+  look(f);
+  REQUIRE(f.store->build(a));
+  f.clock.wall_ = "2026-01-06T01:02:00Z";
+  f.clock.advance(10 * 60);
+  f.engine->tick();
+  look(f);
+  CHECK_FALSE(f.store->build(a));
 }
 
 }  // namespace fad

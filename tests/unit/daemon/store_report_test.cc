@@ -63,10 +63,16 @@ TEST_CASE("store: attempts and events are kept per build, in order", "[store]") 
   CHECK(store.unit_attempts(b2).size() == 1);
   CHECK(store.unit_events(b2).size() == 1);
 
-  // Deleting a unit (as pruning old builds will) takes its samples and events along.
-  store.db().exec("DELETE FROM units WHERE id = " + std::to_string(u1));
-  CHECK(store.unit_attempts(b1).empty());
-  CHECK(store.unit_events(b1).empty());
+  // Deleting a build's record takes its units' samples and events along.
+  CHECK(store.delete_build(b1) == 1);
+  CHECK_FALSE(store.build(b1));
+  for (const char* table : {"unit_samples", "unit_events"}) {
+    auto left = store.db().prepare(std::string("SELECT count(*) FROM ") + table + " WHERE unit_id = ?");
+    left.bind(1, u1).step();
+    CHECK(left.int64(0) == 0);
+  }
+  CHECK(store.unit_attempts(b2).size() == 1);
+  CHECK(store.unit_events(b2).size() == 1);
 }
 
 TEST_CASE("store: a unit keeps only its latest events", "[store]") {
