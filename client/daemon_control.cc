@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "common/meminfo.h"
 #include "common/process_exists.h"
 #include "common/program_output.h"
+#include "common/socket_dir.h"
 
 namespace fad::client {
 namespace {
@@ -87,11 +87,7 @@ std::string lock_path_in(const std::string& state_dir) {
 }
 
 // The pid fadd wrote into its lock file; 0 when unreadable.
-long pid_in_lock(const std::string& lock_path) {
-  std::ifstream in(lock_path);
-  long pid = 0;
-  return in >> pid ? pid : 0;
-}
+long pid_in_lock(const std::string& lock_path) { return read_lock_text(lock_path).pid; }
 
 long pid_in_lock_of(const DaemonWatch& watch, const std::string& lock) {
   return watch.holder ? watch.holder(lock) : pid_in_lock(lock);
@@ -264,18 +260,22 @@ enum class OtherStart {
 OtherStart wait_for_other_start(const DaemonWatch& watch, const std::string& lock, Context& ctx) {
   auto deadline = ctx.now() + kStartTimeout;
   const double starting_s = std::chrono::duration<double>(kStartTimeout).count();
-  bool stopping = false;
+  long stopping_pid = 0;  // the holder seen stopping, whose exit is waited for
   while (true) {
-    if (probe(ctx)) return OtherStart::answers;
-    if (!watch.locked(lock)) return OtherStart::gone;
-    const long holder = watch.holder(lock);
+    // A fadd that was asked to stop still answers until its next tick.
+    const bool answers = probe(ctx).has_value();
+    const bool locked = watch.locked(lock);
+    const long holder = locked ? watch.holder(lock) : 0;
+    const bool holder_stopping = holder > 0 && watch.stopping && watch.stopping(lock);
+    if (answers && !holder_stopping) return OtherStart::answers;
+    if (!locked) return OtherStart::gone;
     if (holder > 0 && !watch.alive(holder)) return OtherStart::gone;
-    if (!stopping && holder > 0 && watch.stopping && watch.stopping(lock)) {
-      stopping = true;
+    if (holder_stopping && holder != stopping_pid) {
+      stopping_pid = holder;
       deadline = ctx.now() + kStopTimeout;
     }
-    if (ctx.now() >= deadline) return stopping ? OtherStart::stopping : OtherStart::stuck;
-    if (!stopping && holder > 0)
+    if (ctx.now() >= deadline) return stopping_pid > 0 ? OtherStart::stopping : OtherStart::stuck;
+    if (!holder_stopping && holder > 0)
       if (const double age = watch.age_s(holder); age < 0 || age > starting_s) return OtherStart::stuck;
     ctx.sleep(kPollInterval);
   }
@@ -289,6 +289,21 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
                  int round = 1) {
   // Said when another start got there first: this one's fadd did not run.
   const std::string first = beaten ? "; another start got there first" : "";
+  const std::string lock = lock_path_in(locations.state_dir);
+  // Another start's fadd holds the lock: once it answers (or goes away), this
+  // start begins again; nullopt when it stays silent or the rounds are spent.
+  const auto after_other_start = [&]() -> std::optional<int> {
+    if (round >= kStartRounds) return std::nullopt;
+    const OtherStart other = wait_for_other_start(watch, lock, ctx);
+    if (other == OtherStart::stopping) {
+      ctx.err << "fad: fadd (pid " << pid_text(pid_in_lock_of(watch, lock)) << ") holds state dir "
+              << locations.state_dir << " and is stopping, but has not exited in " << kStopTimeout.count() << " s; see "
+              << fadd_log_path(locations, cmd.fadd_args) << "\n";
+      return kExitFailed;
+    }
+    if (other == OtherStart::stuck) return std::nullopt;
+    return start_daemon(cmd, locations, ctx, watch, other == OtherStart::answers, round + 1);
+  };
   if (auto running = probe(ctx)) {
     if (auto theirs = other_state_dir(*running, locations)) {
       // The user asked for a fadd on that state dir; this one keeps another.
@@ -296,6 +311,10 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
               << ", not " << locations.state_dir << "; give a second fadd its own socket with --socket\n";
       return kExitFailed;
     }
+    // Asked to stop (a stop or restart beside this start), it answers until
+    // its next tick: this start waits for it to go, then starts one.
+    if (watch.stopping && watch.stopping(lock) && watch.locked(lock))
+      if (const auto rc = after_other_start()) return *rc;
     if (!cmd.fadd_args.empty()) {
       // The arguments would be dropped without a word: a typo among them
       // would surface only at the next start, perhaps unattended.
@@ -312,24 +331,9 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
   // fadd.out (its crash report) is emptied for a fadd that would be refused.
   // A lock whose recorded fadd is dead is a crashed one's child letting go:
   // fadd itself waits for that.
-  const std::string lock = lock_path_in(locations.state_dir);
   // The pid is read once the lock is seen held: a fadd starting writes it after locking.
   const bool lock_held = watch.locked(lock);
   const auto holder = pid_in_lock_of(watch, lock);
-  // Another start's fadd holds the lock: once it answers (or goes away), this
-  // start begins again; nullopt when it stays silent or the rounds are spent.
-  const auto after_other_start = [&]() -> std::optional<int> {
-    if (round >= kStartRounds) return std::nullopt;
-    const OtherStart other = wait_for_other_start(watch, lock, ctx);
-    if (other == OtherStart::stopping) {
-      ctx.err << "fad: fadd (pid " << pid_text(pid_in_lock_of(watch, lock)) << ") holds state dir "
-              << locations.state_dir << " and is stopping, but has not exited in " << kStopTimeout.count() << " s; see "
-              << fadd_log_path(locations, cmd.fadd_args) << "\n";
-      return kExitFailed;
-    }
-    if (other == OtherStart::stuck) return std::nullopt;
-    return start_daemon(cmd, locations, ctx, watch, other == OtherStart::answers, round + 1);
-  };
   if ((lock_held && watch.alive(holder)) || watch.locked(locations.state_dir)) {
     if (lock_held)
       if (const auto rc = after_other_start()) return *rc;
@@ -416,9 +420,21 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
   return kExitFailed;
 }
 
+/// A socket fad refuses to talk to (another user's, in a directory they
+/// control) is said at once: a start or stop would otherwise take its fadd
+/// for one that does not answer and wait on its lock, saying nothing of why.
+std::optional<int> refused_socket(Context& ctx) {
+  if (Status trusted = check_socket_for_client(ctx.socket); !trusted) {
+    ctx.err << "fad: " << trusted.error() << "\n";
+    return kExitUnreachable;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx, const DaemonWatch& watch) {
+  if (const auto rc = refused_socket(ctx)) return *rc;
   return start_daemon(cmd, locations, ctx, watch, false);
 }
 
@@ -448,23 +464,13 @@ DaemonWatch real_daemon_watch() {
     if (!start || uptime < 0 || ticks <= 0) return -1.0;
     return uptime - static_cast<double>(*start) / static_cast<double>(ticks);
   };
-  w.stopping = [](const std::string& lock_path) {
-    std::ifstream in(lock_path);
-    std::string pid, mark;
-    return std::getline(in, pid) && std::getline(in, mark) && mark == kStoppingMark;
-  };
-  w.locked = [](const std::string& lock_path) {
-    const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;  // no lock file: no daemon on this state dir
-    // fadd holds LOCK_EX; a shared lock is refused while it does.
-    const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    ::close(fd);  // releases the probe's own lock, if it got one
-    return held;
-  };
+  w.stopping = [](const std::string& lock_path) { return read_lock_text(lock_path).stopping; };
+  w.locked = lock_held;
   return w;
 }
 
 int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch& watch) {
+  if (const auto rc = refused_socket(ctx)) return *rc;
   auto running = probe(ctx);
   long pid = 0;
   std::string state_dir = locations.state_dir;
@@ -582,6 +588,7 @@ int run_daemon_restart(const Command& cmd, const Locations& locations, Context& 
   // named (and then stop checks that it is the running one's): started on the
   // default, it would come back with none of its builds or history.
   Locations again = locations;
+  if (const auto rc = refused_socket(ctx)) return *rc;
   const auto running = probe(ctx);
   if (!locations.state_dir_named && running)
     if (const std::string theirs = state_dir_of(*running); !theirs.empty()) again.state_dir = theirs;

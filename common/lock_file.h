@@ -4,6 +4,7 @@
 // stop, a second line saying so.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace fad {
@@ -13,5 +14,22 @@ inline constexpr std::string_view kLockFileName = "fadd.lock";
 /// its compilers end, which takes seconds (the kill grace for one that
 /// ignores SIGTERM).
 inline constexpr std::string_view kStoppingMark = "stopping";
+
+/// What a lock file says of its holder.
+struct LockText {
+  long pid = 0;  ///< 0: no file, not a regular file, or no pid on its first line
+  bool stopping = false;
+};
+
+/// Reads the lock file's text without trusting it: anyone who may write the
+/// state dir may have put a FIFO (whose open would block), a link or a huge
+/// file there. Never blocks, never follows a link, reads a few bytes.
+LockText read_lock_text(const std::string& path);
+
+/// Whether a process holds an exclusive flock on `path`: fadd's lock file
+/// (a regular file, never through a link) or its state dir (a directory,
+/// through links: a configured state dir may be one). Never blocks; anything
+/// else is "not held".
+bool lock_held(const std::string& path);
 
 }  // namespace fad

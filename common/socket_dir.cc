@@ -49,8 +49,12 @@ Status check_client_socket_dir(const std::string& dir, const PathFacts& facts, c
   if (facts.owner == user || facts.owner == 0) return ok_status();
   const bool placed_by_trusted = (parent.owner == 0 || parent.owner == user) && !writable_by_others(parent);
   if (placed_by_trusted) return ok_status();
-  return make_error(refuse + "it belongs to " + name_of(facts.owner) +
-                    " and was made in a directory anyone can write; remove it (or ask root to) and start fadd again");
+  if (writable_by_others(parent))
+    return make_error(refuse + "it belongs to " + name_of(facts.owner) +
+                      " and was made in a directory anyone can write; remove it (or ask root to) and start fadd again");
+  // Another user's fadd, in their own directory: theirs to talk to.
+  return make_error(refuse + "it belongs to " + name_of(facts.owner) + ", in a directory of " + name_of(parent.owner) +
+                    ", and whoever controls it could answer in fadd's place; run fad as that user");
 }
 
 std::optional<PathFacts> path_facts(const std::string& path) {

@@ -278,7 +278,13 @@ int run_daemon(const DaemonOptions& o) {
   // 5. The socket.
   bool stopping = false;
   bool shutdown_requested = false;
-  RequestHandler handler(engine, [&shutdown_requested] { shutdown_requested = true; });
+  RequestHandler handler(engine, [&shutdown_requested, &lock] {
+    // Said in the lock at once, before the answer goes out: the socket
+    // closes at the next tick, and a start in between must see a fadd that
+    // is stopping, not one already running.
+    shutdown_requested = true;
+    lock->note_stopping();
+  });
   Server server(io, handler, *server_opts);
   if (auto st = server.listen(o.socket); !st) {
     spdlog::critical("{}", st.error());

@@ -12,24 +12,14 @@
 #include <cstring>
 #include <thread>
 
-#include "common/file_read.h"
 #include "common/lock_file.h"
 
 namespace fad {
 
 namespace {
-std::string recorded_holder(const std::string& path) {
-  std::string holder = read_small_file(path);
-  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-  return holder;
-}
-
 // The recorded fadd is gone for sure (no such process); anything else, a live
-// pid or one we may not signal, counts as alive.
-bool holder_is_dead(const std::string& holder) {
-  if (holder.empty() || holder.find_first_not_of("0123456789") != std::string::npos || holder.size() > 9) return false;
-  return ::kill(static_cast<pid_t>(std::stol(holder)), 0) != 0 && errno == ESRCH;
-}
+// pid, one we may not signal or none recorded, counts as alive.
+bool holder_is_dead(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 }  // namespace
 
 Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double dead_holder_wait_s) {
@@ -46,17 +36,21 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
   }
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(dead_holder_wait_s);
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const std::string holder = recorded_holder(path);
-    if (holder_is_dead(holder) && std::chrono::steady_clock::now() < give_up) {
+    const LockText holder = read_lock_text(path);
+    if (holder_is_dead(holder.pid) && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
     ::close(fd);
-    if (holder_is_dead(holder))
-      return make_error("the state dir " + state_dir + " is still locked by a child of fadd " + holder +
+    const std::string pid = holder.pid > 0 ? std::to_string(holder.pid) : "?";
+    if (holder_is_dead(holder.pid))
+      return make_error("the state dir " + state_dir + " is still locked by a child of fadd " + pid +
                         ", which is gone; find it with 'fuser " + path + "' and stop it");
-    return make_error("another fadd is already running (pid " + (holder.empty() ? std::string("?") : holder) +
-                      ") on the state dir " + state_dir + "; stop it with 'fad daemon stop'");
+    if (holder.stopping)
+      return make_error("another fadd (pid " + pid + ") is stopping on the state dir " + state_dir +
+                        "; start again once it has exited ('fad daemon start' waits for it)");
+    return make_error("another fadd is already running (pid " + pid + ") on the state dir " + state_dir +
+                      "; stop it with 'fad daemon stop'");
   }
   // The file's lock is gone with the file when something deletes it (a
   // cleaner of old files): the directory's stays with the fadd holding it.

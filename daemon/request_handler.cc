@@ -113,9 +113,10 @@ void RequestHandler::handle(std::string_view line, const Caller& caller, ReplyLi
     }
     const bool shutdown = type == "shutdown";
     dispatch(*req, caller, [this, once, shutdown](Response r) {
-      const bool stop = shutdown && r.ok;
+      // Before the answer: whoever reads it may start a fadd at once, and
+      // must find this one stopping.
+      if (shutdown && r.ok && on_shutdown_) on_shutdown_();
       once(encode(r));
-      if (stop && on_shutdown_) on_shutdown_();
     });
   } catch (const StoreError& e) {
     // The usual cause is a full disk, which the user can act on; a damaged

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/daemon_control.h"
@@ -286,10 +287,14 @@ TEST_CASE("daemon start beside a stop: a fadd that is stopping is waited for, th
   StopScript s;
   const CallFailure nothing{kExitUnreachable, "nothing listens at /s"};
   s.answers.assign(31, nothing);                   // the start's probe, then 30 polls (3 s) while it stops
-  s.answers.push_back(status_answer(777, "/st"));  // the restart's new fadd answers
+  s.answers.push_back(status_answer(777, "/st"));  // the restart's new fadd answers, its pid in the lock
   s.answers.push_back(status_answer(777, "/st"));
   Context ctx = s.context();
-  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, ctx, old_fadd_holding_lock(true)) == kExitOk);
+  DaemonWatch w = old_fadd_holding_lock(true);
+  const auto old_one = [&] { return s.now < std::chrono::steady_clock::time_point{} + std::chrono::seconds(3); };
+  w.holder = [&](const std::string&) { return old_one() ? 4242L : 777L; };
+  w.stopping = [&](const std::string&) { return old_one(); };
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, ctx, w) == kExitOk);
   CHECK(s.out.str() == "fadd is already running (pid 777; another start got there first)\n");
   CHECK(s.err.str().empty());
   CHECK(s.now == std::chrono::steady_clock::time_point{} + std::chrono::seconds(3));
@@ -310,6 +315,52 @@ TEST_CASE("daemon start beside a stop: a stopping fadd that does not exit in 60 
         kExitFailed);
   CHECK(t.err.str().find("(it serves another socket, or is stopped)") != std::string::npos);
   CHECK(t.now == std::chrono::steady_clock::time_point{});
+}
+
+TEST_CASE("daemon start beside a stop: a fadd asked to stop that still answers is waited for, not taken") {
+  // Bug: fadd closes its socket at its next tick after a shutdown request; a
+  // start in between found it answering, said "fadd is already running",
+  // exit 0, and then none ran.
+  StopScript s;
+  for (int i = 0; i < 21; ++i) s.answers.push_back(status_answer(4242, "/st"));  // 2 s of its stop
+  s.answers.assign(s.answers.size() + 3, status_answer(777, "/st"));             // then another start's fadd
+  Context ctx = s.context();
+  const auto t0 = s.now;
+  const auto old_one = [&] { return s.now - t0 < std::chrono::seconds(2); };
+  DaemonWatch w = old_fadd_holding_lock(true);
+  w.holder = [&](const std::string&) { return old_one() ? 4242L : 777L; };
+  w.stopping = [&](const std::string&) { return old_one(); };
+  w.age_s = [&](long pid) { return pid == 4242 ? 3600.0 : 0.2; };
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, ctx, w) == kExitOk);
+  CHECK(s.out.str() == "fadd is already running (pid 777; another start got there first)\n");
+  CHECK(s.err.str().empty());
+  CHECK(s.now - t0 >= std::chrono::seconds(2));
+}
+
+TEST_CASE("daemon start, stop and restart at a socket fad refuses to talk to say why at once, exit 3") {
+  // Bug: root's stop of a user's fadd (its socket in that user's directory)
+  // took it for one that does not answer, waited 60 s on its lock and never
+  // said that the socket was refused.
+  char tmpl[] = "/tmp/fad-refused-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  REQUIRE(::chmod(tmpl, 0777) == 0);  // anyone could have put a socket there
+  for (int which = 0; which < 3; ++which) {
+    INFO("command " << which);
+    StopScript s;
+    s.answers.push_back(status_answer(4242, "/st"));
+    Context ctx = s.context();
+    ctx.socket = std::string(tmpl) + "/fad.sock";
+    const Locations at{ctx.socket, "/st", std::nullopt};
+    const int rc = which == 0   ? run_daemon_start(Command{}, at, ctx, old_fadd_holding_lock(false))
+                   : which == 1 ? run_daemon_stop(at, ctx, old_fadd_holding_lock(false))
+                                : run_daemon_restart(Command{}, at, ctx);
+    CHECK(rc == kExitUnreachable);
+    CHECK_THAT(s.err.str(), Catch::StartsWith("fad: refusing to talk to the socket in " + std::string(tmpl) +
+                                              ": the directory is writable by others"));
+    CHECK(s.types.empty());
+    CHECK(s.now == std::chrono::steady_clock::time_point{});
+  }
+  fs::remove_all(tmpl);
 }
 
 TEST_CASE("daemon start reads a stopping fadd's mark from its lock file") {

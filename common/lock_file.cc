@@ -1,0 +1,67 @@
+// Reading fadd's lock without trusting it; see lock_file.h.
+#include "common/lock_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace fad {
+
+namespace {
+
+/// A pid is a few digits; anything else (garbage, a tampered file) is none.
+long parse_pid(std::string_view line) {
+  if (line.empty() || line.size() > 9 || line.find_first_not_of("0123456789") != std::string_view::npos) return 0;
+  long pid = 0;
+  for (char c : line) pid = pid * 10 + (c - '0');
+  return pid;
+}
+
+/// `path` opened for reading when it is a regular file reached without a
+/// link (O_NONBLOCK: a FIFO's open would wait for a writer); -1 otherwise.
+int open_regular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+LockText read_lock_text(const std::string& path) {
+  LockText out;
+  const int fd = open_regular(path);
+  if (fd < 0) return out;
+  char buf[64];
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  if (n <= 0) return out;
+  const std::string_view text(buf, static_cast<std::size_t>(n));
+  const auto end = text.find('\n');
+  out.pid = parse_pid(text.substr(0, end));
+  if (end != std::string_view::npos) {
+    const std::string_view rest = text.substr(end + 1);
+    out.stopping = rest.substr(0, rest.find('\n')) == kStoppingMark;
+  }
+  return out;
+}
+
+bool lock_held(const std::string& path) {
+  // O_DIRECTORY fails before anything is opened unless it is a directory.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+  if (fd < 0 && errno == ENOTDIR) fd = open_regular(path);
+  if (fd < 0) return false;  // nothing there: no daemon on this state dir
+  // fadd holds LOCK_EX; a shared lock is refused while it does.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the probe's own lock, if it got one
+  return held;
+}
+
+}  // namespace fad
