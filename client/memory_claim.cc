@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/file_read.h"
 #include "common/meminfo.h"
 #include "common/size.h"
 
@@ -51,25 +52,11 @@ std::uint64_t stat_value(const std::string& text, const std::string& key) {
   return 0;
 }
 
-/// Opens a regular file read-only; -1 for anything else. Anyone can put a
-/// FIFO (whose open blocks until a writer comes) or a device in the shared
-/// directory under a name launchers open.
-int open_regular(const std::string& path, int extra = 0) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | extra, 0644);
-  if (fd < 0) return -1;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 class DirLock {
  public:
   explicit DirLock(const std::string& dir) {
     const std::string path = dir + "/lock";
-    fd_ = open_regular(path, O_CREAT);
+    fd_ = open_regular_unlinked(path, O_CREAT);
     if (fd_ < 0) return;
     const auto give_up = std::chrono::steady_clock::now() + kLockPatience;
     while (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < give_up)
@@ -160,7 +147,7 @@ std::vector<std::uint64_t> MemoryClaim::live_claims(const std::string& dir, std:
     const std::string name = it->path().filename().string();
     const bool making = name.rfind(kMakingPrefix, 0) == 0;
     if (name.rfind("claim-", 0) != 0 && !making) continue;
-    const int fd = open_regular(it->path().string());
+    const int fd = open_regular_unlinked(it->path().string());
     if (fd < 0) continue;
     if (making) {
       // Its maker locks it a moment after creating it and renames it a moment

@@ -120,4 +120,15 @@ std::optional<std::string> read_whole_file(const std::string& path) {
   return out;
 }
 
+int open_regular_unlinked(const std::string& path, int extra) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | extra, 0644);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace fad

@@ -46,4 +46,10 @@ std::optional<std::string> read_whole_file(const std::string& path);
 /// be absent (PSI on WSL, cgroup files, a process that just exited).
 std::string read_small_file(const std::string& path, std::size_t max_bytes = kSmallFileCap);
 
+/// `path` opened read-only (with `extra` flags, e.g. O_CREAT, mode 0644) when
+/// it is a regular file reached without a link; -1 for anything else. For
+/// names in directories others may write: never blocks on a FIFO someone put
+/// there, never follows their link.
+int open_regular_unlinked(const std::string& path, int extra = 0);
+
 }  // namespace fad

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 
+#include "common/file_read.h"
+
 namespace fad {
 
 namespace {
@@ -20,24 +22,11 @@ long parse_pid(std::string_view line) {
   return pid;
 }
 
-/// `path` opened for reading when it is a regular file reached without a
-/// link (O_NONBLOCK: a FIFO's open would wait for a writer); -1 otherwise.
-int open_regular(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return -1;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 }  // namespace
 
 LockText read_lock_text(const std::string& path) {
   LockText out;
-  const int fd = open_regular(path);
+  const int fd = open_regular_unlinked(path);
   if (fd < 0) return out;
   char buf[64];
   const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
@@ -56,7 +45,7 @@ LockText read_lock_text(const std::string& path) {
 bool lock_held(const std::string& path) {
   // O_DIRECTORY fails before anything is opened unless it is a directory.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-  if (fd < 0 && errno == ENOTDIR) fd = open_regular(path);
+  if (fd < 0 && errno == ENOTDIR) fd = open_regular_unlinked(path);
   if (fd < 0) return false;  // nothing there: no daemon on this state dir
   // fadd holds LOCK_EX; a shared lock is refused while it does.
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;

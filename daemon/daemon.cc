@@ -50,6 +50,9 @@ namespace {
 /// How long a stopping fadd keeps trying to write what finished (a full
 /// disk) before it exits without: well inside systemd's stop timeout.
 constexpr auto kUnwrittenGrace = std::chrono::seconds(10);
+/// How often fadd looks whether its socket file is still there (a cleaner of
+/// old files in /tmp may delete it while fadd runs for weeks).
+constexpr auto kSocketCheckEvery = std::chrono::seconds(60);
 
 /// The first directory above `dir` (from the root down) that users other
 /// than its owner may not pass through (no o+x), if any.
@@ -330,8 +333,13 @@ int run_daemon(const DaemonOptions& o) {
   const auto interval = std::chrono::milliseconds(std::max(10, o.config.poll_interval_ms));
   asio::steady_timer timer(io);
   std::optional<std::chrono::steady_clock::time_point> idle_since;
+  auto socket_checked = std::chrono::steady_clock::now();
   std::function<void()> tick = [&] {
     if (shutdown_requested) begin_stop("shutdown request");
+    if (const auto now = std::chrono::steady_clock::now(); !stopping && now - socket_checked >= kSocketCheckEvery) {
+      socket_checked = now;
+      server.keep_socket();
+    }
     engine.tick();
     if (stopping && engine.idle()) {
       // What finished but could not be written yet (a full disk) is lost

@@ -368,8 +368,40 @@ Status Server::listen(const std::string& socket_path) {
   if (!aec) acceptor_.listen(asio::socket_base::max_listen_connections, aec);
   if (aec) return make_error("cannot listen on " + socket_path + ": " + aec.message());
   path_ = socket_path;
+  if (struct stat st{}; ::lstat(socket_path.c_str(), &st) == 0) {
+    socket_dev_ = st.st_dev;
+    socket_ino_ = st.st_ino;
+  }
+  said_replaced_ = false;
   accept();
   return ok_status();
+}
+
+void Server::keep_socket() {
+  if (path_.empty() || closed_) return;
+  boost::system::error_code ec;
+  if (acceptor_.is_open()) {
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0) {
+      if (!is_ours(st) && !said_replaced_)
+        spdlog::error(
+            "{} is no longer fadd's socket: something was put in its place while fadd ran, so no client reaches "
+            "this fadd (pid {}); move it away and stop fadd with 'kill -TERM {}', then start it again",
+            path_, ::getpid(), ::getpid());
+      said_replaced_ = !is_ours(st);
+      return;
+    }
+    if (errno != ENOENT) return;  // the directory cannot be read: nothing to act on
+    spdlog::warn("the socket {} was deleted while fadd ran (a cleaner of old files?); listening there again", path_);
+    accept_retry_.cancel();
+    acceptor_.close(ec);  // open sessions go on
+  }
+  if (Status again = listen(path_); !again) {
+    // Tried again at the next call: a directory being remade, a full disk.
+    spdlog::error("cannot listen again on {}: {}; no client reaches fadd until it can (tried again each minute)", path_,
+                  again.error());
+    acceptor_.close(ec);
+  }
 }
 
 void Server::accept() {
@@ -484,11 +516,13 @@ void Server::remove(const std::shared_ptr<Session>& s) {
 }
 
 void Server::close() {
+  closed_ = true;
   boost::system::error_code ec;
   accept_retry_.cancel();
   if (acceptor_.is_open()) {
     acceptor_.close(ec);
-    if (!path_.empty()) ::unlink(path_.c_str());
+    // Never another's file: something put in place of a deleted socket.
+    if (struct stat st{}; !path_.empty() && ::lstat(path_.c_str(), &st) == 0 && is_ours(st)) ::unlink(path_.c_str());
   }
   for (const auto& s : sessions_) s->close();
   sessions_.clear();

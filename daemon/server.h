@@ -7,6 +7,7 @@
 // client gets a one-line "too many connections" error. The daemon goes on.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -53,8 +54,14 @@ class Server {
   /// binds the socket with the configured mode and group. Fails if another
   /// daemon answers on it; removes a stale socket file.
   Status listen(const std::string& socket_path);
-  /// Stops accepting, closes every session and removes the socket file.
+  /// Stops accepting, closes every session and removes the socket file (if
+  /// it is still the one fadd made).
   void close();
+  /// Listens again at the socket's path when its file was deleted while fadd
+  /// ran (a cleaner of old files in /tmp): clients would otherwise find no
+  /// fadd while it runs on for weeks. Something else put in its place is
+  /// left alone and said once. fadd calls it about once a minute.
+  void keep_socket();
 
   /// Which share a request draws on: a compile launcher's requests have one
   /// of their own (see runs_at_once in request_budget.h).
@@ -81,6 +88,13 @@ class Server {
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;
   std::string path_;
+  /// The socket file fadd made at path_ (lstat), and whether its replacement
+  /// by something else was said.
+  dev_t socket_dev_ = 0;
+  ino_t socket_ino_ = 0;
+  bool said_replaced_ = false;
+  bool closed_ = false;  ///< close() was called: fadd is stopping
+  bool is_ours(const struct stat& st) const { return st.st_dev == socket_dev_ && st.st_ino == socket_ino_; }
   std::set<std::shared_ptr<Session>> sessions_;
   std::map<uid_t, std::size_t> per_user_;
   RequestBudget budget_;
