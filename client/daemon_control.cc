@@ -296,9 +296,15 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
     if (round >= kStartRounds) return std::nullopt;
     const OtherStart other = wait_for_other_start(watch, lock, ctx);
     if (other == OtherStart::stopping) {
-      ctx.err << "fad: fadd (pid " << pid_text(pid_in_lock_of(watch, lock)) << ") holds state dir "
-              << locations.state_dir << " and is stopping, but has not exited in " << kStopTimeout.count() << " s; see "
-              << fadd_log_path(locations, cmd.fadd_args) << "\n";
+      const long pid = pid_in_lock_of(watch, lock);
+      ctx.err << "fad: fadd (pid " << pid_text(pid) << ") holds state dir " << locations.state_dir
+              << " and is stopping, but has not exited in " << kStopTimeout.count() << " s; ";
+      // As a stop says it (at the deadline only: see run_daemon_stop).
+      if (pid > 0 && watch.stopped && watch.stopped(pid))
+        ctx.err << "it is stopped (SIGSTOP, or a debugger) and cannot exit until continued: 'kill -CONT " << pid
+                << "', then run this again\n";
+      else
+        ctx.err << "see " << fadd_log_path(locations, cmd.fadd_args) << "\n";
       return kExitFailed;
     }
     if (other == OtherStart::stuck) return std::nullopt;

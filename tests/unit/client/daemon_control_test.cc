@@ -308,6 +308,15 @@ TEST_CASE("daemon start beside a stop: a stopping fadd that does not exit in 60 
   CHECK(s.err.str() ==
         "fad: fadd (pid 4242) holds state dir /st and is stopping, but has not exited in 60 s; see /st/fadd.log\n");
   CHECK(s.now == std::chrono::steady_clock::time_point{} + std::chrono::seconds(60));
+  // One stopped (SIGSTOP) while stopping is named as such, as a stop does.
+  StopScript frozen;
+  Context fctx = frozen.context();
+  DaemonWatch stopped = old_fadd_holding_lock(true);
+  stopped.stopped = [](long pid) { return pid == 4242; };
+  CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, fctx, stopped) == kExitFailed);
+  CHECK(frozen.err.str() ==
+        "fad: fadd (pid 4242) holds state dir /st and is stopping, but has not exited in 60 s; it is stopped "
+        "(SIGSTOP, or a debugger) and cannot exit until continued: 'kill -CONT 4242', then run this again\n");
   // Not stopping: refused at once, as one serving another socket.
   StopScript t;
   Context tctx = t.context();

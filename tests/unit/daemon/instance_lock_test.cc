@@ -163,4 +163,10 @@ TEST_CASE("instance lock: a stopping fadd says so on the lock file's second line
   CHECK(lines() == std::vector<std::string>{pid});
   lock->note_stopping();
   CHECK(lines() == std::vector<std::string>{pid, "stopping"});
+  // A second fadd meanwhile is told so, in one line (it printed both lines of
+  // the file, its pid and the mark, as the pid).
+  auto second = InstanceLock::acquire(dir.path.string());
+  REQUIRE_FALSE(second);
+  CHECK(second.error() == "another fadd (pid " + pid + ") is stopping on the state dir " + dir.path.string() +
+                              "; start again once it has exited ('fad daemon start' waits for it)");
 }
