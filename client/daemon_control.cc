@@ -82,6 +82,12 @@ std::optional<std::string> other_state_dir(const Response& running, const Locati
 
 std::string pid_text(long pid) { return pid > 0 ? std::to_string(pid) : "?"; }
 
+// Nothing at all at the socket's path (not even a dead socket file).
+bool socket_missing(const std::string& socket) {
+  struct stat st {};
+  return ::lstat(socket.c_str(), &st) != 0 && errno == ENOENT;
+}
+
 std::string lock_path_in(const std::string& state_dir) {
   return (fs::path(state_dir) / std::string(kLockFileName)).string();
 }
@@ -345,7 +351,10 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
       if (const auto rc = after_other_start()) return *rc;
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket
-            << " (it serves another socket, or is stopped); stop it first, or give this one its own --state-dir\n";
+            << (socket_missing(ctx.socket) ? " (nothing is at that path: if its socket was deleted, fadd makes it "
+                                             "again within 10 s; or it serves another socket, or is stopped)"
+                                           : " (it serves another socket, or is stopped)")
+            << "; stop it first, or give this one its own --state-dir\n";
     return kExitFailed;
   }
   // Asked before anything is made or emptied: a state dir under a directory

@@ -51,8 +51,9 @@ namespace {
 /// disk) before it exits without: well inside systemd's stop timeout.
 constexpr auto kUnwrittenGrace = std::chrono::seconds(10);
 /// How often fadd looks whether its socket file is still there (a cleaner of
-/// old files in /tmp may delete it while fadd runs for weeks).
-constexpr auto kSocketCheckEvery = std::chrono::seconds(60);
+/// old files in /tmp may delete it while fadd runs for weeks): one lstat, and
+/// well within the 60 s a `fad daemon stop` waits for a fadd to answer.
+constexpr auto kSocketCheckEvery = std::chrono::seconds(10);
 
 /// The first directory above `dir` (from the root down) that users other
 /// than its owner may not pass through (no o+x), if any.

@@ -398,7 +398,7 @@ void Server::keep_socket() {
   }
   if (Status again = listen(path_); !again) {
     // Tried again at the next call: a directory being remade, a full disk.
-    spdlog::error("cannot listen again on {}: {}; no client reaches fadd until it can (tried again each minute)", path_,
+    spdlog::error("cannot listen again on {}: {}; no client reaches fadd until it can (tried again every 10 s)", path_,
                   again.error());
     acceptor_.close(ec);
   }

@@ -60,7 +60,7 @@ class Server {
   /// Listens again at the socket's path when its file was deleted while fadd
   /// ran (a cleaner of old files in /tmp): clients would otherwise find no
   /// fadd while it runs on for weeks. Something else put in its place is
-  /// left alone and said once. fadd calls it about once a minute.
+  /// left alone and said once. fadd calls it every 10 s.
   void keep_socket();
 
   /// Which share a request draws on: a compile launcher's requests have one

@@ -322,7 +322,7 @@ TEST_CASE("daemon start beside a stop: a stopping fadd that does not exit in 60 
   Context tctx = t.context();
   CHECK(run_daemon_start(Command{}, Locations{"/s", "/st", std::nullopt}, tctx, old_fadd_holding_lock(false)) ==
         kExitFailed);
-  CHECK(t.err.str().find("(it serves another socket, or is stopped)") != std::string::npos);
+  CHECK(t.err.str().find("it serves another socket, or is stopped)") != std::string::npos);
   CHECK(t.now == std::chrono::steady_clock::time_point{});
 }
 
@@ -454,8 +454,17 @@ TEST_CASE("daemon start on a state dir a fadd at another socket holds says so, a
   Context ctx = s.context();
   CHECK(run_daemon_start(Command{}, Locations{"/s", dir, std::nullopt}, ctx) == kExitFailed);
   CHECK(s.err.str() == "fad: another fadd (pid " + std::to_string(::getpid()) + ") holds state dir " + dir +
-                           " but does not answer at /s (it serves another socket, or is stopped); stop it first, or "
-                           "give this one its own --state-dir\n");
+                           " but does not answer at /s (nothing is at that path: if its socket was deleted, fadd "
+                           "makes it again within 10 s; or it serves another socket, or is stopped); stop it first, "
+                           "or give this one its own --state-dir\n");
+  // A socket file there that nothing answers at.
+  StopScript dead;
+  Context dctx = dead.context();
+  dctx.socket = dir + "/fadd.out";
+  CHECK(run_daemon_start(Command{}, Locations{dctx.socket, dir, std::nullopt}, dctx) == kExitFailed);
+  CHECK_THAT(dead.err.str(), Catch::EndsWith(" but does not answer at " + dctx.socket +
+                                             " (it serves another socket, or is stopped); stop it first, or give this "
+                                             "one its own --state-dir\n"));
   std::ifstream out(dir + "/fadd.out");
   std::string line;
   std::getline(out, line);
