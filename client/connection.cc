@@ -112,7 +112,7 @@ CallResult call_daemon(const std::string& socket_path, const Request& request, s
                        std::optional<Peer>* answered_by, const std::function<bool()>& stop) {
   // Whoever could put the socket there could answer in fadd's place.
   if (Status trusted = check_socket_for_client(socket_path); !trusted)
-    return CallFailure{kExitUnreachable, trusted.error()};
+    return CallFailure{kExitUnreachable, trusted.error(), false};  // waiting does not change who made it
   asio::io_context io;
   stream::socket socket(io);
   boost::system::error_code ec;

@@ -23,7 +23,6 @@
 #include "common/meminfo.h"
 #include "common/process_exists.h"
 #include "common/program_output.h"
-#include "common/socket_dir.h"
 
 namespace fad::client {
 namespace {
@@ -100,10 +99,22 @@ long pid_in_lock_of(const DaemonWatch& watch, const std::string& lock) {
 }
 
 // A Response when something answers at the socket; nullopt when nothing does.
-std::optional<Response> probe(Context& ctx) {
+// A failure waiting cannot mend (a socket fad refuses to trust, no
+// permission on it) goes to `refused` when given.
+std::optional<Response> probe(Context& ctx, std::optional<CallFailure>* refused = nullptr) {
   CallResult reply = ctx.send(Request{"status", json::object()});
   if (auto* response = std::get_if<Response>(&reply)) return std::move(*response);
+  if (auto& failure = std::get<CallFailure>(reply); refused && !failure.retryable) *refused = std::move(failure);
   return std::nullopt;
+}
+
+// A start or stop refused by the socket (not trusted, no permission) says so
+// at once: it would otherwise take its fadd for one that does not answer, or
+// for none, and say nothing of why.
+std::optional<int> say_refused(const std::optional<CallFailure>& refused, Context& ctx) {
+  if (!refused) return std::nullopt;
+  ctx.err << "fad: " << refused->message << "\n";
+  return refused->exit_code;
 }
 
 std::string read_from(const std::string& path, std::uintmax_t offset) {
@@ -246,9 +257,15 @@ int check_new_fadd(const Command& cmd, const Locations& locations, const std::st
 
 namespace {
 
+/// A fadd asked to stop closes its socket at its next tick (poll_interval_ms,
+/// at most a few seconds on a loaded machine): one still answering after this
+/// long is running, and a start says so.
+constexpr auto kStoppingAnswers = std::chrono::seconds(5);
+
 /// What became of a fadd that holds the state dir's lock and does not answer yet.
 enum class OtherStart {
   answers,   ///< it answers at the socket now
+  running,   ///< it went on answering though its lock says it is stopping: it runs
   gone,      ///< it let go of the lock (a restart beside this one stopped it): try again
   stuck,     ///< it still holds the lock and does not answer: refused
   stopping,  ///< it is stopping and has not exited within kStopTimeout: refused
@@ -267,13 +284,19 @@ OtherStart wait_for_other_start(const DaemonWatch& watch, const std::string& loc
   auto deadline = ctx.now() + kStartTimeout;
   const double starting_s = std::chrono::duration<double>(kStartTimeout).count();
   long stopping_pid = 0;  // the holder seen stopping, whose exit is waited for
+  std::optional<std::chrono::steady_clock::time_point> answering_since;
   while (true) {
-    // A fadd that was asked to stop still answers until its next tick.
+    // A fadd that was asked to stop still answers until its next tick; one
+    // that goes on answering is not stopping, whatever its lock file says
+    // (written by hand, or by a fadd that crashed and came back).
     const bool answers = probe(ctx).has_value();
     const bool locked = watch.locked(lock);
     const long holder = locked ? watch.holder(lock) : 0;
     const bool holder_stopping = holder > 0 && watch.stopping && watch.stopping(lock);
     if (answers && !holder_stopping) return OtherStart::answers;
+    if (answers && !answering_since) answering_since = ctx.now();
+    if (!answers) answering_since.reset();
+    if (answering_since && ctx.now() - *answering_since >= kStoppingAnswers) return OtherStart::running;
     if (!locked) return OtherStart::gone;
     if (holder > 0 && !watch.alive(holder)) return OtherStart::gone;
     if (holder_stopping && holder != stopping_pid) {
@@ -314,9 +337,14 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
       return kExitFailed;
     }
     if (other == OtherStart::stuck) return std::nullopt;
+    // The last round takes the answering fadd as it is: "already running".
+    if (other == OtherStart::running) return start_daemon(cmd, locations, ctx, watch, false, kStartRounds);
     return start_daemon(cmd, locations, ctx, watch, other == OtherStart::answers, round + 1);
   };
-  if (auto running = probe(ctx)) {
+  std::optional<CallFailure> refused;
+  auto running = probe(ctx, &refused);
+  if (const auto rc = say_refused(refused, ctx)) return *rc;
+  if (running) {
     if (auto theirs = other_state_dir(*running, locations)) {
       // The user asked for a fadd on that state dir; this one keeps another.
       ctx.err << "fad: the fadd at " << ctx.socket << " (pid " << pid_of(*running) << ") uses state dir " << *theirs
@@ -435,21 +463,9 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
   return kExitFailed;
 }
 
-/// A socket fad refuses to talk to (another user's, in a directory they
-/// control) is said at once: a start or stop would otherwise take its fadd
-/// for one that does not answer and wait on its lock, saying nothing of why.
-std::optional<int> refused_socket(Context& ctx) {
-  if (Status trusted = check_socket_for_client(ctx.socket); !trusted) {
-    ctx.err << "fad: " << trusted.error() << "\n";
-    return kExitUnreachable;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 int run_daemon_start(const Command& cmd, const Locations& locations, Context& ctx, const DaemonWatch& watch) {
-  if (const auto rc = refused_socket(ctx)) return *rc;
   return start_daemon(cmd, locations, ctx, watch, false);
 }
 
@@ -485,8 +501,9 @@ DaemonWatch real_daemon_watch() {
 }
 
 int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch& watch) {
-  if (const auto rc = refused_socket(ctx)) return *rc;
-  auto running = probe(ctx);
+  std::optional<CallFailure> refused;
+  auto running = probe(ctx, &refused);
+  if (const auto rc = say_refused(refused, ctx)) return *rc;
   long pid = 0;
   std::string state_dir = locations.state_dir;
   // The fadd that answered, as this stop sees it: refused when it keeps
@@ -603,8 +620,9 @@ int run_daemon_restart(const Command& cmd, const Locations& locations, Context& 
   // named (and then stop checks that it is the running one's): started on the
   // default, it would come back with none of its builds or history.
   Locations again = locations;
-  if (const auto rc = refused_socket(ctx)) return *rc;
-  const auto running = probe(ctx);
+  std::optional<CallFailure> refused;
+  const auto running = probe(ctx, &refused);
+  if (const auto rc = say_refused(refused, ctx)) return *rc;
   if (!locations.state_dir_named && running)
     if (const std::string theirs = state_dir_of(*running); !theirs.empty()) again.state_dir = theirs;
   // Asked before the stop, whether or not fadd answered (a stopped or busy

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "client/cli.h"
@@ -103,18 +104,30 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
 }
 
 // A busy fadd (its connections all taken for now) is asked again: a build
-// left open would end failed once fadd found this fad run gone.
-void close_build(const std::string& socket, std::int64_t id, int code) {
-  // A busy fadd answers within seconds; one restarting (systemctl restart)
-  // is back within a few. One that stays away ends the build itself later
-  // ("fad run (pid N) ended without reporting its command's exit").
+// left open would end failed once fadd found this fad run gone. Returns the
+// last failure when fadd never took the close.
+std::optional<CallFailure> close_build(const std::string& socket, std::int64_t id, int code) {
+  // A busy fadd answers within seconds; one restarting (systemctl restart,
+  // its compilers given their kill grace) or whose deleted socket it makes
+  // again (every 10 s) is back within seconds too. One that stays away ends
+  // the build itself later ("fad run (pid N) ended without reporting its
+  // command's exit").
+  constexpr auto kAbsentFor = std::chrono::seconds(30);
   const auto start = std::chrono::steady_clock::now();
+  bool said = false;
   for (auto pause = std::chrono::milliseconds(100);; pause = std::min(pause * 2, std::chrono::milliseconds(2000))) {
     const auto r = call_daemon(socket, Request{"close_build", CloseBuildRequest{id, code}.to_json()});
     const auto* failure = std::get_if<CallFailure>(&r);
-    if (!failure || !failure->retryable) return;
+    if (!failure) return std::nullopt;
+    if (!failure->retryable) return *failure;
     const auto waited = std::chrono::steady_clock::now() - start;
-    if (waited >= (failure->busy ? std::chrono::seconds(60) : std::chrono::seconds(10))) return;
+    if (waited >= (failure->busy ? std::chrono::seconds(60) : kAbsentFor)) return *failure;
+    if (!said && !failure->busy) {
+      std::cerr << "fad: cannot reach fadd to close build " << id << " ("
+                << (failure->cause.empty() ? failure->message : failure->cause) << "); retrying for up to "
+                << kAbsentFor.count() << " s\n";
+      said = true;
+    }
     std::this_thread::sleep_for(pause);
   }
 }
@@ -327,8 +340,11 @@ int run_build_command(const RunOptions& o) {
 
   // 4. Close the build with the command's result.
   if (id) {
-    close_build(o.entry.socket, *id, std::min(code, 255));
-    if (auto build = build_status(o.entry.socket, *id)) std::cerr << render_run_summary(*build);
+    if (const auto unclosed = close_build(o.entry.socket, *id, std::min(code, 255)))
+      std::cerr << "fad: build " << *id << " stays open (" << unclosed->message
+                << "); fadd ends it as failed once it finds this fad run gone\n";
+    else if (auto build = build_status(o.entry.socket, *id))
+      std::cerr << render_run_summary(*build);
   }
   if (shim) {
     std::error_code ec;
