@@ -391,16 +391,24 @@ void Server::keep_socket() {
       said_replaced_ = !is_ours(st);
       return;
     }
-    if (errno != ENOENT) return;  // the directory cannot be read: nothing to act on
+    // Gone, or its directory is (or is something else now); a directory
+    // fadd may not read leaves nothing to act on.
+    if (errno != ENOENT && errno != ENOTDIR) return;
     spdlog::warn("the socket {} was deleted while fadd ran (a cleaner of old files?); listening there again", path_);
     accept_retry_.cancel();
     acceptor_.close(ec);  // open sessions go on
   }
   if (Status again = listen(path_); !again) {
-    // Tried again at the next call: a directory being remade, a full disk.
-    spdlog::error("cannot listen again on {}: {}; no client reaches fadd until it can (tried again every 10 s)", path_,
-                  again.error());
+    // Tried again at the next call (a directory being remade, a full disk),
+    // and said again only when the reason changes: not every 10 s for weeks.
+    if (again.error() != relisten_error_)
+      spdlog::error("cannot listen again on {}: {}; no client reaches fadd until it can (tried again every 10 s)",
+                    path_, again.error());
+    relisten_error_ = again.error();
     acceptor_.close(ec);
+  } else if (!relisten_error_.empty()) {
+    spdlog::info("listening on {} again", path_);
+    relisten_error_.clear();
   }
 }
 

@@ -93,7 +93,8 @@ class Server {
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;
   bool said_replaced_ = false;
-  bool closed_ = false;  ///< close() was called: fadd is stopping
+  bool closed_ = false;         ///< close() was called: fadd is stopping
+  std::string relisten_error_;  ///< why listening again last failed, said once
   bool is_ours(const struct stat& st) const { return st.st_dev == socket_dev_ && st.st_ino == socket_ino_; }
   std::set<std::shared_ptr<Session>> sessions_;
   std::map<uid_t, std::size_t> per_user_;

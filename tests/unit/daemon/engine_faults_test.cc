@@ -7,9 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <sstream>
 
@@ -24,6 +21,7 @@ namespace {
 using Catch::Contains;
 using test::EngineFixture;
 using test::kCompileUnits;
+using test::LogCapture;
 namespace fs = std::filesystem;
 
 /// Makes every write to the database fail, as a full disk does, or lifts that.
@@ -92,28 +90,6 @@ std::int64_t open_run_build(EngineFixture& f, const std::string& name) {
   REQUIRE(opened.ok);
   return opened.result.at("id").get<std::int64_t>();
 }
-
-/// What fadd logs while it lives, instead of the console.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(
-        std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::size_t count(const std::string& part) const {
-    const std::string text = out_.str();
-    std::size_t n = 0;
-    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 /// One tick a second for `seconds`.
 void tick_for(EngineFixture& f, int seconds) {

@@ -13,6 +13,7 @@
 #include <set>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,8 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "common/arch.h"
 #include "daemon/clock.h"
@@ -361,6 +364,28 @@ struct EngineFixture {
     write_file(artifact(build) + ".tmp", "ELF");
     launcher.exit("link", 0);
   }
+};
+
+/// What fadd logs while it lives, instead of the console.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::size_t count(const std::string& part) const {
+    const std::string text = out_.str();
+    std::size_t n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
 };
 
 }  // namespace fad::test

@@ -62,6 +62,22 @@ TEST_CASE("server: a socket file deleted while fadd runs is made again, and reac
   CHECK_FALSE(fs::exists(l.socket));
 }
 
+TEST_CASE("server: a socket that cannot be made again is tried every time and said once, then made", "[server]") {
+  Listening l;
+  LogCapture log;
+  const fs::path dir = fs::path(l.socket).parent_path();
+  fs::remove_all(dir);
+  std::ofstream(dir.string()) << "a file where the socket's directory was\n";
+  for (int i = 0; i < 3; ++i) l.server.keep_socket();
+  CHECK(log.count("was deleted while fadd ran") == 1);
+  CHECK(log.count("cannot listen again on " + l.socket) == 1);
+  CHECK_FALSE(connects(l.socket));
+  fs::remove(dir);
+  l.server.keep_socket();
+  CHECK(connects(l.socket));
+  CHECK(log.count("listening on " + l.socket + " again") == 1);
+}
+
 TEST_CASE("server: something put in the socket's place is left alone, also at the stop", "[server]") {
   Listening l;
   fs::remove(l.socket);
