@@ -3,10 +3,10 @@
 // day. The database rows stay, marked pruned, so `fad history` still lists the
 // builds; the estimator's unit_history is never touched, so what fad learned
 // about each unit survives every prune.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <limits>
 
@@ -28,16 +28,9 @@ namespace {
 // times compare as strings); nullopt when `wall` does not parse. An age older
 // than 1970 (--older-than 999999999w) is 1970: no build is that old.
 std::optional<std::string> rfc3339_before(const std::string& wall, std::int64_t seconds) {
-  std::tm tm{};
-  const char* end = strptime(wall.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  if (!end || *end != '\0') return std::nullopt;
-  const std::time_t now = timegm(&tm);
-  const std::time_t t = seconds >= now ? 0 : now - static_cast<std::time_t>(seconds);
-  std::tm out{};
-  if (!gmtime_r(&t, &out)) return std::nullopt;
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &out);
-  return std::string(buf);
+  const auto now = parse_rfc3339(wall);
+  if (!now) return std::nullopt;
+  return format_rfc3339(std::max(0.0, *now - static_cast<double>(seconds)));
 }
 
 /// What a prune could not do, said in one bounded line: the first few in
