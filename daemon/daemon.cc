@@ -55,6 +55,15 @@ constexpr auto kUnwrittenGrace = std::chrono::seconds(10);
 /// well within the 60 s a `fad daemon stop` waits for a fadd to answer.
 constexpr auto kSocketCheckEvery = std::chrono::seconds(10);
 
+/// The lock file looked at with the socket, for the same cleaners: said when
+/// made again, and a failure once until it changes.
+void keep_lock_file(InstanceLock& lock, std::string& last_error) {
+  const auto kept = lock.keep_file();
+  if (kept && *kept) spdlog::warn("{} (fadd's lock file) was deleted or replaced; fadd made it again", lock.path());
+  if (!kept && kept.error() != last_error) spdlog::error("{}", kept.error());
+  last_error = kept ? "" : kept.error();
+}
+
 /// The first directory above `dir` (from the root down) that users other
 /// than its owner may not pass through (no o+x), if any.
 std::optional<std::string> first_closed_ancestor(const std::string& dir) {
@@ -335,11 +344,13 @@ int run_daemon(const DaemonOptions& o) {
   asio::steady_timer timer(io);
   std::optional<std::chrono::steady_clock::time_point> idle_since;
   auto socket_checked = std::chrono::steady_clock::now();
+  std::string lock_file_error;  // said once, not every look
   std::function<void()> tick = [&] {
     if (shutdown_requested) begin_stop("shutdown request");
     if (const auto now = std::chrono::steady_clock::now(); !stopping && now - socket_checked >= kSocketCheckEvery) {
       socket_checked = now;
       server.keep_socket();
+      keep_lock_file(*lock, lock_file_error);
     }
     engine.tick();
     if (stopping && engine.idle()) {

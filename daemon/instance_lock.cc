@@ -72,20 +72,48 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
     return make_error("another fadd is already running on the state dir " + state_dir + " (its " + path +
                       " was deleted; 'fuser " + state_dir + "' names it); stop it with 'fad daemon stop'");
   }
-  if (::ftruncate(fd, 0) == 0) {
-    const std::string pid = std::to_string(::getpid()) + "\n";
-    if (::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-      // The pid is only informational; the lock is what counts.
-    }
-  }
-  return InstanceLock(fd, dir_fd);
+  InstanceLock lock(path, fd, dir_fd);
+  lock.write_text();
+  return lock;
 }
 
-void InstanceLock::note_stopping() const {
-  const std::string text = std::to_string(::getpid()) + "\n" + std::string(kStoppingMark) + "\n";
-  if (fd_ >= 0 && ::pwrite(fd_, text.data(), text.size(), 0) < 0) {
-    // Informational too: a start beside this stop then refuses at once, as before.
+void InstanceLock::write_text() const {
+  // Only informational: the lock is what counts. Without the stopping mark,
+  // a start beside this stop refuses at once, as before the mark existed.
+  const std::string text = std::to_string(::getpid()) + "\n" + (stopping_ ? std::string(kStoppingMark) + "\n" : "");
+  // Written over, then cut: a start reading meanwhile never finds it empty.
+  if (fd_ < 0 || ::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return;
+  const int cut = ::ftruncate(fd_, static_cast<off_t>(text.size()));
+  (void)cut;
+}
+
+void InstanceLock::note_stopping() {
+  stopping_ = true;
+  (void)keep_file();  // said at the next look, or never: the fadd is on its way out
+  write_text();
+}
+
+Result<bool> InstanceLock::keep_file() {
+  struct stat mine {
+  }, there{};
+  if (fd_ < 0 || ::fstat(fd_, &mine) != 0) return false;
+  if (::lstat(path_.c_str(), &there) == 0 && there.st_dev == mine.st_dev && there.st_ino == mine.st_ino) return false;
+  // O_NONBLOCK: a FIFO put there must not hang the daemon's loop.
+  const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (fd < 0)
+    return make_error("cannot make " + path_ + " again, fadd's lock file, which was deleted or replaced: " +
+                      std::strerror(errno) + "; 'fad daemon start' and 'stop' read fadd's pid in it");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return make_error(path_ +
+                      ", fadd's lock file, was replaced by something fadd cannot take (not a regular file, or "
+                      "locked by another process); remove it, and fadd makes it again");
   }
+  ::close(fd_);
+  fd_ = fd;
+  write_text();
+  return true;
 }
 
 InstanceLock::~InstanceLock() {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "common/result.h"
 
@@ -20,7 +21,8 @@ class InstanceLock {
   /// Takes the lock or fails naming the pid that holds it. Fails at once when
   /// that pid lives; waits up to `dead_holder_wait_s` when it does not.
   static Result<InstanceLock> acquire(const std::string& state_dir, double dead_holder_wait_s = 5.0);
-  InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_), dir_fd_(other.dir_fd_) {
+  InstanceLock(InstanceLock&& other) noexcept
+      : path_(std::move(other.path_)), fd_(other.fd_), dir_fd_(other.dir_fd_), stopping_(other.stopping_) {
     other.fd_ = other.dir_fd_ = -1;
   }
   InstanceLock& operator=(InstanceLock&&) = delete;
@@ -28,13 +30,27 @@ class InstanceLock {
   /// Says in the lock file ("PID\nstopping\n") that this fadd has begun to
   /// stop: its socket is closed while its compilers end (seconds, or the
   /// kill grace), and a `fad daemon start` meanwhile waits for it to exit
-  /// instead of taking a silent lock holder for one that is stuck.
-  void note_stopping() const;
+  /// instead of taking a silent lock holder for one that is stuck, or, where
+  /// the file was deleted, for a fadd already running. So the file is made
+  /// again first (keep_file).
+  void note_stopping();
+  /// Makes the lock file again where it was deleted or replaced (a cleaner
+  /// of old files, a user tidying the state dir): the directory's lock still
+  /// keeps a second fadd out, but `fad daemon start` and `stop` read the pid
+  /// and the stopping mark in the file. Whatever is at the path is taken
+  /// only when this fadd can lock it, which no other fadd can then hold.
+  /// True when made again, false when the file is still this fadd's; an
+  /// error says why it could not be (something there that is not a file).
+  Result<bool> keep_file();
+  const std::string& path() const { return path_; }
 
  private:
-  InstanceLock(int fd, int dir_fd) : fd_(fd), dir_fd_(dir_fd) {}
+  InstanceLock(std::string path, int fd, int dir_fd) : path_(std::move(path)), fd_(fd), dir_fd_(dir_fd) {}
+  void write_text() const;
+  std::string path_;
   int fd_ = -1;
   int dir_fd_ = -1;
+  bool stopping_ = false;
 };
 
 }  // namespace fad

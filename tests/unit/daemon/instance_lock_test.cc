@@ -2,6 +2,8 @@
 // child holds for the instant between fork and exec.
 #include "daemon/instance_lock.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <string>
 #include <thread>
+
+#include "common/lock_file.h"
 
 namespace fs = std::filesystem;
 using fad::InstanceLock;
@@ -169,4 +174,79 @@ TEST_CASE("instance lock: a stopping fadd says so on the lock file's second line
   REQUIRE_FALSE(second);
   CHECK(second.error() == "another fadd (pid " + pid + ") is stopping on the state dir " + dir.path.string() +
                               "; start again once it has exited ('fad daemon start' waits for it)");
+}
+
+namespace {
+std::string text_of(const fs::path& file) {
+  std::ifstream in(file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
+TEST_CASE("instance lock: a deleted or replaced lock file is made again, with the stopping mark when stopping",
+          "[instance_lock]") {
+  // Bug: with STATE/fadd.lock deleted, a start right after a stop found fadd
+  // answering and no stopping mark to read, said "already running", exit 0,
+  // and left no fadd.
+  TempDir dir;
+  const fs::path file = dir.path / "fadd.lock";
+  const std::string pid = std::to_string(::getpid());
+  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  REQUIRE(lock);
+  auto kept = lock->keep_file();
+  REQUIRE(kept);
+  CHECK_FALSE(*kept);  // still its own: nothing done
+  CHECK(text_of(file) == pid + "\n");
+
+  fs::remove(file);
+  kept = lock->keep_file();
+  REQUIRE(kept);
+  CHECK(*kept);
+  CHECK(text_of(file) == pid + "\n");
+  CHECK(fad::lock_held(file.string()));
+
+  // Replaced by another file: taken over, since no other fadd holds it.
+  fs::remove(file);
+  { std::ofstream(file) << "99999999\nleft by someone, longer than a pid\n"; }
+  kept = lock->keep_file();
+  REQUIRE(kept);
+  CHECK(*kept);
+  CHECK(text_of(file) == pid + "\n");
+  CHECK(fad::lock_held(file.string()));
+
+  // Deleted, then asked to stop: the mark goes into a file a start can read.
+  fs::remove(file);
+  lock->note_stopping();
+  CHECK(text_of(file) == pid + "\nstopping\n");
+  CHECK(fad::lock_held(file.string()));
+  kept = lock->keep_file();
+  REQUIRE(kept);
+  CHECK_FALSE(*kept);
+}
+
+TEST_CASE("instance lock: what cannot be taken at the lock file's place is said, and the loop goes on",
+          "[instance_lock]") {
+  TempDir dir;
+  const fs::path file = dir.path / "fadd.lock";
+  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  REQUIRE(lock);
+  fs::remove(file);
+  REQUIRE(::mkfifo(file.c_str(), 0600) == 0);  // opened without O_NONBLOCK, this would hang
+  auto kept = lock->keep_file();
+  REQUIRE_FALSE(kept);
+  CHECK_THAT(kept.error(), Catch::Contains("fadd.lock, fadd's lock file, was replaced by something fadd cannot take"));
+  fs::remove(file);
+  // A file another process holds (a second fadd after the directory's lock
+  // was lost on a file system without one) is left to it.
+  const int other = ::open(file.c_str(), O_RDWR | O_CREAT, 0600);
+  REQUIRE(other >= 0);
+  REQUIRE(::flock(other, LOCK_EX | LOCK_NB) == 0);
+  // flock locks belong to the open file description: this fd's lock blocks
+  // the lock's own new open as it would another process's.
+  kept = lock->keep_file();
+  CHECK_FALSE(kept);
+  ::close(other);
+  kept = lock->keep_file();
+  REQUIRE(kept);
+  CHECK(*kept);
 }
