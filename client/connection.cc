@@ -22,6 +22,7 @@
 
 #include "client/exit_codes.h"
 #include "client/locations.h"
+#include "common/mode_text.h"
 #include "common/socket_dir.h"
 #include "common/text.h"
 
@@ -71,12 +72,6 @@ std::string group_name(gid_t gid) {
   return gr ? gr->gr_name : "gid " + std::to_string(gid);
 }
 
-std::string octal_mode(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
-
 }  // namespace
 
 std::string permission_message(const std::string& socket_path) {
@@ -89,7 +84,7 @@ std::string permission_message(const std::string& socket_path) {
     if (::stat(what.c_str(), &st) != 0) return message + "; ask the admin who runs fadd for access";
   }
   message += " (" + what + " is owned by " + user_name(st.st_uid) + ":" + group_name(st.st_gid) + ", mode " +
-             octal_mode(st.st_mode) + ")";
+             mode_text(st.st_mode) + ")";
   if ((st.st_mode & S_IRWXG) != 0)
     return message + "; ask the admin to add you to group " + group_name(st.st_gid) +
            " (then log in again), or run your own fadd with 'fad daemon start --socket PATH'";

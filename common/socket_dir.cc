@@ -5,8 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
+
+#include "common/mode_text.h"
 
 namespace fad {
 
@@ -19,12 +20,6 @@ std::string name_of(uid_t uid) {
   return "uid " + std::to_string(uid);
 }
 
-std::string octal(mode_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
-
 bool writable_by_others(const PathFacts& f) { return (f.mode & (S_IWGRP | S_IWOTH)) != 0; }
 
 }  // namespace
@@ -35,7 +30,7 @@ Status check_daemon_socket_dir(const std::string& dir, const PathFacts& facts, u
     return make_error("the socket directory " + dir + " belongs to " + name_of(facts.owner) +
                       ", not to fadd's user or root; remove it or choose another --socket");
   if (writable_by_others(facts))
-    return make_error("the socket directory " + dir + " is writable by others (mode " + octal(facts.mode) +
+    return make_error("the socket directory " + dir + " is writable by others (mode " + mode_text(facts.mode) +
                       "); make it writable by its owner only (chmod go-w) or choose another --socket");
   return ok_status();
 }
@@ -44,7 +39,7 @@ Status check_client_socket_dir(const std::string& dir, const PathFacts& facts, c
   const std::string refuse = "refusing to talk to the socket in " + dir + ": ";
   if (!facts.is_dir) return make_error(refuse + "it is not a directory");
   if (writable_by_others(facts))
-    return make_error(refuse + "the directory is writable by others (mode " + octal(facts.mode) +
+    return make_error(refuse + "the directory is writable by others (mode " + mode_text(facts.mode) +
                       "), anyone could have put the socket there");
   if (facts.owner == user || facts.owner == 0) return ok_status();
   const bool placed_by_trusted = (parent.owner == 0 || parent.owner == user) && !writable_by_others(parent);

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "common/mode_text.h"
 #include "daemon/credentials.h"
 
 namespace fad {
@@ -17,12 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string mode_text(const struct stat& st) {
-  char mode[8];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-  return mode;
-}
-
 /// Root's (or `owner`'s) and writable by no one else; a sticky directory only
 /// where `sticky_ok` (a directory above the path, not the path or what it
 /// holds). For an owner other than root its group may write too: a user
@@ -30,14 +24,14 @@ std::string mode_text(const struct stat& st) {
 Status owner_only(const fs::path& p, const struct stat& st, bool sticky_ok, uid_t owner) {
   if (st.st_uid != 0 && st.st_uid != owner)
     return make_error(p.string() + " belongs to " + user_name(st.st_uid) + ", not " +
-                      (owner == 0 ? std::string("root") : user_name(owner) + " or root") + " (mode " + mode_text(st) +
-                      ")");
+                      (owner == 0 ? std::string("root") : user_name(owner) + " or root") + " (mode " +
+                      mode_text(st.st_mode) + ")");
   // A link's own mode means nothing (always 0777); where it leads is checked.
   const mode_t others = owner == 0 ? (S_IWGRP | S_IWOTH) : S_IWOTH;
   if (S_ISLNK(st.st_mode) || (st.st_mode & others) == 0) return ok_status();
   if (sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0) return ok_status();
   return make_error(p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") + " (owner " +
-                    user_name(st.st_uid) + ", mode " + mode_text(st) + ")");
+                    user_name(st.st_uid) + ", mode " + mode_text(st.st_mode) + ")");
 }
 
 Status check_above(fs::path p, bool sticky_ok, uid_t owner);

@@ -2,6 +2,7 @@
 #include "daemon/settings_check.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/mode_text.h"
 #include "common/socket_dir.h"
+#include "daemon/credentials.h"
 #include "daemon/root_only_path.h"
 
 namespace fad {
@@ -74,6 +77,15 @@ Status state_dir_safe(const std::string& state_dir) {
   if (fs::exists(state_dir, ec) && !fs::is_directory(state_dir, ec))
     return make_error("state dir " + state_dir + " exists and is not a directory; move it away, or choose another");
   auto ok = only_owner_can_replace(state_dir, ::geteuid());
+  // Another user's state dir (a system fadd's, shared by a config that
+  // names it) is fine to keep fadd's files, but not this user's to run a
+  // fadd on: said for what it is, not as the first file fadd fails to open.
+  struct stat st {};
+  if (ok && ::access(state_dir.c_str(), W_OK | X_OK) != 0 && errno == EACCES && ::stat(state_dir.c_str(), &st) == 0)
+    return make_error("the state dir " + state_dir + " belongs to " + user_name(st.st_uid) + " (mode " +
+                      mode_text(st.st_mode) + "), and " + user_name(::geteuid()) + " may not write in it: it keeps " +
+                      user_name(st.st_uid) +
+                      "'s fadd; run your own with 'fad daemon start --state-dir DIR --socket PATH'");
   if (ok) return ok;
   return make_error("refusing state dir " + state_dir + ": " + ok.error() + "; keep fadd's state where only " +
                     who_may_change_fadds_files() + " can change it");

@@ -419,6 +419,31 @@ TEST_CASE("a root fadd refuses a state dir another user could change, and create
   }
 }
 
+TEST_CASE("another user's fadd on root's state dir says whose it is, not the first file it cannot open",
+          "[integration][users]") {
+  // Bug: a user's 'fad daemon start' with a system config said only
+  // "refusing --log-file STATE/fadd.log: ... Permission denied".
+  NEED_NOBODY(who);
+  SharedBins bins;
+  const std::string fadd = (bins.dir.path() / "fadd").string();
+  fs::copy_file(FAD_FADD_BIN, fadd);
+  TempDir tmp;
+  ::chmod(tmp.path().c_str(), 0755);
+  const auto state = tmp.path() / "state";
+  fs::create_directories(state);
+  ::chmod(state.c_str(), 0711);  // as a root fadd leaves it
+  auto r = run_as_user(who->uid, who->gid,
+                       {fadd, "--state-dir", state.string(), "--socket", (tmp.path() / "s.sock").string(), "--config",
+                        std::string(FAD_SOURCE_DIR) + "/config/fad.json", "--log-file", (state / "fadd.log").string()},
+                       {});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "fadd: the state dir " + state.string() +
+                     " belongs to root (mode 0711), and nobody may not write in it: it keeps root's fadd; run your "
+                     "own with 'fad daemon start --state-dir DIR --socket PATH'\n");
+  CHECK(fs::is_empty(state));
+}
+
 TEST_CASE("a root fadd refuses a log file or socket path another user could change, and creates nothing there",
           "[integration][users][hostile]") {
   NEED_NOBODY(who);
