@@ -101,8 +101,11 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   }
   const auto id = store_.create_build(std::move(b), {});
   build_allowance_.take(caller.uid, clock_.now());
-  // Its command runs from now on: running, not queued, whether or not it compiles yet.
+  // Its command runs from now on: running, not queued, whether or not it
+  // compiles yet; and started now, or `fad history` shows a command that
+  // compiled nothing (make with nothing to do) as queued its whole time.
   store_.set_build_state(id, BuildState::running, std::nullopt);
+  store_.mark_build_started(id, clock_.wall());
   last_activity_[id] = clock_.now();
   append_build_log(id, "fad run: " + command + "\n");
   return ok_response({{"id", id}});

@@ -195,6 +195,19 @@ TEST_CASE("engine: history separates time in the queue from time running", "[eng
   CHECK(b.at("queue_s") == 287);
   CHECK(b.at("run_s") == 2);
   CHECK(b.at("started_at") == "2026-01-02T03:04:47Z");
+
+  // A fad run build's command runs from its opening, compiling or not.
+  f.clock.wall_ = "2026-01-02T03:10:00Z";
+  auto opened = f.engine->open_build(f.me, OpenBuildRequest{"ext", "make", std::nullopt});
+  const auto ext = opened.result.at("id").get<std::int64_t>();
+  f.clock.wall_ = "2026-01-02T03:10:30Z";  // make: nothing to be done
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{ext, 0}).ok);
+  r = f.engine->history(f.me, HistoryRequest{});
+  const auto& run = r.result.at("builds").at(0);
+  REQUIRE(run.at("id") == ext);
+  CHECK(run.at("queue_s") == 0);
+  CHECK(run.at("run_s") == 30);
+  CHECK(run.at("started_at") == "2026-01-02T03:10:00Z");
 }
 
 TEST_CASE("engine: retry says how many failed and how many cancelled units it requeued", "[engine]") {
