@@ -29,6 +29,9 @@ namespace fad {
 namespace fs = std::filesystem;
 
 namespace {
+
+/// Every queued unit's wait reason while the database cannot be written.
+constexpr std::string_view kCannotRecord = "fadd cannot write its database (disk full?); see 'fad status'";
 // A running unit's measured profile is thinned once it grows past this, so a
 // unit compiling for hours costs bounded memory.
 constexpr std::size_t kMaxProfilePoints = 2000;
@@ -389,7 +392,11 @@ void Engine::check_database_file(double now) {
 
 void Engine::say_storage_recovered(double now) {
   if (!storage_trouble_said_ || !storage_problem_.empty() || now - storage_failed_at_ < kStorageSettledS) return;
-  spdlog::info("the database in {} can be written again; admitting units", options_.state_dir);
+  if (reserve_spent_)
+    spdlog::info("the database in {} can be written again; units start once fadd can make its reserve file there again",
+                 options_.state_dir);
+  else
+    spdlog::info("the database in {} can be written again; admitting units", options_.state_dir);
   storage_trouble_said_ = false;
 }
 
@@ -604,8 +611,26 @@ std::string Engine::still_full_dir() {
   return "";
 }
 
+std::string Engine::start_hold() {
+  hold_warning_.clear();
+  // Its own warning says so already.
+  if (!storage_problem_.empty()) return std::string(kCannotRecord);
+  if (const std::string full = disk_hold_.empty() ? "" : still_full_dir(); !full.empty()) {
+    hold_warning_ = "the disk of " + full +
+                    " is full: a compile failed there for want of space, and no unit starts "
+                    "until it has room (free some space there)";
+    return "waiting for room on the disk of " + full + " (a compile failed there for want of space)";
+  }
+  if (!reserve_spent_) return "";
+  // Its room is for recording what runs now; a new unit's log would take it.
+  hold_warning_ = "the disk of " + options_.state_dir +
+                  " is full: fadd spent its reserve file there to record what "
+                  "finished, and starts no unit until it has room to make it again (free some space there)";
+  return "waiting for room on the disk of " + options_.state_dir + " (fadd's reserve there is in use)";
+}
+
 std::string Engine::wait_reason_now(const UnitRecord& unit) const {
-  return storage_problem_.empty() ? unit.wait_reason : "fadd cannot write its database (disk full?); see 'fad status'";
+  return storage_problem_.empty() ? unit.wait_reason : std::string(kCannotRecord);
 }
 
 void Engine::write_wait_reasons(const std::map<std::int64_t, std::string>& reasons, QueuedRecords& by_id) {
@@ -671,6 +696,7 @@ std::vector<RunningUnit> Engine::running_view(double now, const std::string* nod
 }
 
 void Engine::schedule(double now, const MemorySnapshot& snap) {
+  const std::string hold = start_hold();
   QueuedRecords by_id;
   auto queue = collect_queue(now, by_id);
   const auto& builds = queue_mirror_.builds();
@@ -689,10 +715,10 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
   }
   observe_running(now);
   if (auto nodes = launcher_.nodes()) {
-    schedule_nodes(now, *nodes, std::move(queue), by_id, budgets);
+    schedule_nodes(now, *nodes, std::move(queue), by_id, budgets, hold);
     return;
   }
-  auto plan = scheduler_.decide(now, snap, queue, running, budgets);
+  auto plan = scheduler_.decide(now, snap, queue, running, budgets, hold);
   last_capacity_ = plan.capacity;
   last_committed_ = plan.committed;
   forecasts_ = std::move(plan.forecasts);
@@ -701,25 +727,15 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
 
 void Engine::apply_plan(SchedulePlan& plan, QueuedRecords& by_id, double now, const std::string& node,
                         std::map<std::int64_t, std::string>* reasons) {
-  const std::string full = disk_hold_.empty() ? "" : still_full_dir();
   for (const auto& d : plan.decisions) {
     if (d.kind == Decision::Kind::start) {
       auto it = by_id.find(d.unit);
       if (it == by_id.end()) continue;
       if (!storage_problem_.empty()) {
-        // Starting means writing; a unit that then ends could not be recorded.
+        // The start before this one could not be written (the scheduler was
+        // told of every hold known before it decided): starting means
+        // writing, and a unit that then ends could not be recorded.
         plan.wait_reasons[d.unit] = wait_reason_now(*it->second);
-        continue;
-      }
-      if (!full.empty()) {
-        plan.wait_reasons[d.unit] =
-            "waiting for room on the disk of " + full + " (a compile failed there for want of space)";
-        continue;
-      }
-      if (reserve_spent_) {
-        // Its room is for recording what runs now; a new unit's log would take it.
-        plan.wait_reasons[d.unit] =
-            "waiting for room on the disk of " + options_.state_dir + " (fadd's reserve there is in use)";
         continue;
       }
       const UnitRecord& unit = *it->second;

@@ -299,7 +299,8 @@ class Engine {
                   std::map<std::int64_t, std::string>* reasons);
   /// A cluster executor's pass: each node scheduled on its own (engine_nodes.cc).
   void schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, std::vector<QueuedUnit> queue,
-                      QueuedRecords& by_id, const std::map<std::int64_t, std::uint64_t>& budgets);
+                      QueuedRecords& by_id, const std::map<std::int64_t, std::uint64_t>& budgets,
+                      const std::string& hold);
   json executor_json() const;
   void start_unit(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
   void admit_external(const UnitRecord& unit, const Decision& d, double now, const std::string& node = "");
@@ -550,6 +551,13 @@ class Engine {
   std::set<std::string> disk_hold_;
   /// Forgets held directories that have room again; the first still full, or "".
   std::string still_full_dir();
+  /// Why no unit may start now though memory and cores would allow it (the
+  /// database cannot be written, a compile's disk is full, the reserve file is
+  /// spent): the scheduler's `hold`; "" when units may start. Notes in
+  /// hold_warning_ what `fad status` says of it.
+  std::string start_hold();
+  /// A full disk that holds every start, as `fad status` warns of it ("" when none).
+  std::string hold_warning_;
   HourlyAllowance launch_allowance_;
   /// Builds each user may still open this hour (submit, retry, fad run, a launch session).
   HourlyAllowance build_allowance_;

@@ -16,7 +16,8 @@
 namespace fad {
 
 void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, std::vector<QueuedUnit> queue,
-                            QueuedRecords& by_id, const std::map<std::int64_t, std::uint64_t>& budgets) {
+                            QueuedRecords& by_id, const std::map<std::int64_t, std::uint64_t>& budgets,
+                            const std::string& hold) {
   node_view_.clear();
   std::uint64_t capacity = 0, committed = 0;
   if (nodes.empty()) {
@@ -45,7 +46,7 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
     Scheduler scheduler(config, estimator_);
     if (auto stop = node_critical_stop_.find(node.name); stop != node_critical_stop_.end())
       scheduler.set_last_critical_stop(stop->second);
-    auto plan = scheduler.decide(now, snap, queue, running_view(now, &node.name), budgets);
+    auto plan = scheduler.decide(now, snap, queue, running_view(now, &node.name), budgets, hold);
     node_critical_stop_[node.name] = scheduler.last_critical_stop();
     capacity += plan.capacity;
     committed += plan.committed;

@@ -248,7 +248,8 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
 }
 
 std::string Engine::shown_state(const BuildRecord& b) const {
-  // A pause or resume not written yet is shown as asked: its compilers are.
+  // A cancel, pause or resume not written yet is shown as asked: its compilers are.
+  if (unrecorded_cancels_.count(b.id)) return "cancelled";
   if (const auto asked = unrecorded_pauses_.find(b.id); asked != unrecorded_pauses_.end())
     return asked->second ? "paused" : "queued";
   return std::string(to_string(b.state));
@@ -259,6 +260,11 @@ json Engine::owned_build_json(const BuildRecord& stored, std::size_t unit_list_b
   b.pruned_at = pruned_on(stored);
   if (const auto asked = unrecorded_pauses_.find(b.id); asked != unrecorded_pauses_.end())
     b.state = asked->second ? BuildState::paused : BuildState::queued;
+  if (const auto cancelled = unrecorded_cancels_.find(b.id); cancelled != unrecorded_cancels_.end()) {
+    b.state = BuildState::cancelled;
+    b.finished_at = cancelled->second;
+    b.error = "cancelled by user";
+  }
   json j;
   if (unit_list_bytes == 0) {
     j = build_json(b, listed_summary(b));
@@ -286,6 +292,7 @@ void Engine::add_owner(json& j, const BuildRecord& b) const {
 json Engine::daemon_json() {
   json warnings = json::array();
   if (!storage_problem_.empty()) warnings.push_back(storage_problem_);
+  if (!hold_warning_.empty()) warnings.push_back(hold_warning_);
   if (!database_replaced_.empty()) warnings.push_back(database_replaced_);
   std::uint64_t used = 0;
   for (const auto& [id, r] : running_) used += r.current;
@@ -375,7 +382,7 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "pause")) return *refused;
-  if (is_final(b->state) || paused(*b))
+  if (is_final(b->state) || unrecorded_cancels_.count(id) || paused(*b))
     return error_response(ErrorCode::failed,
                           "build " + std::to_string(id) + " is " + shown_state(*b) + ", not running or queued");
   // A database that cannot take it (a full disk, perhaps filled by this
@@ -401,7 +408,7 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
   auto b = store_.build(id);
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "resume")) return *refused;
-  if (is_final(b->state) || !paused(*b))
+  if (is_final(b->state) || unrecorded_cancels_.count(id) || !paused(*b))
     return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + shown_state(*b) + ", not paused");
   const bool recorded = record_pause(*b, false);
   for (auto& [uid, r] : running_) {

@@ -16,7 +16,7 @@ Scheduler::Scheduler(SchedulerConfig config, const Estimator& estimator)
 
 SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const std::vector<QueuedUnit>& queue,
                                const std::vector<RunningUnit>& running,
-                               const std::map<std::int64_t, std::uint64_t>& build_budgets) {
+                               const std::map<std::int64_t, std::uint64_t>& build_budgets, const std::string& hold) {
   SchedulePlan plan;
   // 1. Capacity, and whether memory is under pressure.
   const steps::Capacity cap = steps::measure_capacity(config_, memory, running);
@@ -46,7 +46,13 @@ SchedulePlan Scheduler::decide(double now, const MemorySnapshot& memory, const s
     return plan;
   }
 
-  // 4. Admission.
+  // 4. Admission, unless something else holds every start.
+  if (!hold.empty()) {
+    steps::forecast(config_, estimator_, queue, running, plan);
+    for (const auto& unit : queue) plan.wait_reasons[unit.id] = hold;
+    plan.committed = load.memory.peak() + cap.paused;
+    return plan;
+  }
   steps::AdmissionInput in;
   in.now = now;
   in.capacity = &cap;

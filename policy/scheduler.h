@@ -171,9 +171,14 @@ class Scheduler {
   /// after the grace requeued to rerun alone (QueuedUnit::alone). When the
   /// OOM killer is near (Pressure::critical), the newest unit but the oldest
   /// is requeued at once, without a grace.
+  /// `hold`, when not empty, is why no unit may start now for a reason other
+  /// than memory (the daemon could not record a start: a full disk). Running
+  /// units are still suspended, resumed and stopped as memory requires, and
+  /// every queued unit waits with `hold` as its reason, none with a reason
+  /// about cores or memory that starts planned and not carried out would give.
   SchedulePlan decide(double now, const MemorySnapshot& memory, const std::vector<QueuedUnit>& queue,
                       const std::vector<RunningUnit>& running,
-                      const std::map<std::int64_t, std::uint64_t>& build_budgets = {});
+                      const std::map<std::int64_t, std::uint64_t>& build_budgets = {}, const std::string& hold = {});
 
   const SchedulerConfig& config() const { return config_; }
   /// When a unit was last stopped because the OOM killer was near; carried
