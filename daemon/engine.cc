@@ -1128,7 +1128,7 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
       case Action::requeue:
         // Stopped by fad or starved by the OOM killer, not failed: run it
         // again later, its estimate at least the floor.
-        store_.requeue_unit(unit_id, e.outcome.floor);
+        store_.requeue_unit(unit_id, r.peak, e.outcome.floor);
         e.recorded = true;
         if (e.outcome.alone) alone_.insert(unit_id);
         if (e.outcome.oom_rerun) {

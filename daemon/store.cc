@@ -819,12 +819,13 @@ void Store::mark_unit_cached(std::int64_t unit_id, const std::string& at) {
       .run();
 }
 
-void Store::requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak) {
+void Store::requeue_unit(std::int64_t unit_id, std::uint64_t attempt_peak, std::uint64_t floor) {
   db_.prepare(
-         "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL, "
+         "UPDATE units SET state = 'queued', pgid = NULL, pgid_start = NULL, started_at = NULL, peak_bytes = ?, "
          "requeued_peak = max(requeued_peak, ?) WHERE id = ? AND state = 'running'")
-      .bind(1, observed_peak)
-      .bind(2, unit_id)
+      .bind(1, attempt_peak)
+      .bind(2, floor)
+      .bind(3, unit_id)
       .run();
 }
 

@@ -193,8 +193,10 @@ class Store {
                    double duration_s, const std::string& finished_at, const std::optional<HistoryRecord>& history);
   /// queued -> succeeded without running: its outputs came from the compile cache.
   void mark_unit_cached(std::int64_t unit_id, const std::string& at);
-  /// running -> queued (stopped under pressure or by shutdown); keeps the observed peak as a floor.
-  void requeue_unit(std::int64_t unit_id, std::uint64_t observed_peak);
+  /// running -> queued (stopped under pressure or by shutdown, or failed on a
+  /// full disk): `attempt_peak` is shown as its latest attempt's peak, and
+  /// `floor` kept as the least its next estimate may be.
+  void requeue_unit(std::int64_t unit_id, std::uint64_t attempt_peak, std::uint64_t floor);
   /// Sets every queued (and, if `include_running`, running) unit of a build to `state`.
   int set_pending_units(std::int64_t build_id, UnitState state, bool include_running);
   /// A cancel, all or nothing: the build and its queued and running units

@@ -210,6 +210,7 @@ TEST_CASE("engine: a unit the OOM killer ends is requeued with a raised estimate
   f.launcher.exit_with("a_one", ExitInfo{137, true, 4ull << 30, true});
   CHECK(f.unit(id, "a_one")->state == UnitState::queued);
   CHECK(f.unit(id, "a_one")->requeued_peak == 5ull << 30);  // the kill cut it short: peak + 25%
+  CHECK(f.unit(id, "a_one")->peak_bytes == 4ull << 30);     // what fad status shows: the attempt's peak
   CHECK(f.unit(id, "b_one")->state == UnitState::queued);   // nothing cancelled
   CHECK(f.build_state(id) == BuildState::running);
   CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Contains("OOM-killed a_one at 4.0 GiB (requeued)"));

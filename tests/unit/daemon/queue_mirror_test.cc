@@ -42,7 +42,7 @@ TEST_CASE("store: take_changed_builds names builds whose queue changed, not reas
   CHECK(store.take_changed_builds() == Ids{a});
   store.set_unit_pgid(units[0].id, 4242, std::nullopt);
   CHECK(store.take_changed_builds().empty());
-  store.requeue_unit(units[0].id, 5000);
+  store.requeue_unit(units[0].id, 4000, 5000);
   CHECK(store.take_changed_builds() == Ids{a});
   store.start_unit(units[0].id, 2, 1000, "2026-01-01T00:00:02Z");
   store.finish_unit(units[0].id, UnitState::succeeded, 0, 900, 1.0, "2026-01-01T00:00:03Z", std::nullopt);
