@@ -127,7 +127,11 @@ int run_logs(const Command& cmd, Context& ctx) {
     CallResult reply =
         first || !cmd.follow ? ctx.send(Request{"logs", req.to_json()}) : send_following(ctx, {"logs", req.to_json()});
     const auto* response = std::get_if<Response>(&reply);
-    if (!response || !response->ok) return report(ctx, reply);
+    if (!response || !response->ok) {
+      // Ctrl-C cut a follower's request short: it stops as `tail -f` does.
+      if (const int sig = cmd.follow && !first ? ctx.interrupted() : 0) return exit_code_for_signal(sig);
+      return report(ctx, reply);
+    }
     const json* result = &response->result;
     std::string data = result->value("data", "");
     // On a terminal, escape sequences in a log would act; piped, it goes as written.
@@ -140,6 +144,7 @@ int run_logs(const Command& cmd, Context& ctx) {
       if (!cmd.follow) return kExitOk;
       ctx.sleep(kFollowInterval);
     }
+    if (const int sig = cmd.follow ? ctx.interrupted() : 0) return exit_code_for_signal(sig);
   }
 }
 

@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
     ctx.color = use_color(cmd.color, ctx.out_is_tty, fad::process_env());
     // Following a build: Ctrl-C (or a kill, or a closed terminal) stops
     // following, not the build, says so and leaves no half-drawn line behind.
+    // Installed even where the signal came ignored (a follower started with
+    // '&' from a script): such a follower could not be stopped by SIGINT.
     if ((cmd.kind == CommandKind::submit && cmd.wait) || cmd.kind == CommandKind::watch ||
-        (cmd.kind == CommandKind::status && cmd.watch)) {
+        (cmd.kind == CommandKind::status && cmd.watch) || (cmd.kind == CommandKind::logs && cmd.follow)) {
       struct sigaction sa {};
       sa.sa_handler = on_interrupt;
       for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);

@@ -402,6 +402,42 @@ TEST_CASE("logs --follow polls with the returned offset until done") {
   CHECK(d.sleeps == 1);
 }
 
+TEST_CASE("logs --follow stops on Ctrl-C, a kill or a closed terminal with the signal's exit code") {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    ScriptedDaemon d;
+    d.ok({{"data", "a\n"}, {"offset", 2}, {"done", false}});
+    d.ok({{"data", ""}, {"offset", 2}, {"done", false}});
+    d.ok({{"data", "never asked for\n"}, {"offset", 18}, {"done", false}});
+    d.interrupt_after = 1;  // during the first wait for more
+    d.interrupt_signal = sig;
+    Command c = cmd(CommandKind::logs, "fad logs");
+    c.id = 7;
+    c.follow = true;
+    Context ctx = d.context();
+    CHECK(run_logs(c, ctx) == 128 + sig);
+    CHECK(d.out.str() == "a\n");
+    CHECK(d.err.str().empty());  // nothing added to the log's text
+    CHECK(d.seen.size() == 2);
+  }
+  // The signal comes while its next request waits, and cuts it short (as the
+  // real sender does): 130, and no error line added to the log's text.
+  ScriptedDaemon d;
+  d.ok({{"data", ""}, {"offset", 0}, {"done", false}});
+  d.answers.push_back(CallFailure{kExitUnreachable, "interrupted while waiting for fadd's answer", false});
+  Command c = cmd(CommandKind::logs, "fad logs");
+  c.id = 7;
+  c.follow = true;
+  Context ctx = d.context();
+  const auto send = ctx.send;
+  ctx.send = [&](const fad::Request& r) {
+    if (d.seen.size() == 1) d.interrupt_after = 0;
+    return send(r);
+  };
+  CHECK(run_logs(c, ctx) == 130);
+  CHECK(d.err.str().empty());
+  CHECK(d.seen.size() == 2);
+}
+
 TEST_CASE("logs without --follow stops once nothing more is there") {
   ScriptedDaemon d;
   d.ok({{"data", "a\n"}, {"offset", 2}, {"done", false}});
