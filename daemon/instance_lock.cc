@@ -94,8 +94,8 @@ void InstanceLock::note_stopping() {
 }
 
 Result<bool> InstanceLock::keep_file() {
-  struct stat mine {
-  }, there{};
+  struct stat mine {};
+  struct stat there {};
   if (fd_ < 0 || ::fstat(fd_, &mine) != 0) return false;
   if (::lstat(path_.c_str(), &there) == 0 && there.st_dev == mine.st_dev && there.st_ino == mine.st_ino) return false;
   // O_NONBLOCK: a FIFO put there must not hang the daemon's loop.

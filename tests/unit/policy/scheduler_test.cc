@@ -101,6 +101,36 @@ TEST_CASE("Scheduler: a unit bigger than the budget runs alone") {
   CHECK(find(plan, Decision::Kind::start)->unit == 2);
 }
 
+TEST_CASE("Scheduler: a hold starts nothing, gives every queued unit its reason, and memory is still watched") {
+  // Bug: the daemon held back the starts the scheduler planned (a full
+  // disk); the other units said "all 1 cores busy" for a core nothing used.
+  Harness h;
+  h.config.cores = 1;
+  for (int i = 1; i <= 3; ++i) h.enqueue(i, key("u" + std::to_string(i)), ManifestPrior{kGiB, 10});
+  Scheduler s(h.config, h.estimator);
+  const std::string hold = "waiting for room on the disk of /state (fadd's reserve there is in use)";
+  auto plan = s.decide(0, h.memory, h.queue, h.running, {}, hold);
+  CHECK(plan.decisions.empty());
+  REQUIRE(plan.wait_reasons.size() == 3);
+  for (const auto& [id, reason] : plan.wait_reasons) CHECK(reason == hold);
+  CHECK(plan.committed == 0);
+  CHECK(plan.forecasts.size() == 3);  // fad status still shows each estimate
+  // Without it, one starts and the others wait for the core.
+  plan = s.decide(0, h.memory, h.queue, h.running);
+  CHECK(plan.decisions.size() == 1);
+  CHECK(plan.wait_reasons.at(3).rfind("all 1 cores busy", 0) == 0);
+
+  // Under memory pressure the running units are still suspended.
+  h.config.reserve = Reserve{4 * kGiB, 0};
+  h.running = {running_unit(7, 0, 2 * kGiB), running_unit(8, 10, 2 * kGiB)};
+  h.memory.available = 3 * kGiB;
+  Scheduler pressed(h.config, h.estimator);
+  plan = pressed.decide(100, h.memory, h.queue, h.running, {}, hold);
+  REQUIRE(plan.decisions.size() == 1);
+  CHECK(plan.decisions[0].kind == Decision::Kind::suspend);
+  CHECK(plan.decisions[0].unit == 8);
+}
+
 TEST_CASE("Scheduler under pressure suspends the newest, never the oldest, then requeues after grace") {
   Harness h;
   h.config.suspend_grace_s = 10;
