@@ -242,10 +242,12 @@ class Engine {
     std::string temp_dir;              ///< its TMPDIR, deleted when it ends ("" = none of its own)
     uid_t owner = 0;                   ///< its build's owner, in whose turn the tree remover deletes its leftovers
     std::vector<std::string> step;     ///< external on a cluster: what its launcher runs the compiler under
-    /// External, admitted, no compiler yet: the launcher that was told so
-    /// (none when fadd cannot see it), so that a launcher that died then
-    /// frees its admission at once, not after kStartTimeoutS.
+    /// External: the launcher that was told it may start (none when fadd
+    /// cannot see it), so that a launcher that died before starting its
+    /// compiler frees its admission at once, not after kStartTimeoutS, and
+    /// one that died while its compiler runs has it ended.
     std::optional<ProcessStamp> launcher;
+    double launcher_gone_since = 0;  ///< external, compiling: when its launcher was first seen gone
     /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
     /// build that launched it): it holds its memory but no core.
     bool stopped_by_user = false;

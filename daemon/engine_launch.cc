@@ -55,6 +55,10 @@ constexpr double kUnseenOpenerIdleS = 3600;
 // A unit fadd stopped whose process group is gone: this long without its
 // launcher reporting the end means the launcher is gone too.
 constexpr double kStoppedGoneGraceS = 2;
+// A launcher gone while its compiler runs (killed with SIGKILL, which it
+// cannot forward): after this long without its report, nobody waits for the
+// compile, and it is ended, as Slurm ends a step whose srun is gone.
+constexpr double kOrphanedCompileS = 2;
 
 // The launcher runs the arguments it has; fadd keeps them only for whoever
 // reads the log or the row, and a real nvcc line is a few KiB. Past the
@@ -410,7 +414,7 @@ void Engine::check_external(double now) {
       if (r.external && r.pgid == 0) r.started_at += gap;
   }
   last_external_check_ = now;
-  std::vector<std::int64_t> lost;
+  std::vector<std::int64_t> lost, orphaned;
   for (auto& [id, r] : running_) {
     if (!r.external) continue;
     if (r.stop != StopReason::none) {
@@ -434,7 +438,21 @@ void Engine::check_external(double now) {
       if (r.gone_since == 0) r.gone_since = now;
       const bool launcher_alive = r.launcher && process_alive(*r.launcher);
       if (now - r.gone_since > (launcher_alive ? kLiveLauncherReportS : kGoneGraceS)) lost.push_back(id);
+    } else if (r.launcher && !process_alive(*r.launcher)) {
+      if (r.launcher_gone_since == 0) r.launcher_gone_since = now;
+      if (now - r.launcher_gone_since >= kOrphanedCompileS) orphaned.push_back(id);
     }
+  }
+  for (auto id : orphaned) {
+    Running& r = running_.at(id);
+    spdlog::warn(
+        "launcher of unit {} of build {} exited while its compiler ran (killed?); ending the compiler: "
+        "nothing waits for it",
+        r.unit.name, r.unit.build_id);
+    append_build_log(r.unit.build_id, "ended " + r.unit.name +
+                                          ": its launcher exited while it compiled (killed?), so nothing waited for "
+                                          "it (cancelled)\n");
+    stop_unit(r, StopReason::cancel, now);
   }
   for (auto id : lost) {
     Running& r = running_.at(id);

@@ -892,6 +892,39 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("engine faults: a launcher killed while its compiler runs has the compiler ended, the compile cancelled",
+          "[engine][faults]") {
+  // Bug: after a kill -9 of a build (a CI job's timeout), its compilers, in
+  // process groups of their own, compiled on for as long as they took,
+  // holding memory and cores no one waited for.
+  EngineFixture f;
+  f.make_engine().recover();
+  seen_launcher(f, 0, 777);
+  const int pid = 4200;
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), pid, 1000);
+  const auto build = f.store->unit(unit)->build_id;
+  tick_for(f, 5);
+  CHECK(f.launcher.signals_to(pid).empty());  // its launcher lives
+  f.launcher.processes.erase(f.me.pid);       // killed; the compiler runs on
+  tick_for(f, 1);
+  CHECK(f.launcher.signals_to(pid).empty());  // not at the first look
+  tick_for(f, 3);
+  CHECK(f.launcher.signals_to(pid) == std::vector<int>{SIGTERM});
+  f.launcher.gone.insert(pid);
+  tick_for(f, 5);
+  CHECK(f.engine->running_count() == 0);
+  CHECK(f.store->unit(unit)->state == UnitState::cancelled);
+  CHECK_THAT(test::slurp(f.build_dir(build) + "/build.log"),
+             Contains(": its launcher exited while it compiled (killed?), so nothing waited for it (cancelled)"));
+
+  // A launcher fadd cannot see (another pid namespace) is never taken for gone.
+  const int other = 4300;
+  const auto unseen = started_launch(f, launch_of("/w/b.cu"), other, 1000);
+  tick_for(f, 10);
+  CHECK(f.launcher.signals_to(other).empty());
+  CHECK(f.store->unit(unseen)->state == UnitState::running);
+}
+
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
           "[engine][faults]") {
   EngineFixture f;
@@ -1008,10 +1041,16 @@ TEST_CASE("engine faults: a fad run build whose fad run was killed closes once i
   quiet(300);
   CHECK(f.build_state(build) == BuildState::running);
 
-  // A compile of it runs when fad run is killed: its command (ninja) lives on.
+  // A compile of it runs when fad run is killed: its command (ninja) and
+  // the compile's launcher live on.
   auto l = launch_of("/w/a.cu");
   l.build_id = build;
-  const auto unit = started_launch(f, l, 600);
+  const Caller launcher = seen_launcher(f, 1, 900);
+  const auto unit = queued_launch(f, launcher, l);
+  f.engine->tick();
+  REQUIRE(f.engine->launch_poll(launcher, UnitRequest{unit}).result["state"] == "admitted");
+  f.launcher.processes[600] = ProcessInfo{launcher.pid, 600, f.me.uid, 0};
+  REQUIRE(f.engine->launch_started(launcher, LaunchStartedRequest{unit, 600}).ok);
   f.launcher.processes.erase(opener);
   quiet(120);
   CHECK(f.build_state(build) == BuildState::running);
