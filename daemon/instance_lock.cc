@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/lock_file.h"
+#include "daemon/credentials.h"
 
 namespace fad {
 
@@ -20,20 +21,34 @@ namespace {
 // The recorded fadd is gone for sure (no such process); anything else, a live
 // pid, one we may not signal or none recorded, counts as alive.
 bool holder_is_dead(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+/// Why an open file cannot be fadd's lock file, or "". fadd writes its pid
+/// into it: a hard link planted at its path would have a root fadd write
+/// into another user's file, as a symbolic link would (never followed).
+std::string not_lock_file(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "is not a regular file";
+  if (st.st_nlink != 1) return "has another name (a hard link)";
+  if (st.st_uid != ::geteuid()) return "belongs to " + user_name(st.st_uid);
+  return "";
+}
 }  // namespace
 
 Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double dead_holder_wait_s) {
   const std::string path = state_dir + "/" + std::string(kLockFileName);
   // Never through a link: fadd writes its pid into what it opens.
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const bool made = fd >= 0;
+  if (!made && errno == EEXIST) fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   struct stat st {};
   if (fd < 0 && errno == ELOOP && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
     return make_error(path + " is a symbolic link, not fadd's lock file; remove it and start fadd again");
   if (fd < 0) return make_error("cannot open " + path + ": " + std::strerror(errno));
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (const std::string why = not_lock_file(fd); !why.empty()) {
     ::close(fd);
-    return make_error(path + " is not a regular file, so not fadd's lock file; remove it and start fadd again");
+    return make_error(path + " " + why + ", so not fadd's lock file; remove it and start fadd again");
   }
+
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(dead_holder_wait_s);
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const LockText holder = read_lock_text(path);
@@ -68,6 +83,9 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
       continue;
     }
     ::close(dir_fd);
+    // Made by this start (the running fadd's was deleted) and locked by it
+    // alone: not left empty for `fad daemon start` to read no pid in.
+    if (made) ::unlink(path.c_str());
     ::close(fd);
     return make_error("another fadd is already running on the state dir " + state_dir + " (its " + path +
                       " was deleted; 'fuser " + state_dir + "' names it); stop it with 'fad daemon stop'");
@@ -103,12 +121,15 @@ Result<bool> InstanceLock::keep_file() {
   if (fd < 0)
     return make_error("cannot make " + path_ + " again, fadd's lock file, which was deleted or replaced: " +
                       std::strerror(errno) + "; 'fad daemon start' and 'stop' read fadd's pid in it");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (const std::string why = not_lock_file(fd); !why.empty()) {
     ::close(fd);
-    return make_error(path_ +
-                      ", fadd's lock file, was replaced by something fadd cannot take (not a regular file, or "
-                      "locked by another process); remove it, and fadd makes it again");
+    return make_error(path_ + ", fadd's lock file, was replaced by something that " + why +
+                      ": fadd leaves it alone; remove it, and fadd makes the file again");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return make_error(path_ + ", fadd's lock file, was replaced by a file another process holds locked ('fuser " +
+                      path_ + "' names it): fadd leaves it alone; remove it, and fadd makes the file again");
   }
   ::close(fd_);
   fd_ = fd;

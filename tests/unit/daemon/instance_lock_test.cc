@@ -101,6 +101,8 @@ TEST_CASE("instance lock: deleting the lock file does not let a second fadd in",
     REQUIRE_FALSE(second);
     CHECK_THAT(second.error(), Catch::Contains("another fadd is already running on the state dir"));
     CHECK_THAT(second.error(), Catch::Contains("fadd.lock was deleted"));
+    // The file it made is not left empty, for a start to read no pid in.
+    CHECK_FALSE(fs::exists(dir.path / "fadd.lock"));
   }
   CHECK(InstanceLock::acquire(dir.path.string(), 0));  // gone with its holder
 }
@@ -229,7 +231,9 @@ TEST_CASE("instance lock: what cannot be taken at the lock file's place is said,
   REQUIRE(::mkfifo(file.c_str(), 0600) == 0);  // opened without O_NONBLOCK, this would hang
   auto kept = lock->keep_file();
   REQUIRE_FALSE(kept);
-  CHECK_THAT(kept.error(), Catch::Contains("fadd.lock, fadd's lock file, was replaced by something fadd cannot take"));
+  CHECK_THAT(kept.error(),
+             Catch::EndsWith("fadd.lock, fadd's lock file, was replaced by something that is not a regular file: fadd "
+                             "leaves it alone; remove it, and fadd makes the file again"));
   fs::remove(file);
   // A file another process holds (a second fadd after the directory's lock
   // was lost on a file system without one) is left to it.
@@ -239,9 +243,37 @@ TEST_CASE("instance lock: what cannot be taken at the lock file's place is said,
   // flock locks belong to the open file description: this fd's lock blocks
   // the lock's own new open as it would another process's.
   kept = lock->keep_file();
-  CHECK_FALSE(kept);
+  REQUIRE_FALSE(kept);
+  CHECK_THAT(kept.error(), Catch::Contains("was replaced by a file another process holds locked ('fuser "));
   ::close(other);
   kept = lock->keep_file();
   REQUIRE(kept);
   CHECK(*kept);
+}
+
+TEST_CASE("instance lock: a hard link at the lock file's place is never written into", "[instance_lock]") {
+  // Bug: a root fadd wrote its pid into another user's file linked there,
+  // truncating it, at start and when making its lock file again.
+  TempDir dir;
+  const fs::path file = dir.path / "fadd.lock";
+  const fs::path victim = dir.path / "theirs";
+  { std::ofstream(victim) << "kept\n"; }
+  fs::create_hard_link(victim, file);
+  auto refused = InstanceLock::acquire(dir.path.string(), 0);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == file.string() +
+                               " has another name (a hard link), so not fadd's lock file; remove it and start fadd "
+                               "again");
+  CHECK(text_of(victim) == "kept\n");
+
+  fs::remove(file);
+  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  REQUIRE(lock);
+  fs::remove(file);
+  fs::create_hard_link(victim, file);
+  auto kept = lock->keep_file();
+  REQUIRE_FALSE(kept);
+  CHECK_THAT(kept.error(), Catch::Contains("was replaced by something that has another name (a hard link)"));
+  lock->note_stopping();  // not written there either
+  CHECK(text_of(victim) == "kept\n");
 }
