@@ -19,15 +19,17 @@ namespace {
 
 /// Root's (or `owner`'s) and writable by no one else; a sticky directory only
 /// where `sticky_ok` (a directory above the path, not the path or what it
-/// holds). For an owner other than root its group may write too: a user
-/// whose umask shares with their (often private) group chose that.
+/// holds). The group of a directory of the owner's own (not root) may
+/// write too: a user whose umask shares with their (often private) group
+/// chose that. A root directory's group (root:devs 0775) is not theirs to
+/// choose, and its other members could swap what is in it.
 Status owner_only(const fs::path& p, const struct stat& st, bool sticky_ok, uid_t owner) {
   if (st.st_uid != 0 && st.st_uid != owner)
     return make_error(p.string() + " belongs to " + user_name(st.st_uid) + ", not " +
                       (owner == 0 ? std::string("root") : user_name(owner) + " or root") + " (mode " +
                       mode_text(st.st_mode) + ")");
   // A link's own mode means nothing (always 0777); where it leads is checked.
-  const mode_t others = owner == 0 ? (S_IWGRP | S_IWOTH) : S_IWOTH;
+  const mode_t others = owner != 0 && st.st_uid == owner ? S_IWOTH : (S_IWGRP | S_IWOTH);
   if (S_ISLNK(st.st_mode) || (st.st_mode & others) == 0) return ok_status();
   if (sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0) return ok_status();
   return make_error(p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") + " (owner " +
