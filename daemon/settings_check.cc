@@ -83,9 +83,9 @@ Status state_dir_safe(const std::string& state_dir) {
   struct stat st {};
   if (ok && ::access(state_dir.c_str(), W_OK | X_OK) != 0 && errno == EACCES && ::stat(state_dir.c_str(), &st) == 0)
     return make_error("the state dir " + state_dir + " belongs to " + user_name(st.st_uid) + " (mode " +
-                      mode_text(st.st_mode) + "), and " + user_name(::geteuid()) + " may not write in it: it keeps " +
-                      user_name(st.st_uid) +
-                      "'s fadd; run your own with 'fad daemon start --state-dir DIR --socket PATH'");
+                      mode_text(st.st_mode) + "), and " + user_name(::geteuid()) +
+                      " may not write in it (another user's fadd's, named by a shared config?); run your own with "
+                      "'fad daemon start --state-dir DIR --socket PATH'");
   if (ok) return ok;
   return make_error("refusing state dir " + state_dir + ": " + ok.error() + "; keep fadd's state where only " +
                     who_may_change_fadds_files() + " can change it");
@@ -104,8 +104,11 @@ std::string settings_check_problem(const DaemonOptions& o) {
   // read-only after disk errors leaves the running fadd up, and no start).
   std::error_code ec;
   const fs::path state(o.state_dir);
-  if (auto why = can_make_in(fs::exists(state, ec) ? state : state.parent_path()); !why.empty())
-    return "cannot write in state dir " + o.state_dir + ": " + why;
+  if (fs::exists(state, ec)) {
+    if (auto why = can_make_in(state); !why.empty()) return "cannot write in state dir " + o.state_dir + ": " + why;
+  } else if (auto why = can_make_in(state.parent_path()); !why.empty()) {
+    return "cannot create state dir " + o.state_dir + ": " + why + " (create it first, or choose another)";
+  }
   const fs::path socket(o.socket);
   const fs::path socket_dir = socket.has_parent_path() ? socket.parent_path() : ".";
   if (auto ok = socket_dir_safe(socket_dir.string()); !ok) return ok.error();
@@ -115,6 +118,9 @@ std::string settings_check_problem(const DaemonOptions& o) {
     if (!facts) return "cannot examine the socket directory " + socket_dir.string();
     if (Status trusted = check_daemon_socket_dir(socket_dir.string(), *facts, ::geteuid()); !trusted)
       return trusted.error();
+    // Root's 0755 directory passes the trust rule, and a user's fadd cannot bind there.
+    if (auto why = can_make_file_in(socket_dir); !why.empty())
+      return "cannot make the socket " + o.socket + ": " + why + " in " + socket_dir.string();
     if (const auto st = fs::symlink_status(socket, ec); fs::exists(st) && st.type() != fs::file_type::socket)
       return o.socket +
              " exists and is not a socket; fadd replaces only a stale socket there: move it away, or "

@@ -439,8 +439,8 @@ TEST_CASE("another user's fadd on root's state dir says whose it is, not the fir
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err == "fadd: the state dir " + state.string() +
-                     " belongs to root (mode 0711), and nobody may not write in it: it keeps root's fadd; run your "
-                     "own with 'fad daemon start --state-dir DIR --socket PATH'\n");
+                     " belongs to root (mode 0711), and nobody may not write in it (another user's fadd's, named by "
+                     "a shared config?); run your own with 'fad daemon start --state-dir DIR --socket PATH'\n");
   CHECK(fs::is_empty(state));
 }
 

@@ -69,6 +69,17 @@ TEST_CASE("settings check: what a start would refuse, in its words", "[settings_
   fs::remove(o.socket);
   o.socket = "/proc/fad-check/fad.sock";
   CHECK_THAT(settings_check_problem(o), Contains("cannot create socket directory /proc/fad-check"));
+  // A directory that passes the trust rule (root's) and cannot be written:
+  // the start would fail to listen. Bug: --check said the settings were usable.
+  o.socket = "/proc/fad.sock";
+  CHECK_THAT(settings_check_problem(o), Contains("cannot make the socket /proc/fad.sock: ") && Contains(" in /proc"));
+  {
+    DaemonOptions missing = o;
+    missing.socket = (tmp.path() / "run" / "fad.sock").string();
+    missing.state_dir = "/proc/fad-check-state";
+    CHECK_THAT(settings_check_problem(missing), Contains("cannot create state dir /proc/fad-check-state: ") &&
+                                                    Contains("(create it first, or choose another)"));
+  }
   o.socket = (tmp.path() / "run" / "fad.sock").string();
   // A file where the state dir goes: the start chmodded it before its lock failed.
   const DaemonOptions kept = o;
