@@ -262,6 +262,9 @@ namespace {
 /// long is running, and a start says so.
 constexpr auto kStoppingAnswers = std::chrono::seconds(5);
 
+/// How long a stop waits for the lock once the fadd it asked has exited.
+constexpr auto kLockAfterExit = std::chrono::seconds(5);
+
 /// What became of a fadd that holds the state dir's lock and does not answer yet.
 enum class OtherStart {
   answers,   ///< it answers at the socket now
@@ -556,6 +559,7 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
   }
   auto deadline = ctx.now() + kStopTimeout;
   bool alive = true, locked = true;
+  std::optional<std::chrono::steady_clock::time_point> exited_at;  // the asked fadd's pid seen gone
   while (true) {
     alive = pid > 0 && watch.alive(pid);
     locked = watch.locked(lock);
@@ -563,6 +567,7 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
       ctx.out << "fadd stopped (pid " << pid_text(pid) << ")\n";
       return kExitOk;
     }
+    if (running && !alive && pid > 0 && !exited_at) exited_at = ctx.now();
     // Gone, and its lock already another fadd's (a restart beside this
     // one): waiting for that lock would wait for the wrong fadd.
     if (!alive && locked && pid > 0 && watch.holder)
@@ -587,10 +592,18 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
       }
       if (pid <= 0) pid = pid_in_lock_of(watch, lock);  // written a moment after the lock is taken
     }
+    // A child it forked an instant before exiting lets go within
+    // milliseconds; past this, what holds the lock is not fadd's.
+    if (exited_at && ctx.now() - *exited_at >= kLockAfterExit) break;
     if (ctx.now() >= deadline) break;
     ctx.sleep(kPollInterval);
   }
   const std::string who = "fadd (pid " + pid_text(pid) + ")";
+  if (running && !alive && pid > 0 && locked) {
+    ctx.err << "fad: " << who << " has exited, but " << lock << " is still locked by another process ('fuser " << lock
+            << "' names it); a start fails while it holds on\n";
+    return kExitFailed;
+  }
   if (alive && watch.stopped && watch.stopped(pid)) {
     // Not another socket's fadd, nor a slow one: it cannot act on anything.
     // Said only at the deadline: an exiting fadd under a leak checker is
