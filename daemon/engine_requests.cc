@@ -212,6 +212,11 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
   // shown as they ended, not as the "running" their row still says.
   using Action = ExitOutcome::Action;
   for (auto& u : units) {
+    // A cancel not written yet: its units are shown as it will write them.
+    if (unrecorded_cancels_.count(u.build_id) && (u.state == UnitState::queued || u.state == UnitState::running)) {
+      u.state = UnitState::cancelled;
+      continue;
+    }
     const auto it = unrecorded_.find(u.id);
     if (it == unrecorded_.end() || it->second.recorded) continue;
     const Ended& e = it->second;
@@ -242,6 +247,12 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
     s.count(stored->state, -1);
     s.count(shown[0].state);
   }
+  if (unrecorded_cancels_.count(b.id))
+    for (const UnitState pending : {UnitState::queued, UnitState::running}) {
+      const int n = s.by_state[static_cast<int>(pending)];
+      s.count(pending, -n);
+      s.count(UnitState::cancelled, n);
+    }
   for (const auto& [id, r] : running_)
     if (r.unit.build_id == b.id) s.current_bytes += r.current;
   return s;

@@ -1274,7 +1274,12 @@ TEST_CASE("engine faults: a cancel the database cannot take stops the compilers,
   REQUIRE(shown.size() == 2);
   CHECK(shown[0]["state"] == "cancelled");
   CHECK(shown[0]["error"] == "cancelled by user");
-  CHECK(f.engine->status(f.me, StatusRequest{id}).result["builds"][0]["state"] == "cancelled");
+  CHECK(shown[0]["units"]["cancelled"] == 5);  // its units too, not "queued" and "running"
+  CHECK(shown[0]["units"]["queued"] == 0);
+  CHECK(shown[0]["units"]["running"] == 0);
+  const auto one = f.engine->status(f.me, StatusRequest{id}).result["builds"][0];
+  CHECK(one["state"] == "cancelled");
+  for (const auto& u : one["unit_list"]) CHECK(u["state"] == "cancelled");
   const auto pause = f.engine->pause(f.me, id);
   CHECK_FALSE(pause.ok);
   CHECK(pause.message == "build " + std::to_string(id) + " is cancelled, not running or queued");
