@@ -75,7 +75,16 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(child, &status, WNOHANG);
-    if (done == child) return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    if (done == child) {
+      // Cancelled, the command exits as stopped by SIGTERM, whatever it said:
+      // a make whose compiles fadd ended exits 2 before this fad run sees
+      // the cancel, and a CI job could not tell a cancel from a broken build.
+      if (stopping) return 128 + SIGTERM;
+      if (id)
+        if (const auto build = build_status(socket, *id); build && build->value("state", "") == "cancelled")
+          return 128 + SIGTERM;
+      return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    }
     if (done < 0 && errno != EINTR) return 1;
     if (id && Clock::now() >= next_look) {
       next_look = Clock::now() + kWatchEvery;

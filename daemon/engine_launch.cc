@@ -117,8 +117,15 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
 
 void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
   const double now = clock_.now();
-  for (auto& [uid, r] : running_)
-    if (r.unit.build_id == b.id) stop_unit(r, StopReason::cancel, now);
+  for (auto& [uid, r] : running_) {
+    if (r.unit.build_id != b.id) continue;
+    // Still compiling when its build closes (its command exited, or was
+    // killed with its launchers): ended, and the log says so beside the
+    // build's own line.
+    if (r.stop == StopReason::none)
+      append_build_log(b.id, "ended " + r.unit.name + ": its build closed while it compiled (cancelled)\n");
+    stop_unit(r, StopReason::cancel, now);
+  }
   store_.set_pending_units(b.id, UnitState::cancelled, false);
   const int failed = store_.unit_summary(b.id).by_state[static_cast<int>(UnitState::failed)];
   const bool success = why.empty() && failed == 0;
@@ -423,7 +430,8 @@ void Engine::check_external(double now) {
       // forever and hold up a shutdown.
       if (r.pgid > 0 && !(launcher_.group_alive(r.pgid) && group_is_ours(r))) {
         if (r.gone_since == 0) r.gone_since = now;
-        if (now - r.gone_since > kStoppedGoneGraceS) lost.push_back(id);
+        // A launcher known gone will not report: no grace to wait out.
+        if (r.launcher_gone_since > 0 || now - r.gone_since > kStoppedGoneGraceS) lost.push_back(id);
       }
       continue;
     }

@@ -271,6 +271,26 @@ TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so 
   CHECK(slurp(d.dir() / "run.err").find("build " + std::to_string(id) + " was cancelled; stopping the command") !=
         std::string::npos);
   CHECK(d.wait_final(id, 30).at("state") == "cancelled");
+
+  // A command that ends on its own right after the cancel (make, its
+  // compiles ended by fadd, exits 2 before fad run looks): still 143. Bug:
+  // fad run passed on the 2, as for a broken build.
+  const fs::path flag = d.dir() / "flag";
+  const pid_t second = start_process({FAD_FAD_BIN, "run", "--name", "ends itself", "--", "sh", "-c",
+                                      "while [ ! -e " + flag.string() + " ]; do sleep 0.05; done; exit 2"},
+                                     {{"FAD_SOCKET", d.socket()}}, d.dir() / "run2.out", d.dir() / "run2.err");
+  REQUIRE(second > 0);
+  REQUIRE(wait_for(
+      [&] {
+        build = find_build(d.status_all(), "ends itself");
+        return !build.is_null();
+      },
+      std::chrono::seconds(30)));
+  const auto second_id = build.at("id").get<std::int64_t>();
+  CHECK(d.fad({"cancel", std::to_string(second_id)}).exit_code == 0);
+  std::ofstream(flag).flush();
+  CHECK(wait_process(second, 30) == 128 + SIGTERM);
+  CHECK(d.wait_final(second_id, 30).at("state") == "cancelled");
 }
 
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",

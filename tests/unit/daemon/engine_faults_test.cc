@@ -911,7 +911,7 @@ TEST_CASE("engine faults: a launcher killed while its compiler runs has the comp
   tick_for(f, 3);
   CHECK(f.launcher.signals_to(pid) == std::vector<int>{SIGTERM});
   f.launcher.gone.insert(pid);
-  tick_for(f, 5);
+  tick_for(f, 1);  // no grace for a report from a launcher known gone
   CHECK(f.engine->running_count() == 0);
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);
   CHECK_THAT(test::slurp(f.build_dir(build) + "/build.log"),
@@ -923,6 +923,21 @@ TEST_CASE("engine faults: a launcher killed while its compiler runs has the comp
   tick_for(f, 10);
   CHECK(f.launcher.signals_to(other).empty());
   CHECK(f.store->unit(unseen)->state == UnitState::running);
+
+  // A fad run build closed while one of its compiles runs (its command
+  // exited, or was killed with its launchers): ended, and the log says so.
+  const auto run = open_run_build(f, "closing");
+  auto l = launch_of("/w/c.cu");
+  l.build_id = run;
+  const int third = 4400;
+  const auto compiling = started_launch(f, l, third, 1000);
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{run, 137}).ok);
+  CHECK(f.launcher.signals_to(third) == std::vector<int>{SIGTERM});
+  CHECK_THAT(test::slurp(f.build_dir(run) + "/build.log"),
+             Contains(": its build closed while it compiled (cancelled)"));
+  f.launcher.gone.insert(third);
+  tick_for(f, 5);
+  CHECK(f.store->unit(compiling)->state == UnitState::cancelled);
 }
 
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
