@@ -2,9 +2,7 @@
 // bounded with poll() because Asio's blocking reads have no timeout.
 #include "client/connection.h"
 
-#include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +20,7 @@
 
 #include "client/exit_codes.h"
 #include "client/locations.h"
+#include "common/account_name.h"
 #include "common/mode_text.h"
 #include "common/socket_dir.h"
 #include "common/text.h"
@@ -60,20 +59,6 @@ std::string unreachable_cause(const std::string& socket_path, const std::string&
   return "cannot reach fadd at " + socket_path + ": " + reason;
 }
 
-namespace {
-
-std::string user_name(uid_t uid) {
-  const passwd* pw = ::getpwuid(uid);
-  return pw ? pw->pw_name : "uid " + std::to_string(uid);
-}
-
-std::string group_name(gid_t gid) {
-  const group* gr = ::getgrgid(gid);
-  return gr ? gr->gr_name : "gid " + std::to_string(gid);
-}
-
-}  // namespace
-
 std::string permission_message(const std::string& socket_path) {
   std::string message = "permission denied on " + socket_path;
   struct stat st {};
@@ -83,12 +68,12 @@ std::string permission_message(const std::string& socket_path) {
     what = std::filesystem::path(socket_path).parent_path().string();
     if (::stat(what.c_str(), &st) != 0) return message + "; ask the admin who runs fadd for access";
   }
-  message += " (" + what + " is owned by " + user_name(st.st_uid) + ":" + group_name(st.st_gid) + ", mode " +
+  message += " (" + what + " is owned by " + account_name(st.st_uid) + ":" + group_name(st.st_gid) + ", mode " +
              mode_text(st.st_mode) + ")";
   if ((st.st_mode & S_IRWXG) != 0)
     return message + "; ask the admin to add you to group " + group_name(st.st_gid) +
            " (then log in again), or run your own fadd with 'fad daemon start --socket PATH'";
-  return message + ": this fadd serves " + user_name(st.st_uid) +
+  return message + ": this fadd serves " + account_name(st.st_uid) +
          " only; ask the admin to share it (the socket_group config key) or run your own with 'fad daemon start "
          "--socket PATH'";
 }

@@ -1,24 +1,17 @@
 // Trust rules for the socket directory; see socket_dir.h.
 #include "common/socket_dir.h"
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "common/account_name.h"
 #include "common/mode_text.h"
 
 namespace fad {
 
 namespace {
-
-std::string name_of(uid_t uid) {
-  // Messages only: the plain getpwuid is fine in the client and at fadd's start.
-  if (const passwd* pw = ::getpwuid(uid); pw && pw->pw_name)
-    return std::string(pw->pw_name) + " (uid " + std::to_string(uid) + ")";
-  return "uid " + std::to_string(uid);
-}
 
 bool writable_by_others(const PathFacts& f) { return (f.mode & (S_IWGRP | S_IWOTH)) != 0; }
 
@@ -27,7 +20,7 @@ bool writable_by_others(const PathFacts& f) { return (f.mode & (S_IWGRP | S_IWOT
 Status check_daemon_socket_dir(const std::string& dir, const PathFacts& facts, uid_t daemon_uid) {
   if (!facts.is_dir) return make_error("the socket directory " + dir + " is not a directory");
   if (facts.owner != daemon_uid && facts.owner != 0)
-    return make_error("the socket directory " + dir + " belongs to " + name_of(facts.owner) +
+    return make_error("the socket directory " + dir + " belongs to " + account_name_with_uid(facts.owner) +
                       ", not to fadd's user or root; remove it or choose another --socket");
   if (writable_by_others(facts))
     return make_error("the socket directory " + dir + " is writable by others (mode " + mode_text(facts.mode) +
@@ -45,10 +38,11 @@ Status check_client_socket_dir(const std::string& dir, const PathFacts& facts, c
   const bool placed_by_trusted = (parent.owner == 0 || parent.owner == user) && !writable_by_others(parent);
   if (placed_by_trusted) return ok_status();
   if (writable_by_others(parent))
-    return make_error(refuse + "it belongs to " + name_of(facts.owner) +
+    return make_error(refuse + "it belongs to " + account_name_with_uid(facts.owner) +
                       " and was made in a directory anyone can write; remove it (or ask root to) and start fadd again");
   // Another user's fadd, in their own directory: theirs to talk to.
-  return make_error(refuse + "it belongs to " + name_of(facts.owner) + ", in a directory of " + name_of(parent.owner) +
+  return make_error(refuse + "it belongs to " + account_name_with_uid(facts.owner) + ", in a directory of " +
+                    account_name_with_uid(parent.owner) +
                     ", and whoever controls it could answer in fadd's place; run fad as that user");
 }
 

@@ -132,13 +132,9 @@ TEST_CASE("a fad run killed with kill -9 does not leave its build open forever",
   const pid_t run = start_process({FAD_FAD_BIN, "run", "--name", "killed run", "--", "sleep", "600"},
                                   {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.out");
   REQUIRE(run > 0);
-  json build;
-  REQUIRE(wait_for(
-      [&] {
-        build = find_build(d.status_all(), "killed run");
-        return !build.is_null() && build.at("state") == "running";
-      },
-      std::chrono::seconds(30)));
+  json build = d.wait_for_build("killed run");
+  REQUIRE(!build.is_null());
+  REQUIRE(build.at("state") == "running");
   const auto shims_of = [](pid_t pid) {
     int n = 0;
     for (const auto& e : fs::directory_iterator("/tmp"))

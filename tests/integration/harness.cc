@@ -428,6 +428,17 @@ json Daemon::status_all() {
   return json::parse(r.out);
 }
 
+json Daemon::wait_for_build(const std::string& name, int timeout_s) {
+  json b;
+  wait_for(
+      [&] {
+        b = find_build(status_all(), name);
+        return !b.is_null();
+      },
+      std::chrono::seconds(timeout_s));
+  return b;
+}
+
 json Daemon::wait_final(std::int64_t id, int timeout_s) {
   json b;
   wait_for(

@@ -141,6 +141,9 @@ class Daemon {
   CommandResult fad(std::vector<std::string> args, int timeout_s = 300);
   json status(std::int64_t id);
   json status_all();
+  /// Waits for a build named `name` to appear (a `fad run` opening its
+  /// build); returns the newest so named, or null when none came in time.
+  json wait_for_build(const std::string& name, int timeout_s = 30);
   /// Waits for a build to reach a final state; returns its status object.
   json wait_final(std::int64_t id, int timeout_s = 120);
   std::int64_t submit(std::vector<std::string> args);

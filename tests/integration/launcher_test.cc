@@ -256,13 +256,8 @@ TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so 
   const pid_t run = start_process({FAD_FAD_BIN, "run", "--name", "to cancel", "--", "sleep", "600"},
                                   {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
   REQUIRE(run > 0);
-  json build;
-  REQUIRE(wait_for(
-      [&] {
-        build = find_build(d.status_all(), "to cancel");
-        return !build.is_null();
-      },
-      std::chrono::seconds(30)));
+  json build = d.wait_for_build("to cancel");
+  REQUIRE(!build.is_null());
   const auto id = build.at("id").get<std::int64_t>();
   CHECK(d.fad({"cancel", std::to_string(id)}).exit_code == 0);
   const int code = wait_process(run, 30);
@@ -280,12 +275,8 @@ TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so 
                                       "while [ ! -e " + flag.string() + " ]; do sleep 0.05; done; exit 2"},
                                      {{"FAD_SOCKET", d.socket()}}, d.dir() / "run2.out", d.dir() / "run2.err");
   REQUIRE(second > 0);
-  REQUIRE(wait_for(
-      [&] {
-        build = find_build(d.status_all(), "ends itself");
-        return !build.is_null();
-      },
-      std::chrono::seconds(30)));
+  build = d.wait_for_build("ends itself");
+  REQUIRE(!build.is_null());
   const auto second_id = build.at("id").get<std::int64_t>();
   CHECK(d.fad({"cancel", std::to_string(second_id)}).exit_code == 0);
   std::ofstream(flag).flush();
