@@ -241,7 +241,8 @@ StepEnd classify_srun(std::string_view text) {
   if (contains(text, "DUE TO TIME LIMIT") || contains(text, "has expired") ||
       contains(text, "Invalid job id specified") || contains(text, "Job allocation") ||
       contains(text, "Expired or invalid job") || contains(text, "already completing or completed") ||
-      (contains(text, "*** STEP ") && contains(text, " CANCELLED AT ")))
+      // The job ended between the step's creation and its task's launch.
+      contains(text, "Job credential revoked") || (contains(text, "*** STEP ") && contains(text, " CANCELLED AT ")))
     return StepEnd::allocation_gone;
   if (contains(text, "Unable to create step") || contains(text, "Requested node configuration is not available") ||
       contains(text, "Memory required by task is not available"))

@@ -25,11 +25,38 @@ const std::map<std::string, std::string> kClusterEnv{{"FAD_SLURM_DIR", "/tmp/fad
                                                      {"FAD_SLURM_NODE_MEM_MB", "3072"}};
 const std::string kSlurmConf = "/tmp/fad-slurm-tests/etc/slurm.conf";
 
-/// Starts the test cluster (idempotent); "" when up, else why not.
+/// What Slurm itself says now: its queue with each job's pending reason, its
+/// nodes with their states, and the end of slurmctld's log. Shown with every
+/// failure, so a build that waited on Slurm says what it waited for.
+std::string cluster_state() {
+  const std::map<std::string, std::string> env{{"SLURM_CONF", kSlurmConf}};
+  auto queue = run({"squeue", "--all", "--format=%i %j %T %r %N %M"}, env, 30);
+  auto nodes = run({"sinfo", "--Node", "--format=%N %T %E"}, env, 30);
+  auto log = run({"tail", "-n", "40", "/tmp/fad-slurm-tests/log/slurmctld.log"}, {}, 30);
+  return "\nsqueue:\n" + queue.out + queue.err + "sinfo:\n" + nodes.out + nodes.err + "slurmctld.log:\n" + log.out;
+}
+
+/// Starts the test cluster (idempotent); "" when up, else why not. Each test
+/// then starts on an idle cluster: a node still completing an earlier test's
+/// allocation would make this test wait on Slurm, not on fad.
 std::string start_cluster() {
   if (::geteuid() != 0) return "needs root to run slurmd";
   auto r = run({"bash", std::string(FAD_SOURCE_DIR) + "/scripts/slurm-local.sh", "start"}, kClusterEnv, 120);
   if (r.exit_code != 0) return "scripts/slurm-local.sh start failed: " + r.out + r.err;
+  const std::map<std::string, std::string> env{{"SLURM_CONF", kSlurmConf}};
+  const bool idle = wait_for(
+      [&] {
+        auto queue = run({"squeue", "--all", "--noheader"}, env, 30);
+        auto states = run({"sinfo", "--Node", "--noheader", "--format=%T"}, env, 30);
+        if (queue.exit_code != 0 || states.exit_code != 0 || !queue.out.empty()) return false;
+        std::istringstream lines(states.out);
+        for (std::string state; std::getline(lines, state);)
+          if (state != "idle") return false;
+        return true;
+      },
+      std::chrono::seconds(60));
+  // Not a skip: a cluster that never settles is a failure the test shows.
+  if (!idle) WARN("the Slurm cluster is not idle after 60 s:" << cluster_state());
   return "";
 }
 
@@ -96,7 +123,7 @@ TEST_CASE("a bundled build runs as Slurm steps packed over two nodes, each with 
       },
       std::chrono::seconds(300));  // Slurm's own step launch is slow on a loaded machine
   const auto b = d.status(id);
-  INFO(b.dump(2) << d.daemon_log());
+  INFO(b.dump(2) << d.daemon_log() << cluster_state());
   REQUIRE(done);
   CHECK(b.at("state") == "succeeded");
   std::set<std::string> nodes;
@@ -144,7 +171,7 @@ TEST_CASE("a unit past its --mem is OOM-killed by Slurm's cgroup and requeued wi
   d.start({}, {{"SLURM_CONF", kSlurmConf}});
   const auto id = d.submit({"--arch", "9.0"});
   const auto b = d.wait_final(id, 180);
-  INFO(b.dump(2) << d.daemon_log());
+  INFO(b.dump(2) << d.daemon_log() << cluster_state());
   CHECK(b.at("state") == "succeeded");
   const auto& unit = b.at("unit_list").at(0);
   CHECK(unit.at("attempts").get<int>() >= 2);
@@ -176,7 +203,7 @@ TEST_CASE("when the allocation is cancelled, fad asks for a new one and redoes n
   REQUIRE(run({"scancel", std::to_string(first_job.get<long>())}, {{"SLURM_CONF", kSlurmConf}}).exit_code == 0);
 
   const auto b = d.wait_final(id, 180);
-  INFO(b.dump(2) << d.daemon_log());
+  INFO(b.dump(2) << d.daemon_log() << cluster_state());
   CHECK(b.at("state") == "succeeded");
   const auto job = d.status_all().at("daemon").at("executor").at("job_id");
   if (job.is_number()) CHECK(job != first_job);
@@ -225,7 +252,7 @@ TEST_CASE("fad run: a ninja build's compiles run as Slurm steps on the nodes fad
   auto dir = write_ninja_project(d.dir() / "p", 6, "peak_mb=60 duration_s=1.5", std::string(FAD_FAD_BIN) + " launch");
   auto r = run({FAD_FAD_BIN, "run", "--name", "ninja-on-slurm", "--", "ninja", "-C", dir.string(), "-j", "8"},
                slurm_env(d), 300);
-  INFO(r.out << r.err << d.daemon_log());
+  INFO(r.out << r.err << d.daemon_log() << cluster_state());
   REQUIRE(r.exit_code == 0);
   const auto all = d.status_all();
   const auto build = find_build(all, "ninja-on-slurm");
@@ -269,7 +296,7 @@ TEST_CASE("job-per-unit mode: each unit is a Slurm job of its own, with fad's --
       },
       std::chrono::seconds(300));  // Slurm's own step launch is slow on a loaded machine
   const auto b = d.status(id);
-  INFO(b.dump(2) << d.daemon_log());
+  INFO(b.dump(2) << d.daemon_log() << cluster_state());
   REQUIRE(done);
   CHECK(b.at("state") == "succeeded");
   CHECK(jobs.size() >= 2);
@@ -293,7 +320,7 @@ TEST_CASE("a Slurm step past unit_time_limit is ended, and the build says why", 
   d.start({}, {{"SLURM_CONF", kSlurmConf}});
   const auto id = d.submit({"--arch", "9.0"});
   const auto b = d.wait_final(id, 240);
-  INFO(b.dump(2) << d.daemon_log());
+  INFO(b.dump(2) << d.daemon_log() << cluster_state());
   REQUIRE(b.at("state") == "failed");
   bool found = false;
   for (const auto& unit : b.at("unit_list")) {

@@ -98,6 +98,9 @@ TEST_CASE("slurm: how a step ended, from srun's messages", "[slurm]") {
   CHECK(classify_srun(fixture("srun_job_cancelled.txt")) == StepEnd::allocation_gone);
   CHECK(classify_srun(fixture("srun_time_limit.txt")) == StepEnd::allocation_gone);
   CHECK(classify_srun(fixture("srun_no_job.txt")) == StepEnd::allocation_gone);
+  // Cancelled as the step was created, or as its task was launched (srun exits 168 then).
+  CHECK(classify_srun(fixture("srun_step_after_cancel.txt")) == StepEnd::allocation_gone);
+  CHECK(classify_srun(fixture("srun_credential_revoked.txt")) == StepEnd::allocation_gone);
   // srun also says "Expired or invalid job" here, but it only could not ask.
   CHECK(classify_srun(fixture("srun_controller_down.txt")) == StepEnd::controller_unreachable);
   CHECK(classify_srun("slurmstepd-fadnode1: error: Detected 1 oom-kill event(s) in StepId=1.1.\n"
