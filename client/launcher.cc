@@ -50,10 +50,11 @@ constexpr auto kBusyPollPatience = std::chrono::minutes(10);
 /// Launches again after fadd dropped the waiting compile unasked (see run_launch).
 constexpr int kMaxRelaunches = 3;
 pid_t g_child_group = 0;
+/// The signal (SIGINT, SIGTERM, SIGHUP) passed on to the compiler; 0 if none.
 volatile sig_atomic_t g_interrupted = 0;
 
 void forward_signal(int sig) {
-  g_interrupted = 1;
+  g_interrupted = sig;
   if (g_child_group > 0) ::kill(-g_child_group, sig);
 }
 
@@ -385,7 +386,9 @@ int run_launch(const std::string& compiler, const std::vector<std::string>& args
       if (cache) cache->store(started, exit);
       return exit.code;
     }
-    auto done = ask(socket, "launch_finished", LaunchFinishedRequest{unit, exit.code, exit.signaled}.to_json(), &why);
+    LaunchFinishedRequest finished{unit, exit.code, exit.signaled};
+    finished.interrupt_signal = g_interrupted;
+    auto done = ask(socket, "launch_finished", finished.to_json(), &why);
     if (done && done->value("requeue", false) && !g_interrupted) {
       std::cerr << "fad: " << fs::path(req.source).filename().string()
                 << " was stopped to relieve memory pressure or killed when memory ran out; it runs again when "

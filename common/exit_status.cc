@@ -11,11 +11,16 @@ std::optional<int> killing_signal(int exit_code) {
   return sig;
 }
 
+std::string signal_name(int sig) {
+  const char* abbrev = sig >= 1 && sig <= 64 ? ::sigabbrev_np(sig) : nullptr;
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
 std::string exit_status_text(int exit_code) {
   const auto sig = killing_signal(exit_code);
   if (!sig) return "exit code " + std::to_string(exit_code);
   const char* abbrev = ::sigabbrev_np(*sig);
-  return "killed by signal " + std::to_string(*sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
+  return "killed by signal " + std::to_string(*sig) + (abbrev ? " (" + signal_name(*sig) + ")" : std::string());
 }
 
 }  // namespace fad

@@ -11,6 +11,9 @@ namespace fad {
 /// N for a status of 128 + N (N from 1 to 64), the signal that killed it.
 std::optional<int> killing_signal(int exit_code);
 
+/// "SIGINT" for 2: the name a user knows; "signal N" where there is none.
+std::string signal_name(int sig);
+
 /// "killed by signal N (SIGNAME)" for a status of 128 + N (N from 1 to 64),
 /// else "exit code N".
 std::string exit_status_text(int exit_code);

@@ -213,11 +213,19 @@ Result<LaunchFinishedRequest> LaunchFinishedRequest::from_json(const json& body)
     if (!it->is_boolean()) return make_error("field \"signaled\" must be a boolean");
     r.signaled = it->get<bool>();
   }
+  // Optional: launchers older than it never send it.
+  if (body.contains("interrupt_signal")) {
+    auto sig = int_field(body, "interrupt_signal", 0, 64, "a signal number (0..64)");
+    if (!sig) return make_error(sig.error());
+    r.interrupt_signal = static_cast<int>(*sig);
+  }
   return r;
 }
 
 json LaunchFinishedRequest::to_json() const {
-  return json{{"unit_id", unit_id}, {"exit_code", exit_code}, {"signaled", signaled}};
+  json j{{"unit_id", unit_id}, {"exit_code", exit_code}, {"signaled", signaled}};
+  if (interrupt_signal != 0) j["interrupt_signal"] = interrupt_signal;
+  return j;
 }
 
 }  // namespace fad

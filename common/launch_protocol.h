@@ -98,6 +98,10 @@ struct LaunchFinishedRequest {
   std::int64_t unit_id = 0;
   int exit_code = 0;
   bool signaled = false;
+  /// The signal that reached the launcher and that it passed on to its
+  /// compiler (SIGINT, SIGTERM or SIGHUP: a Ctrl-C, a CI job's timeout, a
+  /// closed terminal); 0 when none did. The compile was stopped from outside.
+  int interrupt_signal = 0;
   static Result<LaunchFinishedRequest> from_json(const json& body);
   json to_json() const;
 };

@@ -966,6 +966,7 @@ void Engine::prepare_end(Ended& e) {
   facts.oom_killed = e.info.oom_killed;
   facts.peak = e.run.peak;
   facts.external = u.kind == UnitKind::external;
+  facts.interrupted = e.info.interrupt_signal != 0;
   // fad's own kill of a unit (flooding its log, past its time) reads as lost on a cluster.
   facts.lost = e.info.lost && !e.run.log_over && e.run.time_over_at == 0;
   if (facts.lost && facts.stop == StopCause::none) facts.lost_runs = ++lost_runs_[u.id];
@@ -1153,6 +1154,10 @@ void Engine::commit_end(std::int64_t unit_id, Ended& e) {
         store_.finish_unit(unit_id, UnitState::cancelled, known_exit_code(e.info), r.peak, e.duration, e.finished_at,
                            std::nullopt);
         e.recorded = true;
+        if (e.info.interrupt_signal != 0 && r.stop == StopReason::none)
+          append_build_log(u.build_id, "cancelled " + u.name + ": its launcher got " +
+                                           signal_name(e.info.interrupt_signal) + " and passed it on, after " +
+                                           std::to_string(int(e.duration)) + " s\n");
         break;
       case Action::succeed:
       case Action::fail:

@@ -379,8 +379,11 @@ Response Engine::launch_finished(const Caller& caller, const LaunchFinishedReque
   const auto account = launcher_.release(it->second.pgid, ProcessLauncher::Leftovers::kill);
   // A compiler the OOM killer ended may show as a plain exit code through a
   // step wrapper; its cgroup knows better.
-  on_exit(req.unit_id, ExitInfo{req.exit_code, req.signaled || account.oom_killed, account.peak_bytes,
-                                account.oom_killed, account.lost, account.peak_source});
+  ExitInfo info{req.exit_code,      req.signaled || account.oom_killed,
+                account.peak_bytes, account.oom_killed,
+                account.lost,       account.peak_source};
+  info.interrupt_signal = req.interrupt_signal;
+  on_exit(req.unit_id, info);
   // Stopped by fad, or killed by the OOM killer and requeued: the launcher
   // waits for admission again and reruns the compile.
   auto unit = store_.unit(req.unit_id);

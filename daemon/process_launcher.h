@@ -58,6 +58,9 @@ struct ExitInfo {
   /// a process (an external unit stopped before its launcher started it).
   /// exit_code is made up, and recorded as none.
   bool unreported = false;
+  /// A launched compile's launcher got this signal (SIGINT, SIGTERM, SIGHUP)
+  /// and passed it on: stopped from outside, not failed on its own.
+  int interrupt_signal = 0;
 };
 
 /// The exit code to record and show: none where nothing reported one.

@@ -20,6 +20,13 @@ ExitOutcome decide_exit(const UnitExit& e) {
     case StopCause::cancel: out.action = Action::cancelled; return out;
     case StopCause::none: break;
   }
+  // Its launcher is leaving (it reruns nothing once interrupted): whatever
+  // ended the compile, an OOM kill or a lost step included, no rerun waits
+  // for it. A compile that finished all the same succeeded.
+  if (e.interrupted && (e.exit_code != 0 || e.signaled)) {
+    out.action = Action::cancelled;
+    return out;
+  }
   if (e.lost) {
     // Whatever its status says, the compile did not end on its own.
     out.action = e.lost_runs < kMaxLostRuns ? Action::requeue : e.external ? Action::fail : Action::fail_build;

@@ -21,13 +21,14 @@ struct UnitExit {
   StopCause stop = StopCause::none;
   int exit_code = 0;
   bool signaled = false;
-  bool oom_killed = false;  ///< its unit cgroup counted an OOM kill
-  int attempts = 1;         ///< runs so far, this one included
-  std::uint64_t peak = 0;   ///< highest memory seen for this run
-  bool external = false;    ///< run by `fad launch`: its build tool decides about the rest
-  bool disk_full = false;   ///< the disk of its output or of fad's state was (nearly) full as it ended
-  bool lost = false;        ///< its Slurm node or allocation went away under it
-  int lost_runs = 0;        ///< its runs that were lost, this one included
+  bool oom_killed = false;   ///< its unit cgroup counted an OOM kill
+  int attempts = 1;          ///< runs so far, this one included
+  std::uint64_t peak = 0;    ///< highest memory seen for this run
+  bool external = false;     ///< run by `fad launch`: its build tool decides about the rest
+  bool disk_full = false;    ///< the disk of its output or of fad's state was (nearly) full as it ended
+  bool lost = false;         ///< its Slurm node or allocation went away under it
+  int lost_runs = 0;         ///< its runs that were lost, this one included
+  bool interrupted = false;  ///< its launcher got SIGINT, SIGTERM or SIGHUP and passed it on
 };
 
 struct ExitOutcome {
@@ -67,7 +68,11 @@ inline constexpr int kMaxLostRuns = 5;
 /// itself that fails while the disk is full did not fail on its merits (a
 /// compiler cannot write its object): it is requeued, up to
 /// kMaxDiskFullAttempts runs; a launched unit's failure is its build tool's.
-/// A lost Slurm step runs again, until its kMaxLostRuns-th loss. Any other
+/// A lost Slurm step runs again, until its kMaxLostRuns-th loss. A launched
+/// compile that did not succeed after its launcher was interrupted (Ctrl-C,
+/// a CI job's timeout, a closed terminal) is cancelled, as Slurm marks an
+/// interrupted step: stopped from outside, not failed on its own, and its
+/// launcher reruns nothing. Any other
 /// non-zero exit or signal is a failure, which stops the rest of a bundled
 /// build.
 ExitOutcome decide_exit(const UnitExit& exit);

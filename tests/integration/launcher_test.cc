@@ -128,6 +128,42 @@ TEST_CASE("Ctrl-Z stops a launched compiler with its launcher, and fg lets both 
   CHECK(fs::exists(d.dir() / "z.o"));
 }
 
+TEST_CASE("Ctrl-C reaches a launched compiler through its launcher, and fadd records the compile cancelled",
+          "[integration][launcher]") {
+  // The terminal's SIGINT reaches the launcher only (the compiler leads a
+  // process group of its own); the launcher passes it on and says so to fadd.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  std::ofstream(d.dir() / "c.cu") << "// fake-nvcc: duration_s=60\n";
+  const pid_t launcher = start_fad_nvcc(d, "c");
+  REQUIRE(launcher > 0);
+  REQUIRE(wait_for([&] { return !d.fake_pids().empty(); }, std::chrono::seconds(30)));
+  const pid_t compiler = d.fake_pids().back();
+  REQUIRE(::kill(launcher, SIGINT) == 0);
+  INFO(slurp(d.dir() / "c.err"));
+  CHECK(wait_process(launcher, 30) == 128 + SIGINT);  // the compiler's status, as under plain make
+  CHECK(wait_for([&] { return ::kill(compiler, 0) != 0; }, std::chrono::seconds(10)));
+  // Its build (the launches of one session) lives on: a build tool goes on after one compile.
+  json build, unit;
+  CHECK(wait_for(
+      [&] {
+        const auto builds = d.status_all().at("builds");
+        if (builds.empty()) return false;
+        build = d.status(builds.at(0).at("id"));
+        unit = build.at("unit_list").at(0);
+        return unit.at("state") != "running";
+      },
+      std::chrono::seconds(10)));
+  INFO(build.dump(2) << d.daemon_log());
+  CHECK(build.at("unit_list").size() == 1);
+  CHECK(unit.at("state") == "cancelled");
+  CHECK(unit.at("exit_code") == 128 + SIGINT);
+  CHECK_THAT(d.fad({"logs", std::to_string(build.at("id").get<std::int64_t>())}).out,
+             Catch::Contains("cancelled c.o: its launcher got SIGINT and passed it on"));
+  CHECK_FALSE(fs::exists(d.dir() / "c.o"));
+}
+
 TEST_CASE("a launcher that finds all of its user's connections taken waits for one, and fadd runs its compile",
           "[integration][launcher][hostile]") {
   Daemon d;

@@ -18,6 +18,10 @@ TEST_CASE("exit status: 128 + N is signal N, anything else an exit code", "[exit
   CHECK(exit_status_text(153) == "killed by signal 25 (SIGXFSZ)");
   CHECK(exit_status_text(2) == "exit code 2");
   CHECK(exit_status_text(255) == "exit code 255");
+  CHECK(signal_name(2) == "SIGINT");
+  CHECK(signal_name(15) == "SIGTERM");
+  CHECK(signal_name(0) == "signal 0");
+  CHECK(signal_name(99) == "signal 99");
 }
 
 }  // namespace fad

@@ -37,6 +37,12 @@ TEST_CASE("launch protocol: every message round-trips", "[protocol][launch]") {
   REQUIRE(finished);
   CHECK(finished->signaled);
   CHECK(finished->exit_code == 143);
+  CHECK(finished->interrupt_signal == 0);
+  LaunchFinishedRequest interrupted{5, 130, true};
+  interrupted.interrupt_signal = 2;
+  auto finished_back = LaunchFinishedRequest::from_json(interrupted.to_json());
+  REQUIRE(finished_back);
+  CHECK(finished_back->interrupt_signal == 2);
 }
 
 TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
@@ -101,6 +107,10 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   REQUIRE_FALSE(long_name);
   CHECK(long_name.error() == "field \"name\" must be at most 256 bytes");
   CHECK_FALSE(LaunchFinishedRequest::from_json({{"unit_id", 1}, {"exit_code", 0}, {"signaled", "yes"}}));
+  auto bad_signal = LaunchFinishedRequest::from_json({{"unit_id", 1}, {"exit_code", 0}, {"interrupt_signal", 65}});
+  REQUIRE_FALSE(bad_signal);
+  CHECK(bad_signal.error().find("interrupt_signal") != std::string::npos);
+  CHECK_FALSE(LaunchFinishedRequest::from_json({{"unit_id", 1}, {"exit_code", 0}, {"interrupt_signal", "INT"}}));
 }
 
 TEST_CASE("launch protocol: content_hash and compiler_version are optional, bounded and checked",

@@ -748,6 +748,34 @@ TEST_CASE("engine faults: a compile rerun after the OOM killer waits as long as 
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);  // not after the 30 s for one fadd cannot see
 }
 
+TEST_CASE("engine faults: a compile whose launcher passed on a Ctrl-C is cancelled, with a line in its build's log",
+          "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  seen_launcher(f, 0, 777);
+  const auto unit = started_launch(f, launch_of("/w/a.cu"), 5000);
+  LaunchFinishedRequest interrupted{unit, 130, true};
+  interrupted.interrupt_signal = SIGINT;
+  auto done = f.engine->launch_finished(f.me, interrupted);
+  REQUIRE(done.ok);
+  CHECK(done.result.at("requeue") == false);
+  const auto record = f.store->unit(unit);
+  CHECK(record->state == UnitState::cancelled);
+  CHECK(record->exit_code == 130);
+  CHECK_THAT(test::slurp(f.build_dir(record->build_id) + "/build.log"),
+             Contains("cancelled out.o: its launcher got SIGINT and passed it on"));
+  // The OOM killer's kill in the same instant brings no rerun: the launcher
+  // is leaving, and a requeued compile would wait for nobody.
+  const auto other = started_launch(f, launch_of("/w/b.cu"), 5001);
+  f.launcher.released_oom_killed = true;
+  LaunchFinishedRequest killed{other, 137, true};
+  killed.interrupt_signal = SIGTERM;
+  done = f.engine->launch_finished(f.me, killed);
+  REQUIRE(done.ok);
+  CHECK(done.result.at("requeue") == false);
+  CHECK(f.store->unit(other)->state == UnitState::cancelled);
+}
+
 TEST_CASE("engine faults: a compiler its user stopped (Ctrl-Z) frees its core for other builds until continued",
           "[engine][faults]") {
   EngineFixture f;

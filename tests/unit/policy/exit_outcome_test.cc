@@ -120,5 +120,32 @@ TEST_CASE("exit outcome: a lost Slurm step runs again with no floor, until its f
   CHECK(decide_exit(cancelled).action == Action::cancelled);
 }
 
+TEST_CASE("exit outcome: a launched compile whose launcher was interrupted is cancelled, not failed or rerun") {
+  UnitExit e = ended(130, true);
+  e.external = true;
+  e.interrupted = true;
+  CHECK(decide_exit(e).action == Action::cancelled);
+  // Its launcher leaves: neither an OOM kill nor a lost step brings a rerun.
+  e.oom_killed = true;
+  CHECK(decide_exit(e).action == Action::cancelled);
+  e.oom_killed = false;
+  e.lost = true;
+  e.lost_runs = 1;
+  CHECK(decide_exit(e).action == Action::cancelled);
+  // A compile that finished before the signal could end it succeeded.
+  UnitExit finished = ended(0);
+  finished.external = true;
+  finished.interrupted = true;
+  CHECK(decide_exit(finished).action == Action::succeed);
+  // A make that exits 2 on its own after the interrupt: cancelled too.
+  UnitExit code = ended(2);
+  code.external = true;
+  code.interrupted = true;
+  CHECK(decide_exit(code).action == Action::cancelled);
+  // Not interrupted, the same exit is the build tool's failure.
+  code.interrupted = false;
+  CHECK(decide_exit(code).action == Action::fail);
+}
+
 }  // namespace
 }  // namespace fad
