@@ -382,7 +382,8 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   }
 
   auto* history = app.add_subcommand("history", "finished builds with queue time, run time and peak memory");
-  history->add_option("--limit", raw.limit, "how many builds, 1 to 10000 (default 20)")->type_name("N");
+  history->add_option("--limit", raw.limit, "how many of the newest builds (by ID), 1 to 10000 (default 20)")
+      ->type_name("N");
   history->add_flag("--json", raw.json, "print JSON");
   add_locations(history, raw);
   auto* history_export = history->add_subcommand("export", "write the learnt unit profiles to FILE (versioned JSON)");
