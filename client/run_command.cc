@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "client/launcher.h"
 #include "client/progress.h"
 #include "client/shim_dir.h"
+#include "common/exit_status.h"
 #include "common/json_fields.h"
 #include "common/launch_protocol.h"
 #include "common/size.h"
@@ -44,9 +46,17 @@ const char* const kRunHelp =
 
 namespace {
 pid_t g_child = 0;
+/// A SIGINT, SIGTERM or SIGHUP that came after the build was opened but
+/// before the command started: the command is then never started.
+volatile sig_atomic_t g_early_signal = 0;
 void forward(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
+  if (g_child > 0)
+    ::kill(g_child, sig);
+  else
+    g_early_signal = sig;
 }
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 
 // How often fad run looks at its build while the command runs, and how long
 // the build must be held up before the terminal is told.
@@ -288,6 +298,25 @@ int run_build_command(const RunOptions& o) {
     std::cerr << "fad run: " << answer->message << "\n";
     return kExitUsage;
   }
+  // From here a Ctrl-C is fad run's to pass on (one while fadd is asked
+  // still ends it): one before the command starts closes the build at once,
+  // not 30 s after fadd finds this fad run gone.
+  // The command gets the dispositions and mask fad run was given (nohup's
+  // ignored SIGHUP stays ignored); fad run itself must see them to pass them on.
+  struct sigaction sa {
+  }, given[std::size(kForwarded)];
+  sa.sa_handler = forward;
+  for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &sa, &given[k]);
+  sigset_t forwarded, given_mask;
+  ::sigemptyset(&forwarded);
+  for (int sig : kForwarded) ::sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_UNBLOCK, &forwarded, &given_mask);
+  // One the command would ignore (nohup's SIGHUP) does not keep it from running.
+  auto stops_command = [&](int sig) {
+    for (std::size_t k = 0; k < std::size(kForwarded); ++k)
+      if (kForwarded[k] == sig) return given[k].sa_handler != SIG_IGN;
+    return false;
+  };
   if (id)
     std::cerr << "fad run: build " << *id << " (follow it with 'fad watch " << *id << "' or 'fad status " << *id
               << "')\n";
@@ -336,15 +365,26 @@ int run_build_command(const RunOptions& o) {
   if (id) ::setenv("MAX_JOBS", std::to_string(4 * cores).c_str(), 0);
   ::unsetenv("NVCC_THREADS");
 
-  // 3. Run the command, passing Ctrl-C on.
+  // 3. Run the command, passing Ctrl-C on. Signals wait across the fork:
+  //    one that comes then reaches the command once fad run knows its pid,
+  //    and kills the child as it would the command.
   int code = 1;
-  g_child = ::fork();
-  if (g_child == 0) ::_exit(exec_direct(o.command));
+  ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
+  if (g_early_signal != 0 && !stops_command(g_early_signal)) g_early_signal = 0;
+  if (g_early_signal == 0) {
+    g_child = ::fork();
+    if (g_child == 0) {
+      for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &given[k], nullptr);
+      ::sigprocmask(SIG_SETMASK, &given_mask, nullptr);
+      ::_exit(exec_direct(o.command));
+    }
+  }
+  ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
   if (g_child > 0) {
-    struct sigaction sa {};
-    sa.sa_handler = forward;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
     code = wait_and_watch(g_child, o.entry.socket, id);
+  } else if (g_early_signal != 0) {
+    code = 128 + g_early_signal;
+    std::cerr << "fad run: " << signal_name(g_early_signal) << " before the command started; it was not run\n";
   }
 
   // 4. Close the build with the command's result.

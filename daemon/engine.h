@@ -341,6 +341,8 @@ class Engine {
   std::optional<std::string> pruned_on(const BuildRecord& b) const;
   /// Shows units in unrecorded_ as they ended, in a status about to be sent.
   void overlay_unrecorded(std::vector<UnitRecord>& units) const;
+  /// A running unit fadd is ending with a cancel: it will be written cancelled.
+  bool ending_for_good(std::int64_t unit_id) const;
   void storage_failed(const std::string& what);
   void storage_ok();
   /// Runs `write`; a StoreError it throws (a full disk) is noted, not raised.

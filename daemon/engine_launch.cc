@@ -123,7 +123,9 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
     // killed with its launchers): ended, and the log says so beside the
     // build's own line.
     if (r.stop == StopReason::none)
-      append_build_log(b.id, "ended " + r.unit.name + ": its build closed while it compiled (cancelled)\n");
+      append_build_log(b.id, "ended " + r.unit.name +
+                                 (r.pgid == 0 ? ": its build closed before its compiler started (cancelled)\n"
+                                              : ": its build closed while it compiled (cancelled)\n"));
     stop_unit(r, StopReason::cancel, now);
   }
   store_.set_pending_units(b.id, UnitState::cancelled, false);

@@ -217,6 +217,13 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
       u.state = UnitState::cancelled;
       continue;
     }
+    // Being ended for good (its build cancelled or closed, its launcher
+    // gone): shown as its end will be written, so a summary taken at once
+    // counts it.
+    if (u.state == UnitState::running && ending_for_good(u.id)) {
+      u.state = UnitState::cancelled;
+      continue;
+    }
     const auto it = unrecorded_.find(u.id);
     if (it == unrecorded_.end() || it->second.recorded) continue;
     const Ended& e = it->second;
@@ -232,6 +239,11 @@ void Engine::overlay_unrecorded(std::vector<UnitRecord>& units) const {
     u.duration_s = e.duration;
     u.finished_at = e.finished_at;
   }
+}
+
+bool Engine::ending_for_good(std::int64_t unit_id) const {
+  const auto r = running_.find(unit_id);
+  return r != running_.end() && r->second.stop == StopReason::cancel;
 }
 
 UnitSummary Engine::listed_summary(const BuildRecord& b) {
@@ -253,8 +265,14 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
       s.count(pending, -n);
       s.count(UnitState::cancelled, n);
     }
-  for (const auto& [id, r] : running_)
-    if (r.unit.build_id == b.id) s.current_bytes += r.current;
+  for (const auto& [id, r] : running_) {
+    if (r.unit.build_id != b.id) continue;
+    s.current_bytes += r.current;
+    if (!unrecorded_cancels_.count(b.id) && ending_for_good(id)) {
+      s.count(UnitState::running, -1);
+      s.count(UnitState::cancelled);
+    }
+  }
   return s;
 }
 

@@ -320,6 +320,36 @@ TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so 
   CHECK(d.wait_final(second_id, 30).at("state") == "cancelled");
 }
 
+TEST_CASE("a Ctrl-C that reaches fad run before its command starts closes the build at once and runs nothing",
+          "[integration][launcher]") {
+  // The signal is made to wait for fad run's own handler, so that it lands
+  // in that window every time: sent while blocked, it is pending through
+  // exec and delivered once fad run, its build open, unblocks it to pass
+  // signals on. Bug: a Ctrl-C in that window killed fad run, leaving an
+  // open build that fadd failed 30 s later.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const fs::path ran = d.dir() / "ran";
+  const pid_t run = start_process({"python3", "-c",
+                                   "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT]); "
+                                   "os.kill(os.getpid(), signal.SIGINT); os.execv(sys.argv[1], sys.argv[1:])",
+                                   FAD_FAD_BIN, "run", "--name", "interrupted early", "--", "touch", ran.string()},
+                                  {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
+  REQUIRE(run > 0);
+  const int code = wait_process(run, 30);
+  const std::string err = slurp(d.dir() / "run.err");
+  INFO(err);
+  CHECK(code == 128 + SIGINT);
+  CHECK_THAT(err, Catch::Contains("fad run: SIGINT before the command started; it was not run"));
+  CHECK_FALSE(fs::exists(ran));
+  // Closed by fad run itself, not by fadd's 30 s wait for a vanished fad run.
+  const json build = find_build(d.status_all(), "interrupted early");
+  REQUIRE(!build.is_null());
+  CHECK(build.at("state") == "failed");
+  CHECK(build.at("error") == "command exited with code 130");
+}
+
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
           "[integration][launcher][hostile]") {
   Daemon d;

@@ -963,9 +963,30 @@ TEST_CASE("engine faults: a launcher killed while its compiler runs has the comp
   CHECK(f.launcher.signals_to(third) == std::vector<int>{SIGTERM});
   CHECK_THAT(test::slurp(f.build_dir(run) + "/build.log"),
              Contains(": its build closed while it compiled (cancelled)"));
+  // Asked at once (fad run's summary), before its compiler has exited, the
+  // compile shows and counts as it will be written.
+  const auto shown = f.engine->status(f.me, StatusRequest{run}).result["builds"][0];
+  REQUIRE(f.store->unit(compiling)->state == UnitState::running);
+  CHECK(shown.at("unit_list").at(0).at("state") == "cancelled");
+  CHECK(shown.at("units").at("cancelled") == 1);
+  CHECK(shown.at("units").at("running") == 0);
+  const auto listed = f.engine->status(f.me, StatusRequest{}).result.at("builds");
+  for (const auto& b : listed)
+    if (b.at("id") == run) CHECK(b.at("units").at("cancelled") == 1);
   f.launcher.gone.insert(third);
   tick_for(f, 5);
   CHECK(f.store->unit(compiling)->state == UnitState::cancelled);
+
+  // One admitted whose compiler had not started: its log line says so.
+  const auto second_run = open_run_build(f, "closing before a start");
+  auto waiting = launch_of("/w/d.cu");
+  waiting.build_id = second_run;
+  const auto admitted = admitted_launch(f, waiting);
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{second_run, 130}).ok);
+  CHECK_THAT(test::slurp(f.build_dir(second_run) + "/build.log"),
+             Contains("ended out.o: its build closed before its compiler started (cancelled)"));
+  tick_for(f, 1);
+  CHECK(f.store->unit(admitted)->state == UnitState::cancelled);
 }
 
 TEST_CASE("engine faults: a cancelled external unit whose launcher vanished leaves, and shutdown ends",
