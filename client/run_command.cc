@@ -300,11 +300,11 @@ int run_build_command(const RunOptions& o) {
   }
   // From here a Ctrl-C is fad run's to pass on (one while fadd is asked
   // still ends it): one before the command starts closes the build at once,
-  // not 30 s after fadd finds this fad run gone.
-  // The command gets the dispositions and mask fad run was given (nohup's
-  // ignored SIGHUP stays ignored); fad run itself must see them to pass them on.
-  struct sigaction sa {
-  }, given[std::size(kForwarded)];
+  // not 30 s after fadd finds this fad run gone. fad run must see these
+  // signals to pass them on; the command gets the dispositions and mask fad
+  // run was given (nohup's ignored SIGHUP stays ignored).
+  struct sigaction given[std::size(kForwarded)] = {};
+  struct sigaction sa {};
   sa.sa_handler = forward;
   for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &sa, &given[k]);
   sigset_t forwarded, given_mask;

@@ -381,9 +381,13 @@ Response Engine::launch_finished(const Caller& caller, const LaunchFinishedReque
   const auto account = launcher_.release(it->second.pgid, ProcessLauncher::Leftovers::kill);
   // A compiler the OOM killer ended may show as a plain exit code through a
   // step wrapper; its cgroup knows better.
-  ExitInfo info{req.exit_code,      req.signaled || account.oom_killed,
-                account.peak_bytes, account.oom_killed,
-                account.lost,       account.peak_source};
+  ExitInfo info;
+  info.exit_code = req.exit_code;
+  info.signaled = req.signaled || account.oom_killed;
+  info.peak_bytes = account.peak_bytes;
+  info.oom_killed = account.oom_killed;
+  info.lost = account.lost;
+  info.peak_source = account.peak_source;
   info.interrupt_signal = req.interrupt_signal;
   on_exit(req.unit_id, info);
   // Stopped by fad, or killed by the OOM killer and requeued: the launcher
