@@ -259,7 +259,8 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
     s.count(stored->state, -1);
     s.count(shown[0].state);
   }
-  if (unrecorded_cancels_.count(b.id))
+  const bool cancel_unwritten = unrecorded_cancels_.count(b.id) > 0;
+  if (cancel_unwritten)
     for (const UnitState pending : {UnitState::queued, UnitState::running}) {
       const int n = s.by_state[static_cast<int>(pending)];
       s.count(pending, -n);
@@ -268,7 +269,7 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
   for (const auto& [id, r] : running_) {
     if (r.unit.build_id != b.id) continue;
     s.current_bytes += r.current;
-    if (!unrecorded_cancels_.count(b.id) && ending_for_good(id)) {
+    if (!cancel_unwritten && r.stop == StopReason::cancel) {  // counted as overlay_unrecorded shows it
       s.count(UnitState::running, -1);
       s.count(UnitState::cancelled);
     }

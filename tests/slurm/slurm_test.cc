@@ -18,21 +18,23 @@ using namespace fad::test;
 
 namespace {
 
-const std::map<std::string, std::string> kClusterEnv{{"FAD_SLURM_DIR", "/tmp/fad-slurm-tests"},
+const std::string kSlurmDir = "/tmp/fad-slurm-tests";
+const std::map<std::string, std::string> kClusterEnv{{"FAD_SLURM_DIR", kSlurmDir},
                                                      {"FAD_SLURM_PORT", "17817"},
                                                      {"FAD_SLURM_NODES", "4"},
                                                      {"FAD_SLURM_NODE_CPUS", "2"},
                                                      {"FAD_SLURM_NODE_MEM_MB", "3072"}};
-const std::string kSlurmConf = "/tmp/fad-slurm-tests/etc/slurm.conf";
+const std::string kSlurmConf = kSlurmDir + "/etc/slurm.conf";
+/// The environment of a Slurm command against the test cluster.
+const std::map<std::string, std::string> kSlurmEnv{{"SLURM_CONF", kSlurmConf}};
 
 /// What Slurm itself says now: its queue with each job's pending reason, its
 /// nodes with their states, and the end of slurmctld's log. Shown with every
 /// failure, so a build that waited on Slurm says what it waited for.
 std::string cluster_state() {
-  const std::map<std::string, std::string> env{{"SLURM_CONF", kSlurmConf}};
-  auto queue = run({"squeue", "--all", "--format=%i %j %T %r %N %M"}, env, 30);
-  auto nodes = run({"sinfo", "--Node", "--format=%N %T %E"}, env, 30);
-  auto log = run({"tail", "-n", "40", "/tmp/fad-slurm-tests/log/slurmctld.log"}, {}, 30);
+  auto queue = run({"squeue", "--all", "--format=%i %j %T %r %N %M"}, kSlurmEnv, 30);
+  auto nodes = run({"sinfo", "--Node", "--format=%N %T %E"}, kSlurmEnv, 30);
+  auto log = run({"tail", "-n", "40", kSlurmDir + "/log/slurmctld.log"}, {}, 30);
   return "\nsqueue:\n" + queue.out + queue.err + "sinfo:\n" + nodes.out + nodes.err + "slurmctld.log:\n" + log.out;
 }
 
@@ -43,11 +45,10 @@ std::string start_cluster() {
   if (::geteuid() != 0) return "needs root to run slurmd";
   auto r = run({"bash", std::string(FAD_SOURCE_DIR) + "/scripts/slurm-local.sh", "start"}, kClusterEnv, 120);
   if (r.exit_code != 0) return "scripts/slurm-local.sh start failed: " + r.out + r.err;
-  const std::map<std::string, std::string> env{{"SLURM_CONF", kSlurmConf}};
   const bool idle = wait_for(
       [&] {
-        auto queue = run({"squeue", "--all", "--noheader"}, env, 30);
-        auto states = run({"sinfo", "--Node", "--noheader", "--format=%T"}, env, 30);
+        auto queue = run({"squeue", "--all", "--noheader"}, kSlurmEnv, 30);
+        auto states = run({"sinfo", "--Node", "--noheader", "--format=%T"}, kSlurmEnv, 30);
         if (queue.exit_code != 0 || states.exit_code != 0 || !queue.out.empty()) return false;
         std::istringstream lines(states.out);
         for (std::string state; std::getline(lines, state);)
@@ -76,7 +77,7 @@ void write_config(Daemon& d, const std::string& extra = "") {
 /// Steps Slurm runs now: step name -> its TRES (e.g. "cpu=1,mem=356M,node=1").
 std::map<std::string, std::string> running_steps() {
   std::map<std::string, std::string> out;
-  auto r = run({"scontrol", "show", "step", "--oneliner"}, {{"SLURM_CONF", kSlurmConf}}, 30);
+  auto r = run({"scontrol", "show", "step", "--oneliner"}, kSlurmEnv, 30);
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
     auto field = [&line](const std::string& key) {
@@ -108,7 +109,7 @@ TEST_CASE("a bundled build runs as Slurm steps packed over two nodes, each with 
   for (int i = 0; i < 6; ++i) units.push_back({"fwd_u" + std::to_string(i), "peak_mb=80 duration_s=2"});
   d.write_kernels(units);
   write_config(d);
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   const auto id = d.submit({"--arch", "9.0"});
 
   // While it runs, record every step Slurm shows with its resources.
@@ -168,7 +169,7 @@ TEST_CASE("a unit past its --mem is OOM-killed by Slurm's cgroup and requeued wi
   // Estimated at 200 MiB (the prior), so the step gets 328 MiB; it needs 420.
   d.write_kernels({{"big_one", "peak_mb=420 duration_s=3"}});
   write_config(d);
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   const auto id = d.submit({"--arch", "9.0"});
   const auto b = d.wait_final(id, 180);
   INFO(b.dump(2) << d.daemon_log() << cluster_state());
@@ -190,7 +191,7 @@ TEST_CASE("when the allocation is cancelled, fad asks for a new one and redoes n
   for (int i = 0; i < 8; ++i) units.push_back({"fam_u" + std::to_string(i), "peak_mb=40 duration_s=2"});
   d.write_kernels(units);
   write_config(d);
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   const auto id = d.submit({"--arch", "9.0"});
   // Once some units finished, cancel the allocation under fad.
   REQUIRE(wait_for([&] { return d.status(id).at("units").at("succeeded").get<int>() >= 2; }, std::chrono::seconds(90)));
@@ -200,7 +201,7 @@ TEST_CASE("when the allocation is cancelled, fad asks for a new one and redoes n
   const json build_now = d.status(id);  // named: a range-for over a temporary's member would dangle
   for (const auto& u : build_now.at("unit_list"))
     if (u.at("state") == "succeeded") finished_before.insert(u.at("name").get<std::string>());
-  REQUIRE(run({"scancel", std::to_string(first_job.get<long>())}, {{"SLURM_CONF", kSlurmConf}}).exit_code == 0);
+  REQUIRE(run({"scancel", std::to_string(first_job.get<long>())}, kSlurmEnv).exit_code == 0);
 
   const auto b = d.wait_final(id, 180);
   INFO(b.dump(2) << d.daemon_log() << cluster_state());
@@ -226,7 +227,7 @@ TEST_CASE("nodes that cannot see fad's files are named, and nothing runs", "[slu
   Daemon d;
   d.write_kernels({{"lone_unit", "peak_mb=10 duration_s=0.2"}});
   write_config(d, R"(, "step_wrapper": "/nonexistent/fad-step")");
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   const auto id = d.submit({"--arch", "9.0"});
   std::string reason;
   REQUIRE(wait_for(
@@ -248,7 +249,7 @@ TEST_CASE("fad run: a ninja build's compiles run as Slurm steps on the nodes fad
   Daemon d;
   d.write_kernels({});
   write_config(d);
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   auto dir = write_ninja_project(d.dir() / "p", 6, "peak_mb=60 duration_s=1.5", std::string(FAD_FAD_BIN) + " launch");
   auto r = run({FAD_FAD_BIN, "run", "--name", "ninja-on-slurm", "--", "ninja", "-C", dir.string(), "-j", "8"},
                slurm_env(d), 300);
@@ -281,13 +282,13 @@ TEST_CASE("job-per-unit mode: each unit is a Slurm job of its own, with fad's --
   Daemon d;
   d.write_kernels({{"jpu_a", "peak_mb=40 duration_s=1.5"}, {"jpu_b", "peak_mb=40 duration_s=1.5"}});
   write_config(d, R"(, "mode": "job-per-unit")");
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   const auto id = d.submit({"--arch", "9.0"});
   // Each unit shows in squeue as a job (not a step) named after it.
   std::set<std::string> jobs;
   bool done = wait_for(
       [&] {
-        auto q = run({"squeue", "--noheader", "--format=%j|%m"}, {{"SLURM_CONF", kSlurmConf}}, 30);
+        auto q = run({"squeue", "--noheader", "--format=%j|%m"}, kSlurmEnv, 30);
         std::istringstream lines(q.out);
         for (std::string line; std::getline(lines, line);)
           if (line.rfind("fad-u", 0) == 0) jobs.insert(line);
@@ -317,7 +318,7 @@ TEST_CASE("a Slurm step past unit_time_limit is ended, and the build says why", 
       << R"({"poll_interval_ms": 100, "unit_memory_prior": "200M", "executor": "slurm", "unit_time_limit": "3s",
             "slurm": {"nodes": 1, "time_limit": "30"}})"
       << "\n";
-  d.start({}, {{"SLURM_CONF", kSlurmConf}});
+  d.start({}, kSlurmEnv);
   const auto id = d.submit({"--arch", "9.0"});
   const auto b = d.wait_final(id, 240);
   INFO(b.dump(2) << d.daemon_log() << cluster_state());
