@@ -46,14 +46,19 @@ const char* const kRunHelp =
 
 namespace {
 pid_t g_child = 0;
-/// A SIGINT, SIGTERM or SIGHUP that came after the build was opened but
-/// before the command started: the command is then never started.
+/// A SIGINT, SIGTERM or SIGHUP that came before the command started: the
+/// command is then never started.
 volatile sig_atomic_t g_early_signal = 0;
+/// The first one passed on to the command: fadd records the build cancelled
+/// when the command then fails.
+volatile sig_atomic_t g_passed_on = 0;
 void forward(int sig) {
-  if (g_child > 0)
+  if (g_child > 0) {
     ::kill(g_child, sig);
-  else
+    if (g_passed_on == 0) g_passed_on = sig;
+  } else {
     g_early_signal = sig;
+  }
 }
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
@@ -125,7 +130,7 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
 // A busy fadd (its connections all taken for now) is asked again: a build
 // left open would end failed once fadd found this fad run gone. Returns the
 // last failure when fadd never took the close.
-std::optional<CallFailure> close_build(const std::string& socket, std::int64_t id, int code) {
+std::optional<CallFailure> close_build(const std::string& socket, const CloseBuildRequest& close) {
   // A busy fadd answers within seconds; one restarting (systemctl restart,
   // its compilers given their kill grace) or whose deleted socket it makes
   // again (every 10 s) is back within seconds too. One that stays away ends
@@ -135,14 +140,14 @@ std::optional<CallFailure> close_build(const std::string& socket, std::int64_t i
   const auto start = std::chrono::steady_clock::now();
   bool said = false;
   for (auto pause = std::chrono::milliseconds(100);; pause = std::min(pause * 2, std::chrono::milliseconds(2000))) {
-    const auto r = call_daemon(socket, Request{"close_build", CloseBuildRequest{id, code}.to_json()});
+    const auto r = call_daemon(socket, Request{"close_build", close.to_json()});
     const auto* failure = std::get_if<CallFailure>(&r);
     if (!failure) return std::nullopt;
     if (!failure->retryable) return *failure;
     const auto waited = std::chrono::steady_clock::now() - start;
     if (waited >= (failure->busy ? std::chrono::seconds(60) : kAbsentFor)) return *failure;
     if (!said && !failure->busy) {
-      std::cerr << "fad: cannot reach fadd to close build " << id << " ("
+      std::cerr << "fad: cannot reach fadd to close build " << close.id << " ("
                 << (failure->cause.empty() ? failure->message : failure->cause) << "); retrying for up to "
                 << kAbsentFor.count() << " s\n";
       said = true;
@@ -285,8 +290,32 @@ std::string intercept_library() {
 }
 
 int run_build_command(const RunOptions& o) {
+  // From the start a Ctrl-C is fad run's to pass on: one before the command
+  // starts (while fadd is asked, too) closes the build at once, not 30 s
+  // after fadd finds this fad run gone. fad run must see these signals to
+  // pass them on; the command gets the dispositions and mask fad run was
+  // given. One it was started ignoring (nohup's SIGHUP) stays ignored by
+  // both: it neither keeps the command from starting nor cancels the build.
+  struct sigaction given[std::size(kForwarded)] = {};
+  struct sigaction sa {};
+  sa.sa_handler = forward;
+  for (std::size_t k = 0; k < std::size(kForwarded); ++k) {
+    ::sigaction(kForwarded[k], nullptr, &given[k]);
+    if (given[k].sa_handler != SIG_IGN) ::sigaction(kForwarded[k], &sa, nullptr);
+  }
+  sigset_t forwarded, given_mask;
+  ::sigemptyset(&forwarded);
+  for (int sig : kForwarded) ::sigaddset(&forwarded, sig);
+  ::sigprocmask(SIG_UNBLOCK, &forwarded, &given_mask);
+  auto early_stop = [] { return g_early_signal != 0; };
+  auto not_run = [&] {
+    std::cerr << "fad run: " << signal_name(g_early_signal) << " before the command started; it was not run\n";
+    return 128 + g_early_signal;
+  };
+
   // 1. Open the build. Without fadd the command still runs, its compiles
   //    routed through launchers that wait for memory on their own.
+  if (early_stop()) return not_run();
   OpenBuildRequest open{o.name, join(o.command, " "), std::nullopt};
   if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
   auto opened = call_daemon(o.entry.socket, Request{"open_build", open.to_json()});
@@ -298,25 +327,6 @@ int run_build_command(const RunOptions& o) {
     std::cerr << "fad run: " << answer->message << "\n";
     return kExitUsage;
   }
-  // From here a Ctrl-C is fad run's to pass on (one while fadd is asked
-  // still ends it): one before the command starts closes the build at once,
-  // not 30 s after fadd finds this fad run gone. fad run must see these
-  // signals to pass them on; the command gets the dispositions and mask fad
-  // run was given (nohup's ignored SIGHUP stays ignored).
-  struct sigaction given[std::size(kForwarded)] = {};
-  struct sigaction sa {};
-  sa.sa_handler = forward;
-  for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &sa, &given[k]);
-  sigset_t forwarded, given_mask;
-  ::sigemptyset(&forwarded);
-  for (int sig : kForwarded) ::sigaddset(&forwarded, sig);
-  ::sigprocmask(SIG_UNBLOCK, &forwarded, &given_mask);
-  // One the command would ignore (nohup's SIGHUP) does not keep it from running.
-  auto stops_command = [&](int sig) {
-    for (std::size_t k = 0; k < std::size(kForwarded); ++k)
-      if (kForwarded[k] == sig) return given[k].sa_handler != SIG_IGN;
-    return false;
-  };
   if (id)
     std::cerr << "fad run: build " << *id << " (follow it with 'fad watch " << *id << "' or 'fad status " << *id
               << "')\n";
@@ -370,8 +380,7 @@ int run_build_command(const RunOptions& o) {
   //    and kills the child as it would the command.
   int code = 1;
   ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
-  if (g_early_signal != 0 && !stops_command(g_early_signal)) g_early_signal = 0;
-  if (g_early_signal == 0) {
+  if (!early_stop()) {
     g_child = ::fork();
     if (g_child == 0) {
       for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &given[k], nullptr);
@@ -383,13 +392,14 @@ int run_build_command(const RunOptions& o) {
   if (g_child > 0) {
     code = wait_and_watch(g_child, o.entry.socket, id);
   } else if (g_early_signal != 0) {
-    code = 128 + g_early_signal;
-    std::cerr << "fad run: " << signal_name(g_early_signal) << " before the command started; it was not run\n";
+    code = not_run();
   }
 
-  // 4. Close the build with the command's result.
+  // 4. Close the build with the command's result, and the signal it was
+  //    stopped with (the user's Ctrl-C: cancelled, not failed).
   if (id) {
-    if (const auto unclosed = close_build(o.entry.socket, *id, std::min(code, 255)))
+    const int interrupted_by = g_early_signal != 0 ? g_early_signal : g_passed_on;
+    if (const auto unclosed = close_build(o.entry.socket, CloseBuildRequest{*id, std::min(code, 255), interrupted_by}))
       std::cerr << "fad: build " << *id << " stays open (" << unclosed->message
                 << "); fadd ends it as failed once it finds this fad run gone\n";
     else if (auto build = build_status(o.entry.socket, *id))

@@ -96,10 +96,20 @@ Result<CloseBuildRequest> CloseBuildRequest::from_json(const json& body) {
   if (!id) return make_error(id.error());
   auto code = int_field(body, "exit_code", -1, 255, "an exit code (-1..255)");
   if (!code) return make_error(code.error());
-  return CloseBuildRequest{*id, static_cast<int>(*code)};
+  CloseBuildRequest r{*id, static_cast<int>(*code)};
+  if (body.contains("interrupt_signal")) {
+    auto sig = int_field(body, "interrupt_signal", 0, 64, "a signal number (0..64)");
+    if (!sig) return make_error(sig.error());
+    r.interrupt_signal = static_cast<int>(*sig);
+  }
+  return r;
 }
 
-json CloseBuildRequest::to_json() const { return json{{"id", id}, {"exit_code", exit_code}}; }
+json CloseBuildRequest::to_json() const {
+  json j{{"id", id}, {"exit_code", exit_code}};
+  if (interrupt_signal != 0) j["interrupt_signal"] = interrupt_signal;
+  return j;
+}
 
 Result<LaunchRequest> LaunchRequest::from_json(const json& body) {
   if (Status s = require_object(body); !s) return Error{s.error()};

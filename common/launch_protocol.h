@@ -37,6 +37,9 @@ struct OpenBuildRequest {
 struct CloseBuildRequest {
   std::int64_t id = 0;
   int exit_code = 0;
+  /// The signal fad run got and passed on to its command (Ctrl-C), 0 for
+  /// none: a command that then did not exit 0 was cancelled, not failed.
+  int interrupt_signal = 0;
   static Result<CloseBuildRequest> from_json(const json& body);
   json to_json() const;
 };

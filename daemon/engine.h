@@ -324,7 +324,9 @@ class Engine {
   /// The process `pid` as fadd can tell it apart later; none when it cannot see it.
   std::optional<ProcessStamp> stamp_of(int pid);
   void observe_running(double now);
-  void finalize_external(const BuildRecord& b, const std::string& why);
+  /// Ends a fad run build: succeeded when `why` is empty and no compile
+  /// failed; else failed, or cancelled when its command was interrupted.
+  void finalize_external(const BuildRecord& b, const std::string& why, bool cancelled = false);
   void stop_unit(Running& r, StopReason reason, double now);
   void on_exit(std::int64_t unit_id, ExitInfo info);
   void prepare_end(Ended& e);

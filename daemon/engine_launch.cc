@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/duration.h"
+#include "common/exit_status.h"
 #include "common/size.h"
 #include "common/text.h"
 #include "daemon/build_files.h"
@@ -115,7 +116,7 @@ Response Engine::open_build(const Caller& caller, const OpenBuildRequest& req) {
   return ok_response({{"id", id}});
 }
 
-void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
+void Engine::finalize_external(const BuildRecord& b, const std::string& why, bool cancelled) {
   const double now = clock_.now();
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != b.id) continue;
@@ -133,8 +134,9 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why) {
   const bool success = why.empty() && failed == 0;
   std::string error = why;
   if (error.empty() && failed) error = std::to_string(failed) + " compile(s) failed";
-  store_.set_build_state(b.id, success ? BuildState::succeeded : BuildState::failed, clock_.wall(), error);
-  append_build_log(b.id, std::string("build ") + (success ? "succeeded" : "failed: " + error) + "\n");
+  const BuildState state = success ? BuildState::succeeded : cancelled ? BuildState::cancelled : BuildState::failed;
+  store_.set_build_state(b.id, state, clock_.wall(), error);
+  append_build_log(b.id, "build " + std::string(to_string(state)) + (success ? "" : ": " + error) + "\n");
   last_activity_.erase(b.id);
 }
 
@@ -144,8 +146,16 @@ Response Engine::close_build(const Caller& caller, const CloseBuildRequest& req)
   if (auto refused = refuse_unless_owner(caller, *b, "close")) return *refused;
   if (b->kind != "external")
     return error_response(ErrorCode::usage, "build " + std::to_string(req.id) + " was not opened by fad run");
+  // Interrupted as Slurm's srun is by Ctrl-C: the user stopped it, so it was
+  // cancelled, not failed (a command that finished all the same succeeded).
+  const bool interrupted = req.interrupt_signal != 0 && req.exit_code != 0;
   if (!is_final(b->state))
-    finalize_external(*b, req.exit_code == 0 ? "" : "command exited with code " + std::to_string(req.exit_code));
+    finalize_external(*b,
+                      req.exit_code == 0 ? ""
+                      : interrupted      ? "fad run got " + signal_name(req.interrupt_signal) + " (exit code " +
+                                          std::to_string(req.exit_code) + ")"
+                                    : "command exited with code " + std::to_string(req.exit_code),
+                      interrupted);
   return ok_response({{"id", req.id}, {"state", to_string(store_.build(req.id)->state)}});
 }
 

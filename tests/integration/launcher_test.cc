@@ -320,13 +320,13 @@ TEST_CASE("fad cancel of a fad run build stops its command, and fad run says so 
   CHECK(d.wait_final(second_id, 30).at("state") == "cancelled");
 }
 
-TEST_CASE("a Ctrl-C that reaches fad run before its command starts closes the build at once and runs nothing",
+TEST_CASE("a Ctrl-C that reaches fad run before it opens its build ends it at once, with no build and nothing run",
           "[integration][launcher]") {
   // The signal is made to wait for fad run's own handler, so that it lands
   // in that window every time: sent while blocked, it is pending through
-  // exec and delivered once fad run, its build open, unblocks it to pass
-  // signals on. Bug: a Ctrl-C in that window killed fad run, leaving an
-  // open build that fadd failed 30 s later.
+  // exec and delivered once fad run unblocks it to pass signals on. Bug: a
+  // Ctrl-C in that window killed fad run, leaving an open build that fadd
+  // failed 30 s later.
   Daemon d;
   d.write_kernels({});
   d.start();
@@ -343,11 +343,86 @@ TEST_CASE("a Ctrl-C that reaches fad run before its command starts closes the bu
   CHECK(code == 128 + SIGINT);
   CHECK_THAT(err, Catch::Contains("fad run: SIGINT before the command started; it was not run"));
   CHECK_FALSE(fs::exists(ran));
-  // Closed by fad run itself, not by fadd's 30 s wait for a vanished fad run.
-  const json build = find_build(d.status_all(), "interrupted early");
+  CHECK(find_build(d.status_all(), "interrupted early").is_null());
+}
+
+TEST_CASE("a Ctrl-C while fad run waits for fadd to open its build closes the build cancelled and runs nothing",
+          "[integration][launcher]") {
+  // fadd is stopped, so fad run sits in its call for the build; the signal
+  // reaches it there (seen in /proc as poll), fadd goes on and answers.
+  // Bug: that Ctrl-C killed fad run and left the build fadd opened open
+  // until it found fad run gone, 30 s later, and then failed it.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const fs::path ran = d.dir() / "ran";
+  REQUIRE(::kill(d.pid(), SIGSTOP) == 0);
+  const pid_t run = start_process({FAD_FAD_BIN, "run", "--name", "interrupted opening", "--", "touch", ran.string()},
+                                  {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
+  REQUIRE(run > 0);
+  const bool asking = wait_for(
+      [&] {
+        // The syscall number first: poll (7) or ppoll (271) on x86-64, as glibc builds poll().
+        const std::string call = slurp("/proc/" + std::to_string(run) + "/syscall");
+        return call.rfind("7 ", 0) == 0 || call.rfind("271 ", 0) == 0;
+      },
+      std::chrono::seconds(30));
+  CHECK(::kill(run, SIGINT) == 0);
+  ::kill(d.pid(), SIGCONT);
+  REQUIRE(asking);
+  const int code = wait_process(run, 30);
+  const std::string err = slurp(d.dir() / "run.err");
+  INFO(err);
+  CHECK(code == 128 + SIGINT);
+  CHECK_THAT(err, Catch::Contains("fad run: SIGINT before the command started; it was not run"));
+  CHECK_FALSE(fs::exists(ran));
+  // Closed by fad run itself as it left, not by fadd's wait for a vanished fad run.
+  const json build = find_build(d.status_all(), "interrupted opening");
   REQUIRE(!build.is_null());
-  CHECK(build.at("state") == "failed");
-  CHECK(build.at("error") == "command exited with code 130");
+  CHECK(build.at("state") == "cancelled");
+  CHECK(build.at("error") == "fad run got SIGINT (exit code 130)");
+}
+
+TEST_CASE("Ctrl-C passed on by fad run to its command ends the build cancelled, unless the command then succeeds",
+          "[integration][launcher]") {
+  // As Slurm records an srun stopped by Ctrl-C CANCELLED, not FAILED. Bug:
+  // the interrupted build ended failed ("command exited with code 130"),
+  // counted with broken builds in fad history.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  auto interrupted_run = [&](const std::string& name, const std::vector<std::string>& command) {
+    const fs::path started = d.dir() / (name + ".started");
+    std::vector<std::string> argv{FAD_FAD_BIN, "run", "--name", name, "--"};
+    for (const auto& word : command) argv.push_back(word == "STARTED" ? started.string() : word);
+    const pid_t run =
+        start_process(argv, {{"FAD_SOCKET", d.socket()}}, d.dir() / (name + ".out"), d.dir() / (name + ".err"));
+    REQUIRE(run > 0);
+    REQUIRE(wait_for([&] { return fs::exists(started); }, std::chrono::seconds(30)));
+    REQUIRE(::kill(run, SIGINT) == 0);
+    const int code = wait_process(run, 30);
+    INFO(slurp(d.dir() / (name + ".err")));
+    const json build = find_build(d.status_all(), name);
+    REQUIRE(!build.is_null());
+    return std::make_pair(code, build);
+  };
+
+  const auto [code, build] = interrupted_run("stopped", {"sh", "-c", "touch \"$0\"; exec sleep 60", "STARTED"});
+  CHECK(code == 128 + SIGINT);  // the command's own status, as a shell reports it
+  CHECK(build.at("state") == "cancelled");
+  CHECK(build.at("error") == "fad run got SIGINT (exit code 130)");
+  CHECK_THAT(d.fad({"logs", std::to_string(build.at("id").get<std::int64_t>())}).out,
+             Catch::Contains("build cancelled: fad run got SIGINT (exit code 130)"));
+
+  const auto [handled, finished] =
+      interrupted_run("finished anyway", {"python3", "-c",
+                                          "import pathlib, signal, sys, time\n"
+                                          "signal.signal(signal.SIGINT, lambda *_: sys.exit(0))\n"
+                                          "pathlib.Path(sys.argv[1]).touch()\n"
+                                          "time.sleep(60)",
+                                          "STARTED"});
+  CHECK(handled == 0);
+  CHECK(finished.at("state") == "succeeded");
 }
 
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",

@@ -30,6 +30,11 @@ TEST_CASE("launch protocol: every message round-trips", "[protocol][launch]") {
   auto close = CloseBuildRequest::from_json(CloseBuildRequest{3, 2}.to_json());
   REQUIRE(close);
   CHECK(close->exit_code == 2);
+  CHECK(close->interrupt_signal == 0);
+  CHECK_FALSE(CloseBuildRequest{3, 2}.to_json().contains("interrupt_signal"));  // as fad runs before it sent
+  auto interrupted_close = CloseBuildRequest::from_json(CloseBuildRequest{3, 130, 2}.to_json());
+  REQUIRE(interrupted_close);
+  CHECK(interrupted_close->interrupt_signal == 2);
   auto started = LaunchStartedRequest::from_json(LaunchStartedRequest{5, 4242}.to_json());
   REQUIRE(started);
   CHECK(started->pid == 4242);
@@ -95,6 +100,9 @@ TEST_CASE("launch protocol: bad fields are named", "[protocol][launch]") {
   CHECK(pid1.error().find("\"pid\"") != std::string::npos);
   CHECK_FALSE(UnitRequest::from_json(json::array()));
   CHECK_FALSE(CloseBuildRequest::from_json({{"id", 1}, {"exit_code", 300}}));
+  CHECK(CloseBuildRequest::from_json({{"id", 1}, {"exit_code", 1}, {"interrupt_signal", 65}}).error() ==
+        "field \"interrupt_signal\" must be a signal number (0..64)");
+  CHECK_FALSE(CloseBuildRequest::from_json({{"id", 1}, {"exit_code", 1}, {"interrupt_signal", "INT"}}));
   CHECK_FALSE(OpenBuildRequest::from_json({{"budget_bytes", -5}}));
   // Below 1 MiB no compile fits: a client that sends 12 meant 12G.
   const auto tiny = OpenBuildRequest::from_json({{"budget_bytes", 12}});

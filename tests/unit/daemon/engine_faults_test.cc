@@ -1090,6 +1090,33 @@ TEST_CASE("engine faults: a launch never opens the source it names", "[engine][f
   CHECK(v->compiler == "/opt/nvcc");
 }
 
+TEST_CASE(
+    "engine faults: a fad run build its fad run closes after a passed-on signal is cancelled, unless it succeeded",
+    "[engine][faults]") {
+  EngineFixture f;
+  f.make_engine().recover();
+  const auto interrupted = open_run_build(f, "interrupted");
+  auto l = launch_of("/w/a.cu");
+  l.build_id = interrupted;
+  const auto waiting = queued_launch(f, f.me, l);
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{interrupted, 130, SIGINT}).ok);
+  CHECK(f.build_state(interrupted) == BuildState::cancelled);
+  CHECK(f.store->build(interrupted)->error == "fad run got SIGINT (exit code 130)");
+  CHECK(f.store->unit(waiting)->state == UnitState::cancelled);
+  CHECK_THAT(test::slurp(f.build_dir(interrupted) + "/build.log"),
+             Contains("build cancelled: fad run got SIGINT (exit code 130)"));
+
+  // A command that caught the signal and finished: succeeded.
+  const auto finished = open_run_build(f, "finished anyway");
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{finished, 0, SIGTERM}).ok);
+  CHECK(f.build_state(finished) == BuildState::succeeded);
+  // Without a signal, a non-zero exit is a failure, as before.
+  const auto broken = open_run_build(f, "broken");
+  REQUIRE(f.engine->close_build(f.me, CloseBuildRequest{broken, 130}).ok);
+  CHECK(f.build_state(broken) == BuildState::failed);
+  CHECK(f.store->build(broken)->error == "command exited with code 130");
+}
+
 TEST_CASE("engine faults: a fad run build whose fad run was killed closes once its compiles are done",
           "[engine][faults]") {
   EngineFixture f;
