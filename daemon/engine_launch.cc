@@ -535,6 +535,9 @@ void Engine::check_external(double now) {
       // One fadd cannot see may only be slow to get through (fadd busy).
       if (!w.launcher)
         note_dropped_unasked(unit->id, "its launcher did not ask for " + std::to_string(int(kPollTimeoutS)) + " s");
+      // Its build's quiet spell starts now: the compile was the build's
+      // until its launcher left, not since it was queued.
+      update_build(unit->build_id);
     }
     it = waiting_launches_.erase(it);
   }

@@ -1155,6 +1155,35 @@ TEST_CASE("engine faults: a fad run build whose fad run was killed closes once i
   CHECK_THAT(f.store->build(build)->error, Contains("fad run (pid " + std::to_string(opener) + ") ended"));
 }
 
+TEST_CASE("engine faults: a killed fad run's build whose compiles only waited closes 30 s after they left",
+          "[engine][faults]") {
+  // Bug: the quiet spell counted from when the compile was queued, so a
+  // build whose compiles waited 20 s closed 10 s after they left.
+  EngineFixture f;
+  f.probe.snap.available = 64ull << 20;  // nothing fits: the compile waits
+  f.make_engine().recover();
+  const int opener = f.me.pid;
+  const auto build = open_run_build(f, "run");
+  auto l = launch_of("/w/a.cu");
+  l.build_id = build;
+  const Caller launcher = seen_launcher(f, 1, 900);
+  const auto unit = queued_launch(f, launcher, l);
+  for (int s = 0; s < 20; ++s) {
+    tick_for(f, 1);
+    REQUIRE(f.engine->launch_poll(launcher, UnitRequest{unit}).result["state"] == "queued");
+  }
+  // fad run and its command's launchers killed together (kill -9 of the group).
+  f.launcher.processes.erase(opener);
+  f.launcher.processes.erase(launcher.pid);
+  tick_for(f, 5);
+  REQUIRE(f.store->unit(unit)->state == UnitState::cancelled);
+  tick_for(f, 24);
+  CHECK(f.build_state(build) == BuildState::running);
+  tick_for(f, 5);
+  REQUIRE(f.build_state(build) == BuildState::failed);
+  CHECK_THAT(f.store->build(build)->error, Contains("fad run (pid " + std::to_string(opener) + ") ended"));
+}
+
 TEST_CASE("engine faults: a fad run fadd cannot see closes after an hour with nothing compiled", "[engine][faults]") {
   // From another pid namespace SO_PEERCRED gives no pid: nothing to watch.
   EngineFixture f;
