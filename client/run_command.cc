@@ -52,7 +52,11 @@ volatile sig_atomic_t g_early_signal = 0;
 /// The first one passed on to the command: fadd records the build cancelled
 /// when the command then fails.
 volatile sig_atomic_t g_passed_on = 0;
+/// Set as the command is reaped: a signal after that has nobody to go to
+/// (the pid may be another process's by then) and interrupted nothing.
+volatile sig_atomic_t g_command_ended = 0;
 void forward(int sig) {
+  if (g_command_ended) return;
   if (g_child > 0) {
     ::kill(g_child, sig);
     if (g_passed_on == 0) g_passed_on = sig;
@@ -62,6 +66,13 @@ void forward(int sig) {
 }
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
+
+sigset_t forwarded_signals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig : kForwarded) ::sigaddset(&set, sig);
+  return set;
+}
 
 // How often fad run looks at its build while the command runs, and how long
 // the build must be held up before the terminal is told.
@@ -87,9 +98,17 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
   bool told = false, stopping = false;
+  const sigset_t forwarded = forwarded_signals();
   for (;;) {
     int status = 0;
+    // Reaped with the signals held: one that comes after the command exited
+    // (while fadd is asked about the build) did not stop it, and the build
+    // it failed is not recorded cancelled.
+    sigset_t mask;
+    ::sigprocmask(SIG_BLOCK, &forwarded, &mask);
     const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) g_command_ended = 1;
+    ::sigprocmask(SIG_SETMASK, &mask, nullptr);
     if (done == child) {
       // Cancelled, the command exits as stopped by SIGTERM, whatever it said:
       // a make whose compiles fadd ended exits 2 before this fad run sees
@@ -303,9 +322,8 @@ int run_build_command(const RunOptions& o) {
     ::sigaction(kForwarded[k], nullptr, &given[k]);
     if (given[k].sa_handler != SIG_IGN) ::sigaction(kForwarded[k], &sa, nullptr);
   }
-  sigset_t forwarded, given_mask;
-  ::sigemptyset(&forwarded);
-  for (int sig : kForwarded) ::sigaddset(&forwarded, sig);
+  const sigset_t forwarded = forwarded_signals();
+  sigset_t given_mask;
   ::sigprocmask(SIG_UNBLOCK, &forwarded, &given_mask);
   auto early_stop = [] { return g_early_signal != 0; };
   auto not_run = [&] {
@@ -318,10 +336,14 @@ int run_build_command(const RunOptions& o) {
   if (early_stop()) return not_run();
   OpenBuildRequest open{o.name, join(o.command, " "), std::nullopt};
   if (!o.budget.empty()) open.budget_bytes = *parse_size(o.budget);
-  auto opened = call_daemon(o.entry.socket, Request{"open_build", open.to_json()});
+  // A Ctrl-C ends the wait for a stopped or hung fadd at once; fadd does not
+  // carry out a request whose client hung up before it was read.
+  auto opened =
+      call_daemon(o.entry.socket, Request{"open_build", open.to_json()}, std::chrono::seconds(60), nullptr, early_stop);
   std::optional<std::int64_t> id;
   const auto* answer = std::get_if<Response>(&opened);
   if (answer && answer->ok) id = answer->result.at("id").get<std::int64_t>();
+  if (!id && early_stop()) return not_run();
   // A request fadd calls malformed would be as wrong without it: no fallback.
   if (answer && !answer->ok && answer->code == ErrorCode::usage) {
     std::cerr << "fad run: " << answer->message << "\n";

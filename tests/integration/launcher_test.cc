@@ -346,12 +346,12 @@ TEST_CASE("a Ctrl-C that reaches fad run before it opens its build ends it at on
   CHECK(find_build(d.status_all(), "interrupted early").is_null());
 }
 
-TEST_CASE("a Ctrl-C while fad run waits for fadd to open its build closes the build cancelled and runs nothing",
+TEST_CASE("a Ctrl-C while fad run waits for a stopped fadd to open its build ends it at once and runs nothing",
           "[integration][launcher]") {
   // fadd is stopped, so fad run sits in its call for the build; the signal
-  // reaches it there (seen in /proc as poll), fadd goes on and answers.
-  // Bug: that Ctrl-C killed fad run and left the build fadd opened open
-  // until it found fad run gone, 30 s later, and then failed it.
+  // reaches it there (seen in /proc as poll). Bugs: that Ctrl-C killed fad
+  // run and left the build fadd then opened until it found fad run gone;
+  // later it was only acted on when fadd answered, a minute on when never.
   Daemon d;
   d.write_kernels({});
   d.start();
@@ -368,19 +368,51 @@ TEST_CASE("a Ctrl-C while fad run waits for fadd to open its build closes the bu
       },
       std::chrono::seconds(30));
   CHECK(::kill(run, SIGINT) == 0);
+  // Still stopped: fad run ends without fadd's answer.
+  const int code = asking ? wait_process(run, 30) : -1;
   ::kill(d.pid(), SIGCONT);
   REQUIRE(asking);
-  const int code = wait_process(run, 30);
   const std::string err = slurp(d.dir() / "run.err");
   INFO(err);
   CHECK(code == 128 + SIGINT);
   CHECK_THAT(err, Catch::Contains("fad run: SIGINT before the command started; it was not run"));
+  CHECK_THAT(err, !Catch::Contains("not reachable"));
   CHECK_FALSE(fs::exists(ran));
-  // Closed by fad run itself as it left, not by fadd's wait for a vanished fad run.
-  const json build = find_build(d.status_all(), "interrupted opening");
+  // Continued, fadd reads the request of a client that has gone and opens nothing.
+  CHECK(wait_for([&] { return d.daemon_log_count("hung up before fadd read its open_build request") == 1; },
+                 std::chrono::seconds(30)));
+  CHECK(find_build(d.status_all(), "interrupted opening").is_null());
+}
+
+TEST_CASE("a Ctrl-C after fad run's command has failed leaves the build failed", "[integration][launcher]") {
+  // The command has exited 1 and fad run is asking a stopped fadd about the
+  // build when the signal comes. Bug: fad run still reported it as passed
+  // on, and the broken build was recorded cancelled.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const fs::path started = d.dir() / "started", go = d.dir() / "go";
+  const pid_t run = start_process(
+      {FAD_FAD_BIN, "run", "--name", "failed first", "--", "sh", "-c",
+       "echo $$ > \"$0\"; while [ ! -e \"$1\" ]; do sleep 0.05; done; exit 1", started.string(), go.string()},
+      {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
+  REQUIRE(run > 0);
+  REQUIRE(wait_for([&] { return !slurp(started).empty(); }, std::chrono::seconds(30)));
+  const std::string command = "/proc/" + std::to_string(std::stoi(slurp(started)));
+  REQUIRE(::kill(d.pid(), SIGSTOP) == 0);
+  std::ofstream(go.string()).put('\n');
+  // Gone from /proc once fad run has reaped it.
+  const bool reaped = wait_for([&] { return !fs::exists(command); }, std::chrono::seconds(30));
+  CHECK(::kill(run, SIGINT) == 0);
+  ::kill(d.pid(), SIGCONT);
+  REQUIRE(reaped);
+  const int code = wait_process(run, 60);
+  INFO(slurp(d.dir() / "run.err"));
+  CHECK(code == 1);
+  const json build = find_build(d.status_all(), "failed first");
   REQUIRE(!build.is_null());
-  CHECK(build.at("state") == "cancelled");
-  CHECK(build.at("error") == "fad run got SIGINT (exit code 130)");
+  CHECK(build.at("state") == "failed");
+  CHECK(build.at("error") == "command exited with code 1");
 }
 
 TEST_CASE("Ctrl-C passed on by fad run to its command ends the build cancelled, unless the command then succeeds",
