@@ -65,6 +65,15 @@ bool hash_char(unsigned char c) {
          c == '_' || c == '+' || c == '/' || c == '=' || c == '-';
 }
 bool printable_char(unsigned char c) { return c >= 0x20 && c != 0x7f; }
+
+/// The optional signal a client got and passed on (fad run to its command, a
+/// launcher to its compiler): 0 when absent, as older clients never send it.
+Result<int> interrupt_signal_field(const json& body) {
+  if (!body.contains("interrupt_signal")) return 0;
+  auto sig = int_field(body, "interrupt_signal", 0, 64, "a signal number (0..64)");
+  if (!sig) return make_error(sig.error());
+  return static_cast<int>(*sig);
+}
 }  // namespace
 
 Result<OpenBuildRequest> OpenBuildRequest::from_json(const json& body) {
@@ -96,13 +105,9 @@ Result<CloseBuildRequest> CloseBuildRequest::from_json(const json& body) {
   if (!id) return make_error(id.error());
   auto code = int_field(body, "exit_code", -1, 255, "an exit code (-1..255)");
   if (!code) return make_error(code.error());
-  CloseBuildRequest r{*id, static_cast<int>(*code)};
-  if (body.contains("interrupt_signal")) {
-    auto sig = int_field(body, "interrupt_signal", 0, 64, "a signal number (0..64)");
-    if (!sig) return make_error(sig.error());
-    r.interrupt_signal = static_cast<int>(*sig);
-  }
-  return r;
+  auto sig = interrupt_signal_field(body);
+  if (!sig) return make_error(sig.error());
+  return CloseBuildRequest{*id, static_cast<int>(*code), *sig};
 }
 
 json CloseBuildRequest::to_json() const {
@@ -223,12 +228,9 @@ Result<LaunchFinishedRequest> LaunchFinishedRequest::from_json(const json& body)
     if (!it->is_boolean()) return make_error("field \"signaled\" must be a boolean");
     r.signaled = it->get<bool>();
   }
-  // Optional: launchers older than it never send it.
-  if (body.contains("interrupt_signal")) {
-    auto sig = int_field(body, "interrupt_signal", 0, 64, "a signal number (0..64)");
-    if (!sig) return make_error(sig.error());
-    r.interrupt_signal = static_cast<int>(*sig);
-  }
+  auto sig = interrupt_signal_field(body);
+  if (!sig) return make_error(sig.error());
+  r.interrupt_signal = *sig;
   return r;
 }
 

@@ -149,13 +149,12 @@ Response Engine::close_build(const Caller& caller, const CloseBuildRequest& req)
   // Interrupted as Slurm's srun is by Ctrl-C: the user stopped it, so it was
   // cancelled, not failed (a command that finished all the same succeeded).
   const bool interrupted = req.interrupt_signal != 0 && req.exit_code != 0;
-  if (!is_final(b->state))
-    finalize_external(*b,
-                      req.exit_code == 0 ? ""
-                      : interrupted      ? "fad run got " + signal_name(req.interrupt_signal) + " (exit code " +
-                                          std::to_string(req.exit_code) + ")"
-                                    : "command exited with code " + std::to_string(req.exit_code),
-                      interrupted);
+  std::string why;
+  if (interrupted)
+    why = "fad run got " + signal_name(req.interrupt_signal) + " (exit code " + std::to_string(req.exit_code) + ")";
+  else if (req.exit_code != 0)
+    why = "command exited with code " + std::to_string(req.exit_code);
+  if (!is_final(b->state)) finalize_external(*b, why, interrupted);
   return ok_response({{"id", req.id}, {"state", to_string(store_.build(req.id)->state)}});
 }
 
