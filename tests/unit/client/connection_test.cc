@@ -69,12 +69,31 @@ class OneShotServer {
   std::thread thread_;
 };
 
-// In a directory of the test's own: fad refuses sockets in a directory others can write.
+// In a directory of the test's own (fad refuses sockets in a directory others can
+// write), made once per test process and removed when it exits.
+class SocketDir {
+ public:
+  SocketDir() : dir_(std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir_);
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
+  }
+  ~SocketDir() {
+    if (::getpid() != owner_) return;  // a forked child that exits normally leaves it to the parent
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  SocketDir(const SocketDir&) = delete;
+  SocketDir& operator=(const SocketDir&) = delete;
+  std::string socket() const { return (dir_ / "fad.sock").string(); }
+
+ private:
+  pid_t owner_ = ::getpid();
+  std::filesystem::path dir_;
+};
+
 std::string socket_path() {
-  const auto dir = std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
-  return (dir / "fad.sock").string();
+  static const SocketDir dir;
+  return dir.socket();
 }
 
 }  // namespace
