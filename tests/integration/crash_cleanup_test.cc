@@ -125,7 +125,7 @@ TEST_CASE("a cancelled external compile whose launcher vanished leaves, and SIGT
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
 
-TEST_CASE("a fad run killed with kill -9 does not leave its build open forever", "[integration][crash]") {
+TEST_CASE("a fad run killed with kill -9 does not leave its build open forever", "[integration][long][crash]") {
   Daemon d;
   d.write_kernels({});
   d.start();

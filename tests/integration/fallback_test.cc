@@ -17,7 +17,7 @@
 using namespace fad::test;
 
 TEST_CASE("fadd killed in the middle of fad run -- ninja -j 16: no OOM kill, the build succeeds",
-          "[integration][fallback][oom]") {
+          "[integration][long][fallback][oom]") {
   constexpr int kUnits = 16;
   TestCgroup vm(1200u << 20, "fallback");
   if (!vm.ok()) {

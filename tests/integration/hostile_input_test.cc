@@ -323,7 +323,7 @@ TEST_CASE("2,000 idle connections: the flooding user gets a clear error until th
 }
 
 TEST_CASE("a client that never reads its answer is closed after the idle timeout, not held for ever",
-          "[integration][hostile]") {
+          "[integration][long][hostile]") {
   Daemon d;
   d.write_kernels({});
   d.write_config(R"({"max_builds_per_user": 0})");

@@ -263,7 +263,7 @@ TEST_CASE("a clean restart of fadd mid-build leaves a fad run compile running, a
 }
 
 TEST_CASE("a compile fadd froze runs on when fadd is killed and never comes back: its launcher continues it",
-          "[integration][launcher][recovery]") {
+          "[integration][long][launcher][recovery]") {
   Daemon d;
   d.write_kernels({});
   d.start();
@@ -458,7 +458,7 @@ TEST_CASE("Ctrl-C passed on by fad run to its command ends the build cancelled, 
 }
 
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
-          "[integration][launcher][hostile]") {
+          "[integration][long][launcher][hostile]") {
   Daemon d;
   const auto [a, w] = one_running_one_waiting(d, 45, "w");
   // This user's 256 connections, kept in use (fadd closes idle ones after

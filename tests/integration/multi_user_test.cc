@@ -604,7 +604,7 @@ TEST_CASE("users at their own cap leave room for other users, and when the table
 }
 
 TEST_CASE("a user flooding fadd with expensive reads is slowed to their share, not refused",
-          "[integration][users][hostile]") {
+          "[integration][long][users][hostile]") {
   NEED_NOBODY(who);
   SharedBins bins;
   Daemon d;

@@ -9,7 +9,7 @@
 using namespace fad::test;
 
 TEST_CASE("over budget: newest units are suspended, then requeued with their peak, the build succeeds",
-          "[integration][pressure]") {
+          "[integration][long][pressure]") {
   Daemon d;
   // Five units whose manifest prior says 100 MiB; each really ramps to 400 MiB
   // over 3 s and then holds 160 MiB: together they overrun the 512 MiB budget

@@ -89,7 +89,7 @@ TEST_CASE("real nvcc builds a bundled unit for two archs into a library with SAS
 // of what was built, compute-sanitizer, PyTorch's SDPA), or skips without a
 // GPU. FAD_TEST_ALL_KERNELS=1 builds all 84 units instead (hours on 2 cores).
 TEST_CASE("the bundled library builds through fad and its self-test runs, or skips without a GPU",
-          "[integration][nvcc][selftest]") {
+          "[integration][long][nvcc][selftest]") {
   const auto nvcc = find_nvcc();
   if (nvcc.empty() || std::getenv("FAD_SKIP_REAL_NVCC")) {
     WARN("SKIP: no nvcc installed (or FAD_SKIP_REAL_NVCC set); the library and its self-test were not built");

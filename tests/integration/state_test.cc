@@ -33,7 +33,7 @@ void write_foreign_db(const std::string& path) {
 }  // namespace
 
 TEST_CASE("kill -9 restarts mid-build: each restart answers at once, no finished unit is compiled twice",
-          "[integration][state]") {
+          "[integration][long][state]") {
   Daemon d;
   std::vector<FakeUnit> units;
   for (int i = 0; i < 12; ++i) units.push_back({"fwd_u" + std::to_string(i), "peak_mb=5 duration_s=0.4"});

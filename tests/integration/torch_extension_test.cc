@@ -88,7 +88,7 @@ fs::path torch_venv(int major, std::string* why) {
 }  // namespace
 
 TEST_CASE("a PyTorch CUDA extension builds with torch.utils.cpp_extension through fad run",
-          "[integration][launcher][nvcc][torch]") {
+          "[integration][long][launcher][nvcc][torch]") {
   const auto nvcc = find_tool({"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"});
   if (nvcc.empty() || std::getenv("FAD_SKIP_REAL_NVCC")) {
     WARN("SKIP: needs nvcc (or FAD_SKIP_REAL_NVCC is set); the PyTorch extension was not built");
