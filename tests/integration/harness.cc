@@ -16,7 +16,6 @@
 
 #include <fstream>
 #include <iterator>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -279,17 +278,6 @@ std::optional<std::string> RawClient::read_line(std::chrono::milliseconds timeou
   std::string line = pending_.substr(0, nl);
   pending_.erase(0, nl + 1);
   return line;
-}
-
-TempDir::TempDir() {
-  std::random_device rd;
-  path_ = fs::temp_directory_path() / ("fad-it-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-  fs::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
 }
 
 std::string find_tool(const std::vector<std::string>& candidates) {

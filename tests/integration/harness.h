@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/temp_dir.h"
+
 namespace fad::test {
 
 using nlohmann::json;
@@ -95,17 +97,6 @@ fs::path write_ninja_project(const fs::path& dir, int n, const std::string& fake
 
 /// The newest build named `name` in a `fad status --json` object; null when none is.
 json find_build(const json& status, const std::string& name);
-
-/// A fresh directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 /// Polls `done` every 20 ms until it holds or `timeout` passes.
 bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout);

@@ -41,11 +41,17 @@ std::optional<Nobody> nobody() {
   return Nobody{pw->pw_uid, pw->pw_gid, gr->gr_name};
 }
 
-#define NEED_NOBODY(who)                                                                     \
-  auto who = nobody();                                                                       \
-  if (!who) {                                                                                \
-    WARN("SKIP: needs root and a 'nobody' user to run the client as another user; not run"); \
-    return;                                                                                  \
+#define NEED_NOBODY(who)                                                                      \
+  auto who = nobody();                                                                        \
+  if (!who) {                                                                                 \
+    WARN("SKIP: needs root and a 'nobody' user to run the client as another user; not run");  \
+    return;                                                                                   \
+  }                                                                                           \
+  if (const auto closed = closed_to_others(fs::temp_directory_path()); !closed.empty()) {     \
+    WARN("SKIP: other users cannot enter " << closed                                          \
+                                           << " (on the way to TMPDIR), so nobody could not " \
+                                              "reach the test's socket; not run");            \
+    return;                                                                                   \
   }
 
 /// The binaries another user must run, in a directory of the test's own that
@@ -54,8 +60,6 @@ struct SharedBins {
   TempDir dir;
   std::string fad, fake;
   SharedBins() {
-    fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                    fs::perms::others_read | fs::perms::others_exec);
     fad = (dir.path() / "fad").string();
     fake = (dir.path() / "fake-nvcc").string();
     fs::copy_file(FAD_FAD_BIN, fad);

@@ -22,6 +22,7 @@
 #include "client/connection.h"
 #include "client/locations.h"
 #include "client/exit_codes.h"
+#include "tests/temp_dir.h"
 
 using namespace fad::client;
 
@@ -69,31 +70,11 @@ class OneShotServer {
   std::thread thread_;
 };
 
-// In a directory of the test's own (fad refuses sockets in a directory others can
-// write), made once per test process and removed when it exits.
-class SocketDir {
- public:
-  SocketDir() : dir_(std::filesystem::temp_directory_path() / ("fad-conn-test-" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(dir_);
-    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
-  }
-  ~SocketDir() {
-    if (::getpid() != owner_) return;  // a forked child that exits normally leaves it to the parent
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  SocketDir(const SocketDir&) = delete;
-  SocketDir& operator=(const SocketDir&) = delete;
-  std::string socket() const { return (dir_ / "fad.sock").string(); }
-
- private:
-  pid_t owner_ = ::getpid();
-  std::filesystem::path dir_;
-};
-
+// In a directory of the test's own (fad refuses sockets in a directory others
+// can write), made once per test process and removed when it exits.
 std::string socket_path() {
-  static const SocketDir dir;
-  return dir.socket();
+  static const fad::test::TempDir dir{"fad-conn-test"};
+  return dir / "fad.sock";
 }
 
 }  // namespace
@@ -246,8 +227,8 @@ TEST_CASE("a connection fadd refuses as busy is unreachable for now: exit 3, wor
 }
 
 TEST_CASE("call_daemon refuses a socket in a directory others can write, without connecting", "[connection]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("fad-conn-open-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const fad::test::TempDir tmp{"fad-conn-open"};
+  const auto& dir = tmp.path();
   std::filesystem::permissions(dir, std::filesystem::perms::all);  // 0777, like a squatted /tmp
   const auto path = (dir / "fad.sock").string();
   {
@@ -262,7 +243,6 @@ TEST_CASE("call_daemon refuses a socket in a directory others can write, without
     auto served = call_daemon(path, fad::Request{"status", {}});
     CHECK(std::holds_alternative<fad::Response>(served));
   }
-  std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -298,9 +278,16 @@ CallFailure failure_as_other_user(const std::string& path) {
 }  // namespace
 
 TEST_CASE("permission denied on the socket is reported as such, never as 'start it', and is not retried") {
-  const auto dir = std::filesystem::temp_directory_path() / ("fad-perm-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  ::chmod(dir.c_str(), 0755);
+  if (::geteuid() == 0) {
+    if (const auto closed = fad::test::closed_to_others(std::filesystem::temp_directory_path()); !closed.empty()) {
+      WARN("SKIP: other users cannot enter " << closed
+                                             << " (on the way to TMPDIR), so nobody could not reach the "
+                                                "test's socket; not run");
+      return;
+    }
+  }
+  const fad::test::TempDir tmp{"fad-perm-test"};  // others may enter it, as they may a user's runtime dir
+  const auto& dir = tmp.path();
   const std::string path = (dir / "fad.sock").string();
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
@@ -326,7 +313,6 @@ TEST_CASE("permission denied on the socket is reported as such, never as 'start 
   CHECK(owner.message.find("this fadd serves") != std::string::npos);
   CHECK(owner.message.find("socket_group") != std::string::npos);
   ::close(fd);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("FAD_TIMEOUT: seconds, checked") {

@@ -10,6 +10,9 @@
 #include <map>
 
 #include "common/paths.h"
+#include "tests/temp_dir.h"
+
+using fad::test::TempDir;
 
 namespace {
 
@@ -20,20 +23,6 @@ fad::EnvLookup fake_env(std::map<std::string, std::string> vars) {
     return it->second;
   };
 }
-
-/// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "fad-paths-XXXXXX").string();
-    REQUIRE(mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 }  // namespace
 
@@ -58,36 +47,36 @@ TEST_CASE("default_state_dir", "[paths]") {
 }
 
 TEST_CASE("default_config_path only returns a file that exists", "[paths]") {
-  TempDir home;
-  auto env = fake_env({{"HOME", home.path.string()}});
-  const std::string no_system = (home.path / "no-etc/fad/fad.json").string();
+  TempDir home{"fad-paths"};
+  auto env = fake_env({{"HOME", home.path().string()}});
+  const std::string no_system = (home.path() / "no-etc/fad/fad.json").string();
   CHECK_FALSE(fad::default_config_path(env, no_system).has_value());
 
-  std::filesystem::create_directories(home.path / ".config/fad");
-  std::ofstream(home.path / ".config/fad/fad.json") << "{}";
+  std::filesystem::create_directories(home.path() / ".config/fad");
+  std::ofstream(home.path() / ".config/fad/fad.json") << "{}";
   auto found = fad::default_config_path(env, no_system);
   REQUIRE(found.has_value());
-  CHECK(*found == (home.path / ".config/fad/fad.json").string());
+  CHECK(*found == (home.path() / ".config/fad/fad.json").string());
 
-  TempDir xdg;
-  auto xdg_env = fake_env({{"HOME", home.path.string()}, {"XDG_CONFIG_HOME", xdg.path.string()}});
+  TempDir xdg{"fad-paths"};
+  auto xdg_env = fake_env({{"HOME", home.path().string()}, {"XDG_CONFIG_HOME", xdg.path().string()}});
   CHECK_FALSE(fad::default_config_path(xdg_env, no_system).has_value());  // XDG wins, and has no file
-  std::filesystem::create_directories(xdg.path / "fad");
-  std::ofstream(xdg.path / "fad/fad.json") << "{}";
-  CHECK(*fad::default_config_path(xdg_env, no_system) == (xdg.path / "fad/fad.json").string());
+  std::filesystem::create_directories(xdg.path() / "fad");
+  std::ofstream(xdg.path() / "fad/fad.json") << "{}";
+  CHECK(*fad::default_config_path(xdg_env, no_system) == (xdg.path() / "fad/fad.json").string());
 }
 
 TEST_CASE("default_config_path falls back to the machine-wide file, and a user's own wins", "[paths]") {
-  TempDir home, etc;
-  auto env = fake_env({{"HOME", home.path.string()}});
-  const std::string system = (etc.path / "fad/fad.json").string();
+  TempDir home{"fad-paths"}, etc{"fad-paths"};
+  auto env = fake_env({{"HOME", home.path().string()}});
+  const std::string system = (etc.path() / "fad/fad.json").string();
   CHECK_FALSE(fad::default_config_path(env, system).has_value());
-  std::filesystem::create_directories(etc.path / "fad");
+  std::filesystem::create_directories(etc.path() / "fad");
   std::ofstream(system) << "{}";
   CHECK(fad::default_config_path(env, system) == std::optional<std::string>(system));
-  std::filesystem::create_directories(home.path / ".config/fad");
-  std::ofstream(home.path / ".config/fad/fad.json") << "{}";
-  CHECK(fad::default_config_path(env, system) == (home.path / ".config/fad/fad.json").string());
+  std::filesystem::create_directories(home.path() / ".config/fad");
+  std::ofstream(home.path() / ".config/fad/fad.json") << "{}";
+  CHECK(fad::default_config_path(env, system) == (home.path() / ".config/fad/fad.json").string());
   CHECK(fad::system_config_path().size() > std::string("/fad/fad.json").size());
 }
 

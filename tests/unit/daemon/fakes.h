@@ -31,6 +31,7 @@
 #include "daemon/process_launcher.h"
 #include "daemon/store.h"
 #include "daemon/toolchain.h"
+#include "tests/temp_dir.h"
 
 namespace fad::test {
 
@@ -45,35 +46,6 @@ void run_until(boost::asio::io_context& io, Done done) {
     io.run_for(std::chrono::milliseconds(20));
   }
 }
-
-/// A unique directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "fad-test") {
-    static std::atomic<int> counter{0};
-    for (;;) {
-      fs::path p =
-          fs::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-      if (fs::create_directory(p)) {
-        path_ = p;
-        break;
-      }
-    }
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& rel) const { return (path_ / rel).string(); }
-
- private:
-  fs::path path_;
-};
 
 inline void write_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());

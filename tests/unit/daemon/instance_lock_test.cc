@@ -19,23 +19,13 @@
 #include <thread>
 
 #include "common/lock_file.h"
+#include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
 using fad::InstanceLock;
+using fad::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "fad-lock-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 /// A "fadd" (a child process) that takes the lock, forks a grandchild that
 /// keeps a copy of the lock's fd without exec'ing, and dies. The grandchild
@@ -78,11 +68,11 @@ class DeadHolder {
 }  // namespace
 
 TEST_CASE("instance lock: a live holder is refused at once, naming its pid", "[instance_lock]") {
-  TempDir dir;
-  auto first = InstanceLock::acquire(dir.path.string());
+  TempDir dir{"fad-lock"};
+  auto first = InstanceLock::acquire(dir.path().string());
   REQUIRE(first);
   const auto t0 = std::chrono::steady_clock::now();
-  auto second = InstanceLock::acquire(dir.path.string(), 60);
+  auto second = InstanceLock::acquire(dir.path().string(), 60);
   REQUIRE_FALSE(second);
   // Refused without waiting out the 60 s meant for a dead holder.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
@@ -92,76 +82,76 @@ TEST_CASE("instance lock: a live holder is refused at once, naming its pid", "[i
 TEST_CASE("instance lock: deleting the lock file does not let a second fadd in", "[instance_lock]") {
   // Bug: a cleaner deleting STATE/fadd.lock let a second fadd start on the
   // state dir, and it killed the first one's compilers as left behind.
-  TempDir dir;
+  TempDir dir{"fad-lock"};
   {
-    auto first = InstanceLock::acquire(dir.path.string());
+    auto first = InstanceLock::acquire(dir.path().string());
     REQUIRE(first);
-    std::filesystem::remove(dir.path / "fadd.lock");
-    auto second = InstanceLock::acquire(dir.path.string(), 0.2);
+    std::filesystem::remove(dir.path() / "fadd.lock");
+    auto second = InstanceLock::acquire(dir.path().string(), 0.2);
     REQUIRE_FALSE(second);
     CHECK_THAT(second.error(), Catch::Contains("another fadd is already running on the state dir"));
     CHECK_THAT(second.error(), Catch::Contains("fadd.lock was deleted"));
     // The file it made is not left empty, for a start to read no pid in.
-    CHECK_FALSE(fs::exists(dir.path / "fadd.lock"));
+    CHECK_FALSE(fs::exists(dir.path() / "fadd.lock"));
   }
-  CHECK(InstanceLock::acquire(dir.path.string(), 0));  // gone with its holder
+  CHECK(InstanceLock::acquire(dir.path().string(), 0));  // gone with its holder
 }
 
 TEST_CASE("instance lock: a link at the lock file's place is refused, and what it names is left alone",
           "[instance_lock]") {
-  TempDir dir;
-  const fs::path target = dir.path / "elsewhere";
+  TempDir dir{"fad-lock"};
+  const fs::path target = dir.path() / "elsewhere";
   { std::ofstream(target) << "kept\n"; }
-  fs::create_symlink(target, dir.path / "fadd.lock");
-  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  fs::create_symlink(target, dir.path() / "fadd.lock");
+  auto lock = InstanceLock::acquire(dir.path().string(), 0);
   REQUIRE_FALSE(lock);
-  CHECK(lock.error() == (dir.path / "fadd.lock").string() +
+  CHECK(lock.error() == (dir.path() / "fadd.lock").string() +
                             " is a symbolic link, not fadd's lock file; remove it and start fadd again");
   std::ifstream in(target);
   std::string text;
   std::getline(in, text);
   CHECK(text == "kept");
   // Nor anything else but a file: a FIFO there would be written into.
-  fs::remove(dir.path / "fadd.lock");
-  REQUIRE(::mkfifo((dir.path / "fadd.lock").c_str(), 0600) == 0);
-  auto on_fifo = InstanceLock::acquire(dir.path.string(), 0);
+  fs::remove(dir.path() / "fadd.lock");
+  REQUIRE(::mkfifo((dir.path() / "fadd.lock").c_str(), 0600) == 0);
+  auto on_fifo = InstanceLock::acquire(dir.path().string(), 0);
   REQUIRE_FALSE(on_fifo);
   CHECK_THAT(on_fifo.error(), Catch::EndsWith("fadd.lock is not a regular file, so not fadd's lock file; remove it and "
                                               "start fadd again"));
 }
 
 TEST_CASE("instance lock: a dead fadd's lingering child delays a restart, it does not refuse it", "[instance_lock]") {
-  TempDir dir;
-  DeadHolder holder(dir.path.string());
+  TempDir dir{"fad-lock"};
+  DeadHolder holder(dir.path().string());
   // Taken now, a restart would be refused: this is the window a kill -9 leaves.
-  REQUIRE_FALSE(InstanceLock::acquire(dir.path.string(), 0));
+  REQUIRE_FALSE(InstanceLock::acquire(dir.path().string(), 0));
   // The child lets go a moment after the restart began, as a real one does on
   // exec or exit; acquire must wait for it rather than refuse.
   auto releaser = std::async(std::launch::async, [&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     holder.release();
   });
-  auto lock = InstanceLock::acquire(dir.path.string(), 60);
+  auto lock = InstanceLock::acquire(dir.path().string(), 60);
   releaser.get();
   INFO((lock ? std::string() : lock.error()));
   CHECK(lock);
 }
 
 TEST_CASE("instance lock: a child that never lets go gets a clear error after the wait", "[instance_lock]") {
-  TempDir dir;
-  DeadHolder holder(dir.path.string());
-  auto lock = InstanceLock::acquire(dir.path.string(), 0.2);
+  TempDir dir{"fad-lock"};
+  DeadHolder holder(dir.path().string());
+  auto lock = InstanceLock::acquire(dir.path().string(), 0.2);
   REQUIRE_FALSE(lock);
   CHECK_THAT(lock.error(), Catch::Contains("still locked by a child of fadd " + std::to_string(holder.fadd())));
   CHECK_THAT(lock.error(), Catch::Contains("fuser"));
 }
 
 TEST_CASE("instance lock: a stopping fadd says so on the lock file's second line, its pid kept on the first") {
-  TempDir dir;
-  auto lock = InstanceLock::acquire(dir.path.string());
+  TempDir dir{"fad-lock"};
+  auto lock = InstanceLock::acquire(dir.path().string());
   REQUIRE(lock);
   auto lines = [&] {
-    std::ifstream in(dir.path / "fadd.lock");
+    std::ifstream in(dir.path() / "fadd.lock");
     std::vector<std::string> out;
     for (std::string line; std::getline(in, line);) out.push_back(line);
     return out;
@@ -172,9 +162,9 @@ TEST_CASE("instance lock: a stopping fadd says so on the lock file's second line
   CHECK(lines() == std::vector<std::string>{pid, "stopping"});
   // A second fadd meanwhile is told so, in one line (it printed both lines of
   // the file, its pid and the mark, as the pid).
-  auto second = InstanceLock::acquire(dir.path.string());
+  auto second = InstanceLock::acquire(dir.path().string());
   REQUIRE_FALSE(second);
-  CHECK(second.error() == "another fadd (pid " + pid + ") is stopping on the state dir " + dir.path.string() +
+  CHECK(second.error() == "another fadd (pid " + pid + ") is stopping on the state dir " + dir.path().string() +
                               "; start again once it has exited ('fad daemon start' waits for it)");
 }
 
@@ -190,10 +180,10 @@ TEST_CASE("instance lock: a deleted or replaced lock file is made again, with th
   // Bug: with STATE/fadd.lock deleted, a start right after a stop found fadd
   // answering and no stopping mark to read, said "already running", exit 0,
   // and left no fadd.
-  TempDir dir;
-  const fs::path file = dir.path / "fadd.lock";
+  TempDir dir{"fad-lock"};
+  const fs::path file = dir.path() / "fadd.lock";
   const std::string pid = std::to_string(::getpid());
-  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  auto lock = InstanceLock::acquire(dir.path().string(), 0);
   REQUIRE(lock);
   auto kept = lock->keep_file();
   REQUIRE(kept);
@@ -223,9 +213,9 @@ TEST_CASE("instance lock: a deleted or replaced lock file is made again, with th
 
 TEST_CASE("instance lock: what cannot be taken at the lock file's place is said, and the loop goes on",
           "[instance_lock]") {
-  TempDir dir;
-  const fs::path file = dir.path / "fadd.lock";
-  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  TempDir dir{"fad-lock"};
+  const fs::path file = dir.path() / "fadd.lock";
+  auto lock = InstanceLock::acquire(dir.path().string(), 0);
   REQUIRE(lock);
   fs::remove(file);
   REQUIRE(::mkfifo(file.c_str(), 0600) == 0);  // opened without O_NONBLOCK, this would hang
@@ -254,12 +244,12 @@ TEST_CASE("instance lock: what cannot be taken at the lock file's place is said,
 TEST_CASE("instance lock: a hard link at the lock file's place is never written into", "[instance_lock]") {
   // Bug: a root fadd wrote its pid into another user's file linked there,
   // truncating it, at start and when making its lock file again.
-  TempDir dir;
-  const fs::path file = dir.path / "fadd.lock";
-  const fs::path victim = dir.path / "theirs";
+  TempDir dir{"fad-lock"};
+  const fs::path file = dir.path() / "fadd.lock";
+  const fs::path victim = dir.path() / "theirs";
   { std::ofstream(victim) << "kept\n"; }
   fs::create_hard_link(victim, file);
-  auto refused = InstanceLock::acquire(dir.path.string(), 0);
+  auto refused = InstanceLock::acquire(dir.path().string(), 0);
   REQUIRE_FALSE(refused);
   CHECK(refused.error() == file.string() +
                                " has another name (a hard link), so not fadd's lock file; remove it and start fadd "
@@ -267,7 +257,7 @@ TEST_CASE("instance lock: a hard link at the lock file's place is never written 
   CHECK(text_of(victim) == "kept\n");
 
   fs::remove(file);
-  auto lock = InstanceLock::acquire(dir.path.string(), 0);
+  auto lock = InstanceLock::acquire(dir.path().string(), 0);
   REQUIRE(lock);
   fs::remove(file);
   fs::create_hard_link(victim, file);
