@@ -13,6 +13,7 @@
 #include "client/render.h"
 #include "common/exit_status.h"
 #include "common/size.h"
+#include "common/text.h"
 #include "common/time_text.h"
 
 namespace fad::client {
@@ -20,7 +21,7 @@ namespace fad::client {
 namespace {
 
 bool is_running_state(const std::string& state) {
-  return state == "running" || state == "paused" || state == "suspended";
+  return state == "running" || state == "paused" || state == "suspended" || state == "pending";
 }
 
 // "9.8/12.0 GiB": both in the unit of the larger, so they compare at a glance.
@@ -142,7 +143,7 @@ std::string render_progress_line(const json& status, std::size_t width, double n
   const std::string state = str(b, "state");
 
   std::vector<std::pair<double, std::string>> running;  // (elapsed, name)
-  int waiting_memory = 0, suspended = 0;
+  int waiting_memory = 0, suspended = 0, pending = 0;
   double build_bytes = 0;
   for (const auto& u : list) {
     const std::string s = str(u, "state");
@@ -150,6 +151,7 @@ std::string render_progress_line(const json& status, std::size_t width, double n
       running.emplace_back(number(u, "elapsed_s"), printable(str(u, "name")));
       build_bytes += number(u, "current_bytes");
       suspended += s == "suspended";
+      pending += s == "pending";
     } else if (s == "queued" && waits_for_memory(str(u, "wait_reason"))) {
       ++waiting_memory;
     }
@@ -161,7 +163,10 @@ std::string render_progress_line(const json& status, std::size_t width, double n
                      std::to_string(count(counts, "total")) + "]";
   if (state == "paused") line += " paused,";
   line += " " + std::to_string(running_count) + " running";
-  if (suspended) line += " (" + std::to_string(suspended) + " suspended)";
+  std::vector<std::string> held;
+  if (suspended) held.push_back(std::to_string(suspended) + " suspended");
+  if (pending) held.push_back(std::to_string(pending) + " pending");
+  if (!held.empty()) line += " (" + join(held, ", ") + ")";
   const json& memory = object_of(object_of(status, "daemon"), "memory");
   const double used = field(memory, "used_bytes") ? number(memory, "used_bytes") : build_bytes;
   line += ", " + pair_size(used, number(memory, "budget_bytes"));

@@ -24,7 +24,7 @@ std::string color_state(const std::string& state, bool color) {
   if (state == "succeeded") return wrap(state, "32");
   if (state == "failed") return wrap(state, "31");
   if (state == "running") return wrap(state, "36");
-  if (state == "paused" || state == "suspended") return wrap(state, "33");
+  if (state == "paused" || state == "suspended" || state == "pending") return wrap(state, "33");
   if (state == "cancelled") return wrap(state, "35");
   return state;
 }

@@ -415,6 +415,7 @@ void Engine::measure_running(double now) {
     } else {
       r.stopped_by_user = false;
     }
+    r.pending = launcher_.group_pending(r.pgid);
     r.note_frozen(now);
   }
   const auto memory = launcher_.groups_memory(groups);
@@ -866,7 +867,7 @@ void Engine::start_unit(const UnitRecord& unit, const Decision& d, double now, c
 }
 
 void Engine::Running::note_frozen(double now) {
-  const bool frozen = suspended || paused || stopped_by_user;
+  const bool frozen = suspended || paused || stopped_by_user || pending;
   if (frozen && frozen_since == 0) {
     frozen_since = now;
   } else if (!frozen && frozen_since > 0) {

@@ -251,16 +251,19 @@ class Engine {
     /// Its compiler was stopped by someone else than fadd (Ctrl-Z in the
     /// build that launched it): it holds its memory but no core.
     bool stopped_by_user = false;
+    /// Started, but its job or step waits in a cluster's queue: its compiler
+    /// has not started yet.
+    bool pending = false;
     /// Admitted by a previous fadd and taken back at start (take_back): what
     /// this fadd saw of it misses its start, so nothing is learnt from it.
     bool taken_back = false;
     double taken_back_at = 0;  ///< when (this fadd's clock)
-    /// Time it spent frozen (suspended, paused, or stopped by its user) is
-    /// no compile time: not in its duration, its samples' times or its place
+    /// Time it spent frozen (suspended, paused, stopped by its user, or
+    /// pending in a cluster's queue) is no compile time: not in its duration, its samples' times or its place
     /// in its predicted profile, so a pause teaches no longer unit.
     double frozen_s = 0;      ///< freezes that ended
     double frozen_since = 0;  ///< when the current one began; 0: not frozen
-    /// Call after suspended, paused or stopped_by_user may have changed.
+    /// Call after suspended, paused, stopped_by_user or pending may have changed.
     void note_frozen(double now);
     /// Seconds it has compiled since it started.
     double run_time(double now) const;

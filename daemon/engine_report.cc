@@ -94,6 +94,8 @@ LiveUnits Engine::running_live(const std::vector<UnitRecord>& units) {
       l.state = "paused";
     else if (r.suspended)
       l.state = "suspended";
+    else if (r.pending)
+      l.state = "pending";
     live.emplace(u.id, std::move(l));
   }
   return live;

@@ -131,6 +131,10 @@ class ProcessLauncher {
   /// stopped. Not its leader alone: a compiler that stops itself while its
   /// children compile is using cores.
   virtual bool group_stopped(int pgid);
+  /// Whether the unit of group `pgid` was started but its compiler was not
+  /// yet: its job waits in a cluster's queue. Like a stopped one it compiles
+  /// nothing, so its wait is no compile time.
+  virtual bool group_pending(int /*pgid*/) { return false; }
 
   // ---- Cluster executors (the local one keeps these defaults). ----
   /// The nodes units run on. nullopt: this machine (the engine samples its

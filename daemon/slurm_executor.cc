@@ -320,6 +320,16 @@ std::uint64_t SlurmExecutor::group_memory(int pgid) {
 // srun leads its own group: while it runs, so does the step.
 bool SlurmExecutor::group_alive(int pgid) { return pgid > 1 && process_exists(pgid); }
 
+// srun runs from the start, but its step's wrapper only once Slurm has given
+// the job (job-per-unit) or the step (in the allocation) its resources; the
+// wrapper's first report says when.
+bool SlurmExecutor::group_pending(int pgid) {
+  Step* step = step_of(pgid);
+  if (!step || step->report.started_ms != 0 || step->report.done) return false;  // started: for good
+  read_report(*step);
+  return step->report.started_ms == 0 && !step->report.done;
+}
+
 std::vector<std::string> SlurmExecutor::step_command(const LaunchSpec& spec) {
   Step step;
   step.unit_id = spec.unit_id;

@@ -48,6 +48,7 @@ class SlurmExecutor final : public ProcessLauncher {
   void adopt_unit(int pgid, std::int64_t unit_id) override;
   GroupAccount release(int pgid, Leftovers leftovers) override;
   bool group_alive(int pgid) override;
+  bool group_pending(int pgid) override;
   std::optional<std::vector<ExecutorNode>> nodes() override;
   std::string wait_reason() override;
   std::vector<std::string> step_command(const LaunchSpec& spec) override;

@@ -20,7 +20,7 @@ namespace fad {
 /// running unit, the estimate of a queued one.
 struct LiveUnit {
   bool running = false;                         ///< in the engine's running set
-  std::optional<std::string> state;             ///< "paused" or "suspended" shown instead of "running"
+  std::optional<std::string> state;             ///< "paused", "suspended" or "pending" shown instead of "running"
   std::uint64_t current_bytes = 0;              ///< running: measured now
   std::uint64_t peak_bytes = 0;                 ///< running: peak so far
   double elapsed_s = 0;                         ///< running: since this attempt started

@@ -6,6 +6,7 @@
 // slurm-wlm or munge missing).
 #include <unistd.h>
 
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -341,5 +342,47 @@ TEST_CASE("a Slurm step past unit_time_limit is ended, and the build says why", 
         return true;
       },
       std::chrono::seconds(60)));
+  CHECK(d.terminate() == 0);
+}
+
+TEST_CASE("job-per-unit: a unit whose job waits in Slurm's queue shows as pending, its wait no compile time",
+          "[slurm]") {
+  if (auto why = start_cluster(); !why.empty()) {
+    WARN("SKIP: " << why << "; pending jobs were not tested");
+    return;
+  }
+  // A partition that is down takes jobs but starts none: fad's job waits in
+  // Slurm's queue as it would behind other users' jobs.
+  struct PartitionDown {
+    PartitionDown() { run({"scontrol", "update", "PartitionName=fad", "State=DOWN"}, kSlurmEnv, 30); }
+    ~PartitionDown() { run({"scontrol", "update", "PartitionName=fad", "State=UP"}, kSlurmEnv, 30); }
+  };
+  auto down = std::make_unique<PartitionDown>();
+  Daemon d;
+  d.write_kernels({{"jpu_wait", "peak_mb=16 duration_s=1"}});
+  std::ofstream(d.dir() / "test-config.json")
+      << R"({"poll_interval_ms": 100, "unit_memory_prior": "200M", "executor": "slurm", "unit_time_limit": "3s",
+            "slurm": {"time_limit": "30", "mode": "job-per-unit"}})"
+      << "\n";
+  d.start({}, kSlurmEnv);
+  const auto id = d.submit({"--arch", "9.0"});
+  auto unit = [&] {
+    const json b = d.status(id);
+    for (const auto& u : b.at("unit_list"))
+      if (u.at("name") == "jpu_wait") return u;
+    return json::object();
+  };
+  const bool pending = wait_for([&] { return unit().value("state", "") == "pending"; }, std::chrono::seconds(60));
+  INFO(d.status(id).dump(2) << d.daemon_log() << cluster_state());
+  REQUIRE(pending);
+  auto queue = run({"squeue", "--noheader", "--format=%j %T"}, kSlurmEnv, 30);
+  CHECK_THAT(queue.out, Catch::Contains("fad-u") && Catch::Contains("PENDING"));
+  // Past unit_time_limit in Slurm's queue: not ended, for it compiled nothing.
+  CHECK_FALSE(wait_for([&] { return unit().value("state", "") != "pending"; }, std::chrono::seconds(5)));
+  CHECK(unit().at("elapsed_s").get<double>() < 1);
+  down.reset();  // Slurm starts it
+  const auto b = d.wait_final(id, 240);
+  INFO(b.dump(2));
+  CHECK(b.at("state") == "succeeded");
   CHECK(d.terminate() == 0);
 }

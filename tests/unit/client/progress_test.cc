@@ -51,6 +51,16 @@ TEST_CASE("progress line: done/total, running, memory against the budget, waitin
   CHECK(piped == "[31/73] 3 running (1 suspended), 9.8/12.0 GiB, 2 waiting for memory, 12m 03s, ETA 14m");
 }
 
+TEST_CASE("progress line: units whose cluster jobs are pending count as running, and say so") {
+  json s = status_73();
+  auto& list = s["builds"][0]["unit_list"];
+  list[31]["state"] = "pending";  // launched: its Slurm job waits in the queue
+  list[31]["elapsed_s"] = 0;
+  CHECK(render_progress_line(s, 0, kNow).rfind("[31/73] 3 running (1 suspended, 1 pending), 9.8/12.0 GiB", 0) == 0);
+  list[33]["state"] = "running";
+  CHECK(render_progress_line(s, 0, kNow).rfind("[31/73] 3 running (1 pending), ", 0) == 0);
+}
+
 TEST_CASE("progress line on a terminal: the running units' names as far as the width allows") {
   const json s = status_73();
   const std::string wide = render_progress_line(s, 200, kNow);

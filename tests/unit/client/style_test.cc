@@ -31,6 +31,9 @@ TEST_CASE("colour: states and visible widths") {
   CHECK(color_state("failed", true) == "\033[31mfailed\033[0m");
   CHECK(color_state("failed", false) == "failed");
   CHECK(color_state("queued", true) == "queued");  // no colour for the ordinary state
+  // Held (by fad, its user or a cluster's queue): yellow, like a paused one.
+  CHECK(color_state("pending", true) == "\033[33mpending\033[0m");
+  CHECK(color_state("paused", true) == "\033[33mpaused\033[0m");
   CHECK(visible_width(color_state("succeeded", true)) == 9);
   CHECK(visible_width("plain") == 5);
   CHECK(visible_width("\033[1mA\033[0m\033[K") == 1);

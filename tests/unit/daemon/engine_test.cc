@@ -803,6 +803,44 @@ TEST_CASE("engine: a unit that compiles past unit_time_limit is ended, paused ti
   CHECK_THAT(test::slurp(f.build_dir(id) + "/build.log"), Contains("it compiled longer than unit_time_limit (10m)"));
 }
 
+TEST_CASE("engine: a unit whose cluster job is pending shows so, and its wait is no compile time", "[engine]") {
+  EngineFixture f;
+  f.options.unit_time_limit_s = 600;
+  f.make_engine().recover();
+  const auto id = f.submit();
+  f.engine->tick();
+  const int pgid = f.launcher.pgid_of("a_one");
+  f.launcher.pending.insert(pgid);
+  f.engine->tick();
+  StatusRequest req;
+  req.id = id;
+  auto a_one = [&] {
+    auto r = f.engine->status(f.me, req);
+    REQUIRE(r.ok);
+    for (const auto& u : r.result["builds"][0]["unit_list"])
+      if (u["name"] == "a_one") return u;
+    FAIL("no unit a_one");
+    return nlohmann::json();
+  };
+  CHECK(a_one()["state"] == "pending");
+  CHECK(f.unit(id, "a_one")->state == UnitState::running);  // fad's part is done: it was launched
+  // An hour in Slurm's queue: nothing compiled, so not past the limit.
+  f.clock.advance(3600);
+  f.engine->tick();
+  CHECK(a_one()["elapsed_s"].get<double>() < 1);
+  CHECK(f.launcher.signals_to(pgid).empty());
+  // Started: compile time counts from now.
+  f.launcher.pending.clear();
+  f.engine->tick();
+  f.clock.advance(300);
+  f.engine->tick();
+  CHECK(a_one()["state"] == "running");
+  CHECK(a_one()["elapsed_s"].get<double>() == Approx(300).margin(1));
+  f.clock.advance(310);
+  f.engine->tick();
+  CHECK(f.launcher.signals_to(pgid) == std::vector<int>{SIGTERM, SIGCONT});
+}
+
 TEST_CASE("engine: a listed build's counts, archs and memory match its own view", "[engine]") {
   // The listing counts units in SQL; the build's view reads each one.
   EngineFixture f;

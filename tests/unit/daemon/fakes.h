@@ -119,6 +119,7 @@ class RecordingLauncher final : public ProcessLauncher {
       if (info.pgid == pgid && !info.zombie) ++living, stopped += info.stopped;
     return living > 0 && stopped == living;
   }
+  bool group_pending(int pgid) override { return pending.count(pgid) > 0; }
   void adopt(int pgid) override { adopted.insert(pgid); }
   std::vector<std::pair<int, Leftovers>> released;  ///< each release, in order
   GroupAccount release(int pgid, Leftovers leftovers) override {
@@ -198,6 +199,7 @@ class RecordingLauncher final : public ProcessLauncher {
   std::vector<std::pair<int, int>> signals;  ///< (pgid, signal)
   std::map<int, std::uint64_t> memory;       ///< group_memory per pgid
   std::set<int> gone;                        ///< groups group_alive() reports as vanished
+  std::set<int> pending;                     ///< groups waiting in a cluster's queue
   std::set<int> adopted;                     ///< external groups being accounted
   std::map<int, ProcessInfo> processes;      ///< what process_info() reports per pid
   int process_info_calls = 0;
