@@ -2,6 +2,7 @@
 // report data and writes the HTML page (and the trace-event JSON). fadd only
 // returns data; drawing happens here.
 #include <filesystem>
+#include <optional>
 #include <ostream>
 
 #include "client/commands.h"
@@ -33,41 +34,41 @@ bool write_output(Context& ctx, const std::string& path, const std::string& text
 int run_report(const Command& cmd, Context& ctx) {
   BuildRequest req;
   req.id = cmd.id.value_or(0);
+  // The page, or with --json the report's data; "-" is stdout.
+  const std::string path = cmd.output.value_or(cmd.json ? "-" : "fad-report-" + std::to_string(req.id) + ".html");
   // Checked before anything is written: the trace would replace the page.
-  if (cmd.trace && !cmd.json) {
-    const std::string page = cmd.output.value_or("fad-report-" + std::to_string(req.id) + ".html");
+  if (cmd.trace) {
     std::error_code ec;
-    const auto a = fs::weakly_canonical(page, ec), b = fs::weakly_canonical(*cmd.trace, ec);
-    if (page == *cmd.trace || (!ec && a == b)) {
-      ctx.err << "fad: the page and --trace both name " << *cmd.trace << "; give the trace a file of its own\n";
+    const auto a = fs::weakly_canonical(path, ec), b = fs::weakly_canonical(*cmd.trace, ec);
+    if (path == *cmd.trace || (!ec && a == b)) {
+      ctx.err << "fad: " << (cmd.json ? "the report's data" : "the page") << " and --trace both name "
+              << (path == "-" ? "stdout" : *cmd.trace) << "; give the trace a file of its own\n";
       return kExitUsage;
     }
   }
   int rc = kExitOk;
   auto result = request(ctx, "report", req.to_json(), rc);
   if (!result) return rc;
+  std::string text;
+  std::optional<ReportModel> model;
   if (cmd.json) {
-    // To stdout, or to the file -o names (as the page would have been).
-    const std::string text = with_schema(*result).dump(2) + "\n";
-    if (!cmd.output || *cmd.output == "-") {
-      ctx.out << text;
-      return kExitOk;
-    }
-    if (!write_output(ctx, *cmd.output, text)) return kExitUsage;
-    ctx.out << "wrote " << *cmd.output << " (" << format_size(text.size()) << "): the report's data of build " << req.id
-            << "\n";
-    return kExitOk;
+    text = with_schema(*result).dump(2) + "\n";
+  } else {
+    model = build_report_model(*result);
+    text = render_report_html(*model, std::string("fad ") + FAD_VERSION);
   }
-  const ReportModel model = build_report_model(*result);
-  const std::string html = render_report_html(model, std::string("fad ") + FAD_VERSION);
-  const std::string path = cmd.output.value_or("fad-report-" + std::to_string(req.id) + ".html");
   // A path that cannot be written is a bad argument, as for history export.
-  if (!write_output(ctx, path, html)) return kExitUsage;
-  if (cmd.trace && !write_output(ctx, *cmd.trace, render_trace(model).dump() + "\n")) return kExitUsage;
-  // Said on stderr when the page itself went to stdout.
+  if (!write_output(ctx, path, text)) return kExitUsage;
+  if (cmd.trace) {
+    if (!model) model = build_report_model(*result);
+    if (!write_output(ctx, *cmd.trace, render_trace(*model).dump() + "\n")) return kExitUsage;
+  }
+  // Said on stderr when the page or the data went to stdout.
   std::ostream& note = path == "-" ? ctx.err : ctx.out;
-  if (path != "-")
-    note << "wrote " << path << " (" << format_size(html.size()) << "): build " << req.id << ", " << model.units.size()
+  if (path != "-" && cmd.json)
+    note << "wrote " << path << " (" << format_size(text.size()) << "): the report's data of build " << req.id << "\n";
+  else if (path != "-")
+    note << "wrote " << path << " (" << format_size(text.size()) << "): build " << req.id << ", " << model->units.size()
          << " units; open it in a browser\n";
   if (cmd.trace && *cmd.trace != "-")
     note << "wrote " << *cmd.trace << ": open it in https://ui.perfetto.dev or chrome://tracing\n";

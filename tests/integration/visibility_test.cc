@@ -204,6 +204,20 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   const json written = json::parse(slurp(data_path));
   CHECK(written.at("build") == report.at("build"));
   CHECK(written.at("units") == report.at("units"));
+  // Bug: with --json, --trace was ignored (exit 0, no trace written).
+  const auto data_trace = d.dir() / "data-trace.json";
+  auto with_trace = d.fad({"report", std::to_string(id), "--json", "--trace", data_trace.string()});
+  REQUIRE(with_trace.exit_code == 0);
+  CHECK(json::parse(with_trace.out).at("schema_version") == 1);  // stdout is the data alone
+  int data_threads = 0;
+  const json data_trace_json = json::parse(slurp(data_trace));
+  for (const auto& e : data_trace_json.at("traceEvents"))
+    data_threads += e.at("ph") == "M" && e.at("name") == "thread_name";
+  CHECK(data_threads == 4);  // each unit's track, as with the page
+  auto both_stdout = d.fad({"report", std::to_string(id), "--json", "--trace", "-"});
+  CHECK(both_stdout.exit_code == 2);
+  CHECK(both_stdout.err == "fad: the report's data and --trace both name stdout; give the trace a file of its own\n");
+  CHECK(both_stdout.out.empty());
   CHECK(d.fad({"report", "999"}).exit_code == 1);
   // A path that cannot be written, or that is not a file to replace: exit 2, one line.
   auto bad = d.fad({"report", std::to_string(id), "-o", (d.dir() / "no" / "dir" / "r.html").string()});
