@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <iterator>
 #include <utility>
 
@@ -470,6 +471,9 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
 Result<std::int64_t> parse_build_id(const std::string& text) {
   std::int64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec == std::errc::result_out_of_range && end == text.data() + text.size() && text.front() != '-')
+    return make_error("build id " + text + " is too large (no build has an id over " +
+                      std::to_string(std::numeric_limits<std::int64_t>::max()) + ")");
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id <= 0)
     return make_error("build id must be a positive integer, got '" + text + "'");
   return id;

@@ -83,10 +83,11 @@ TEST_CASE("status with and without id") {
 }
 
 TEST_CASE("ids must be positive integers") {
-  for (const char* bad : {"0", "-3", "abc", "7x", "1.5", "99999999999999999999"}) {
+  for (const char* bad : {"0", "-3", "abc", "7x", "1.5", "-99999999999999999999"}) {
     INFO(bad);
     CHECK(usage_error({"cancel", bad}).find("positive integer") != std::string::npos);
   }
+  CHECK(usage_error({"cancel", "99999999999999999999"}).find("is too large") != std::string::npos);
   usage_error({"status", "x"});
   usage_error({"logs", "0"});
 }
@@ -260,6 +261,11 @@ TEST_CASE("daemon start and stop, with args for fadd after --") {
   CHECK(usage_error({"daemon", "reload"}).find("unknown command 'reload'") != std::string::npos);
   // Elsewhere "--" ends the options: x is status's ID.
   CHECK(usage_error({"status", "--", "x"}).find("build id must be a positive integer, got 'x'") != std::string::npos);
+  // Bug: a number past the largest id was told it is not a positive integer.
+  CHECK(usage_error({"status", "99999999999999999999999"}) ==
+        "fad: build id 99999999999999999999999 is too large (no build has an id over 9223372036854775807) (see 'fad "
+        "status --help')\n");
+  CHECK(command({"status", "9223372036854775807"}).id == 9223372036854775807);
 }
 
 TEST_CASE("daemon restart takes start's arguments") {
