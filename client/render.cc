@@ -231,7 +231,10 @@ std::string render_history(const json& history, bool color) {
   const json& builds = array_of(history, "builds");
   if (builds.empty()) return "no finished builds\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& b : builds) {
+  // fadd sends the newest first (the ones --limit keeps); the table lists
+  // them by ID, as sacct and pueue do, the newest last, next to the prompt.
+  for (auto it = builds.rbegin(); it != builds.rend(); ++it) {
+    const json& b = *it;
     // Older daemons send only duration_s: it was all "run" to them.
     const std::string run = field(b, "run_s") ? duration_cell(b, "run_s") : duration_cell(b, "duration_s");
     const std::string state = build_state_cell(b, color);

@@ -268,6 +268,11 @@ TEST_CASE("history rows carry duration and peak") {
   history["builds"][0].erase("queue_s");
   history["builds"][0].erase("run_s");
   CHECK(has(line_starting(render_history(history), "6 "), "5m 05s"));
+  // Sent newest first; listed by ID, as the contract says.
+  history["builds"].push_back(history["builds"][0]);
+  history["builds"][1]["id"] = 5;
+  text = render_history(history);
+  CHECK(text.find("\n5 ") < text.find("\n6 "));
 }
 
 TEST_CASE("outcome lines: units, time, peak and the artifact") {
