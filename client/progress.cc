@@ -90,14 +90,32 @@ std::optional<double> estimate_eta(const json& build) {
     sum += number(u, "duration_s");
     ++n;
   }
-  auto expected = [&](const json& u) -> std::optional<double> {
-    // A duration from the flat prior (or a running sibling's age, as long as
-    // nothing finished) is a guess that can be off tenfold: an ETA from it
-    // would mislead, so such a unit counts at this build's own mean, if any.
-    // fadd sends no duration for such a unit; earlier releases sent the guess.
+  // A duration from the flat prior (or a running sibling's age, as long as
+  // nothing finished) is a guess that can be off tenfold: an ETA from it
+  // would mislead, so such a unit counts at this build's own mean, if any.
+  // fadd sends no duration for such a unit; earlier releases sent the guess.
+  auto predicted = [](const json& u) {
     const std::string source = str(u, "estimate_source");
     const bool guess = source == "prior" || source == "running_sibling";
-    if (double predicted = number(u, "predicted_duration_s"); predicted > 0 && !guess) return predicted;
+    const double d = number(u, "predicted_duration_s");
+    return d > 0 && !guess ? d : 0.0;
+  };
+  // Compiles running past their predicted time say this build runs slower
+  // than they did before (a loaded machine, a slower compiler): every
+  // prediction is stretched by the running compiles' median overrun. The
+  // median, so that one hung compile does not stretch them all.
+  std::vector<double> overruns;
+  for (const auto& u : list)
+    if (is_running_state(str(u, "state")) && str(u, "kind") != "link" && predicted(u) > 0)
+      overruns.push_back(std::max(1.0, number(u, "elapsed_s") / predicted(u)));
+  double slowdown = 1;
+  if (!overruns.empty()) {
+    std::sort(overruns.begin(), overruns.end());
+    const std::size_t mid = overruns.size() / 2;
+    slowdown = overruns.size() % 2 ? overruns[mid] : (overruns[mid - 1] + overruns[mid]) / 2;
+  }
+  auto expected = [&](const json& u) -> std::optional<double> {
+    if (const double d = predicted(u); d > 0) return d * slowdown;
     auto it = taken.find(str(u, "kind"));
     if (it == taken.end()) return std::nullopt;
     return it->second.first / it->second.second;

@@ -156,6 +156,27 @@ TEST_CASE("ETA: predicted durations when fadd sends them, else this build's own,
   CHECK_FALSE(estimate_eta(fresh));
 }
 
+TEST_CASE("ETA: compiles running past their predicted time stretch every prediction by their median overrun") {
+  // Bug: with a compiler 40 times slower than the history's, the ETA read
+  // "4s" for as long as the build ran, each running unit "nearly done".
+  json b = {{"state", "running"}, {"unit_list", json::array()}};
+  auto& list = b["unit_list"];
+  for (double elapsed : {10.0, 12.0, 14.0})
+    list.push_back(unit("r" + std::to_string(list.size()), "running",
+                        {{"elapsed_s", elapsed}, {"predicted_duration_s", 1}, {"estimate_source", "exact"}}));
+  for (int i = 0; i < 4; ++i)
+    list.push_back(
+        unit("q" + std::to_string(i), "queued", {{"predicted_duration_s", 1}, {"estimate_source", "exact"}}));
+  // 12x (the median): what is left of the running ones (2 s, then 10% of
+  // 12 s for the two past it) and 4 queued of 12 s, on 3 at once.
+  CHECK(estimate_eta(b) == Approx((2 + 1.2 + 1.2 + 4 * 12.0) / 3));
+  // One hung compile alone stretches nothing.
+  list[0]["elapsed_s"] = 0.5;
+  list[1]["elapsed_s"] = 0.5;
+  list[2]["elapsed_s"] = 500;
+  CHECK(estimate_eta(b) == Approx((0.5 + 0.5 + 0.1 + 4 * 1.0) / 3));
+}
+
 TEST_CASE("format_eta is coarse: seconds, then whole minutes rounded up") {
   CHECK(format_eta(35.2) == "36s");
   CHECK(format_eta(60) == "1m");
