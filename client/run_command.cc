@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "client/command_leftovers.h"
 #include "client/connection.h"
 #include "client/exit_codes.h"
 #include "client/launcher.h"
@@ -24,6 +25,7 @@
 #include "common/exit_status.h"
 #include "common/json_fields.h"
 #include "common/launch_protocol.h"
+#include "common/process_exists.h"
 #include "common/size.h"
 #include "common/suggest.h"
 #include "common/text.h"
@@ -78,6 +80,9 @@ sigset_t forwarded_signals() {
 // the build must be held up before the terminal is told.
 constexpr auto kWatchEvery = std::chrono::seconds(2);
 constexpr double kStallNoteS = 5;
+// How long a stopped command's leftovers have after their SIGTERM, as fadd
+// gives a cancelled compiler.
+constexpr auto kLeftoverGrace = std::chrono::seconds(5);
 
 std::optional<json> build_status(const std::string& socket, std::int64_t id) {
   StatusRequest req;
@@ -93,33 +98,39 @@ std::optional<json> build_status(const std::string& socket, std::int64_t id) {
 // Waits for the command; meanwhile, once per stretch in which the build (when
 // fadd opened one) has compiles queued and none running for a few seconds,
 // says why on stderr.
-int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id) {
+// `cancelled` tells whether the build was cancelled while the command ran.
+int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id, bool* cancelled) {
   using Clock = std::chrono::steady_clock;
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
   bool told = false, stopping = false;
   const sigset_t forwarded = forwarded_signals();
   for (;;) {
-    int status = 0;
     // Reaped with the signals held: one that comes after the command exited
     // (while fadd is asked about the build) did not stop it, and the build
     // it failed is not recorded cancelled.
+    // What the command left running comes to fad run as it exits (its
+    // subreaper) and is reaped here too.
     sigset_t mask;
     ::sigprocmask(SIG_BLOCK, &forwarded, &mask);
-    const pid_t done = ::waitpid(child, &status, WNOHANG);
-    if (done == child) g_command_ended = 1;
+    const std::optional<int> ended = reap_children(child);
+    if (ended) g_command_ended = 1;
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
-    if (done == child) {
+    if (ended) {
+      const int status = *ended;
+      *cancelled = stopping;
       // Cancelled, the command exits as stopped by SIGTERM, whatever it said:
       // a make whose compiles fadd ended exits 2 before this fad run sees
       // the cancel, and a CI job could not tell a cancel from a broken build.
       if (stopping) return 128 + SIGTERM;
       if (id)
-        if (const auto build = build_status(socket, *id); build && build->value("state", "") == "cancelled")
+        if (const auto build = build_status(socket, *id); build && build->value("state", "") == "cancelled") {
+          *cancelled = true;
           return 128 + SIGTERM;
+        }
       return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     }
-    if (done < 0 && errno != EINTR) return 1;
+    if (!process_exists(child)) return 1;  // reaped by nobody here: cannot happen, but never spin
     if (id && Clock::now() >= next_look) {
       next_look = Clock::now() + kWatchEvery;
       auto build = build_status(socket, *id);
@@ -401,6 +412,7 @@ int run_build_command(const RunOptions& o) {
   //    one that comes then reaches the command once fad run knows its pid,
   //    and kills the child as it would the command.
   int code = 1;
+  adopt_orphans();
   ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   if (!early_stop()) {
     g_child = ::fork();
@@ -411,8 +423,15 @@ int run_build_command(const RunOptions& o) {
     }
   }
   ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
+  bool cancelled = false;
   if (g_child > 0) {
-    code = wait_and_watch(g_child, o.entry.socket, id);
+    code = wait_and_watch(g_child, o.entry.socket, id, &cancelled);
+    // Stopped, the command may have left its children running (a kill of
+    // this pid reaches the command's process only): they end with it.
+    if (g_passed_on != 0 || cancelled)
+      if (const std::size_t ended = end_leftovers(kLeftoverGrace))
+        std::cerr << "fad run: ended " << ended << (ended == 1 ? " process" : " processes")
+                  << " the stopped command left running\n";
   } else if (g_early_signal != 0) {
     code = not_run();
   }

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -455,6 +457,72 @@ TEST_CASE("Ctrl-C passed on by fad run to its command ends the build cancelled, 
                                           "STARTED"});
   CHECK(handled == 0);
   CHECK(finished.at("state") == "succeeded");
+}
+
+TEST_CASE("a fad run stopped by a kill of its pid ends what its command left running, one that exits leaves it",
+          "[integration][launcher]") {
+  // Bug: a SIGTERM to fad run's pid (a CI job's timeout) reached the
+  // command's process only: a shell script's children (pip's ninja, here a
+  // sleep) compiled on, orphaned, after the build was cancelled.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const fs::path pids = d.dir() / "pids";
+  // One child ends on SIGTERM, one ignores it (SIGKILLed 5 s later), one left
+  // the session (a compiler cache's server): not the command's to end.
+  const std::string script =
+      "sleep 600 & echo $! >> \"$0\"; "
+      "(trap '' TERM; exec sleep 601) & echo $! >> \"$0\"; "
+      "setsid sleep 602 & echo $! >> \"$0\"; wait";
+  const pid_t run = start_process({FAD_FAD_BIN, "run", "--name", "killed", "--", "sh", "-c", script, pids.string()},
+                                  {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
+  REQUIRE(run > 0);
+  std::vector<pid_t> children;
+  REQUIRE(wait_for(
+      [&] {
+        std::istringstream in(slurp(pids));
+        children.assign(std::istream_iterator<pid_t>(in), std::istream_iterator<pid_t>());
+        return children.size() == 3;
+      },
+      std::chrono::seconds(30)));
+  // The setsid'd sleep has its own session once it runs.
+  REQUIRE(wait_for([&] { return ::getsid(children[2]) == children[2]; }, std::chrono::seconds(30)));
+  REQUIRE(::kill(run, SIGTERM) == 0);
+  const int code = wait_process(run, 30);
+  const std::string err = slurp(d.dir() / "run.err");
+  INFO(err);
+  CHECK(code == 128 + SIGTERM);
+  CHECK(process_state(children[0]) == 'X');
+  CHECK(process_state(children[1]) == 'X');
+  CHECK(process_state(children[2]) != 'X');
+  CHECK_THAT(err, Catch::Contains("fad run: ended 2 processes the stopped command left running"));
+  ::kill(children[2], SIGKILL);
+  CHECK(d.wait_final(d.wait_for_build("killed").at("id").get<std::int64_t>(), 30).at("state") == "cancelled");
+
+  // fad cancel of the build stops the command the same way.
+  const fs::path child = d.dir() / "child";
+  const pid_t cancelled = start_process({FAD_FAD_BIN, "run", "--name", "cancelled", "--", "sh", "-c",
+                                         "sleep 600 & echo $! > \"$0\"; wait", child.string()},
+                                        {{"FAD_SOCKET", d.socket()}}, d.dir() / "run3.out", d.dir() / "run3.err");
+  REQUIRE(cancelled > 0);
+  REQUIRE(wait_for([&] { return slurp(child).find('\n') != std::string::npos; }, std::chrono::seconds(30)));
+  const pid_t sleeper = std::stoi(slurp(child));
+  CHECK(d.fad({"cancel", std::to_string(d.wait_for_build("cancelled").at("id").get<std::int64_t>())}).exit_code == 0);
+  CHECK(wait_process(cancelled, 30) == 128 + SIGTERM);
+  CHECK(process_state(sleeper) == 'X');
+  CHECK_THAT(slurp(d.dir() / "run3.err"), Catch::Contains("fad run: ended 1 process the stopped command left running"));
+
+  // A command that exits on its own may leave a child behind on purpose.
+  const fs::path left = d.dir() / "left";
+  const pid_t done = start_process(
+      {FAD_FAD_BIN, "run", "--name", "exits", "--", "sh", "-c", "sleep 600 & echo $! > \"$0\"", left.string()},
+      {{"FAD_SOCKET", d.socket()}}, d.dir() / "run2.out", d.dir() / "run2.err");
+  REQUIRE(done > 0);
+  CHECK(wait_process(done, 30) == 0);
+  const pid_t kept = std::stoi(slurp(left));
+  CHECK(process_state(kept) != 'X');
+  CHECK(slurp(d.dir() / "run2.err").find("left running") == std::string::npos);
+  ::kill(kept, SIGKILL);
 }
 
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
