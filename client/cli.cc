@@ -70,7 +70,9 @@ std::string lower_first(std::string text) {
 }
 
 EarlyExit usage(const std::string& message, const std::string& path) {
-  return EarlyExit{kExitUsage, "fad: " + message + " (see '" + path + " --help')\n", true};
+  // The message quotes the words given: a control or a stray byte in one
+  // must reach the terminal as '?'.
+  return EarlyExit{kExitUsage, "fad: " + shown_word(message) + " (see '" + path + " --help')\n", true};
 }
 
 // A flag is given or not; it takes no word after it (CLI11: expected 0 times a value).
@@ -151,6 +153,15 @@ EarlyExit describe_parse_error(const CLI::App& app, const CLI::ParseError& e, co
     if (auto problem = option_count_problem(e.what())) return usage(*problem, path);
   // A command that needs a subcommand ("fad", "fad daemon") was given none it knows.
   const bool wants_command = at.get_require_subcommand_min() > 0 && at.get_subcommands().empty();
+  // "fad -- status": the words after "--" are values, never the command.
+  if (wants_command && first_word.empty() && !words.empty()) {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : at.get_subcommands({})) commands.push_back(sub->get_name());
+    const bool named = std::find(commands.begin(), commands.end(), words.front()) != commands.end();
+    return usage("missing command: the words after '--' are never one" +
+                     (named ? "; did you mean '" + path + " " + words.front() + "'?" : std::string()),
+                 path);
+  }
   std::vector<std::string> extras;
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
     extras = unexpected_words(e.what());

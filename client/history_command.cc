@@ -36,7 +36,7 @@ std::string utc_now() {
 }
 
 int usage_error(Context& ctx, const std::string& message) {
-  ctx.err << "fad: " << message << "\n";
+  ctx.err << "fad: " << shown_word(message) << "\n";  // it may quote the file's name
   return kExitUsage;
 }
 
@@ -81,7 +81,7 @@ int run_history_export(const Command& cmd, Context& ctx) {
   }
   Status written = write_file_atomically(cmd.file, document);
   if (!written) return usage_error(ctx, "cannot write " + written.error());
-  ctx.out << "exported " << count << " unit profile(s) to " << cmd.file << note << "\n";
+  ctx.out << "exported " << count << " unit profile(s) to " << shown_word(cmd.file) << note << "\n";
   return kExitOk;
 }
 
@@ -90,7 +90,7 @@ int run_history_import(const Command& cmd, Context& ctx) {
   // A file is checked on the open file, not by path first: a file swapped
   // for a FIFO between the two would otherwise hang the (root) client.
   const bool piped = cmd.file == "-";
-  const std::string name = piped ? "standard input" : cmd.file;
+  const std::string name = piped ? "standard input" : shown_word(cmd.file);
   auto text = piped ? ctx.read_stdin(kMaxFileBytes) : read_regular_file(cmd.file, kMaxFileBytes, "history file");
   if (!text) return usage_error(ctx, text.error());
   // 'fad history export - | fad history import -' with the exporting side

@@ -10,6 +10,7 @@
 #include "client/report_html.h"
 #include "common/file_write.h"
 #include "common/size.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -24,7 +25,7 @@ bool write_output(Context& ctx, const std::string& path, const std::string& text
     return true;
   }
   if (Status written = write_file_atomically(path, text); !written) {
-    ctx.err << "fad: cannot write " << written.error() << "\n";
+    ctx.err << "fad: cannot write " << shown_word(written.error()) << "\n";
     return false;
   }
   return true;
@@ -66,12 +67,13 @@ int run_report(const Command& cmd, Context& ctx) {
   // Said on stderr when the page or the data went to stdout.
   std::ostream& note = path == "-" ? ctx.err : ctx.out;
   if (path != "-" && cmd.json)
-    note << "wrote " << path << " (" << format_size(text.size()) << "): the report's data of build " << req.id << "\n";
+    note << "wrote " << shown_word(path) << " (" << format_size(text.size()) << "): the report's data of build "
+         << req.id << "\n";
   else if (path != "-")
-    note << "wrote " << path << " (" << format_size(text.size()) << "): build " << req.id << ", " << model->units.size()
-         << " units; open it in a browser\n";
+    note << "wrote " << shown_word(path) << " (" << format_size(text.size()) << "): build " << req.id << ", "
+         << model->units.size() << " units; open it in a browser\n";
   if (cmd.trace && *cmd.trace != "-")
-    note << "wrote " << *cmd.trace << ": open it in https://ui.perfetto.dev or chrome://tracing\n";
+    note << "wrote " << shown_word(*cmd.trace) << ": open it in https://ui.perfetto.dev or chrome://tracing\n";
   return kExitOk;
 }
 

@@ -195,6 +195,10 @@ inline std::string utf8_or_question(std::string_view s) {
   return out;
 }
 
+/// A word the user gave (an argument, a path) shown back in a message on one
+/// line: controls and bytes that are not UTF-8 as '?'.
+inline std::string shown_word(std::string_view s) { return printable(utf8_or_question(s)); }
+
 /// How many bytes at the end of `s` are a UTF-8 character cut short: a lead
 /// byte and fewer continuation bytes than it announces. 0 if none. A slice of
 /// a growing file may end inside a character its next slice completes.

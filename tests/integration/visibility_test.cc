@@ -200,6 +200,12 @@ TEST_CASE("fad report writes a self-contained page and a trace, and a headless b
   auto to_file = d.fad({"report", std::to_string(id), "--json", "-o", data_path.string()});
   REQUIRE(to_file.exit_code == 0);
   CHECK(to_file.out.find("wrote " + data_path.string()) == 0);
+  // A name with a line break in it is written as given, and said on one line.
+  const auto odd_path = d.dir() / "odd\nname.json";
+  auto odd = d.fad({"report", std::to_string(id), "--json", "-o", odd_path.string()});
+  REQUIRE(odd.exit_code == 0);
+  CHECK(fs::exists(odd_path));
+  CHECK(odd.out.find("wrote " + (d.dir() / "odd?name.json").string() + " (") == 0);
   // The same build's data (its machine samples go on growing: not compared).
   const json written = json::parse(slurp(data_path));
   CHECK(written.at("build") == report.at("build"));

@@ -248,6 +248,23 @@ TEST_CASE("a mistyped command is named, not an option given after it") {
         "fad: --socket goes after the command: 'fad status --socket ...' (see 'fad status --help')\n");
 }
 
+TEST_CASE("a word quoted back in a usage error reaches the terminal printable") {
+  // Bug: `fad $'\xff'` wrote the stray byte back, `fad $'\e[2J'` an escape
+  // sequence that cleared the screen.
+  CHECK(usage_error({"\xff"}) == "fad: unknown command '?' (see 'fad --help')\n");
+  CHECK(usage_error({"\x1b[2Jx"}) == "fad: unknown command '?[2Jx' (see 'fad --help')\n");
+  CHECK(usage_error({"status", "--fr\x1bob"}).find("unknown option --fr?ob") != std::string::npos);
+  CHECK(usage_error({"submit", "--arch", "9\n0"}).find("invalid arch '9?0'") != std::string::npos);
+}
+
+TEST_CASE("a command given only after -- is named as such") {
+  // Bug: CLI11's own "A subcommand is required".
+  CHECK(usage_error({"--", "status"}) ==
+        "fad: missing command: the words after '--' are never one; did you mean 'fad status'? (see 'fad --help')\n");
+  CHECK(usage_error({"--", "frob"}) == "fad: missing command: the words after '--' are never one (see 'fad --help')\n");
+  CHECK(usage_error({"daemon", "--", "stop"}).find("missing command") != std::string::npos);
+}
+
 TEST_CASE("daemon start and stop, with args for fadd after --") {
   Command start =
       command({"daemon", "start", "--state-dir", "/st", "--config", "/c.json", "--", "--log-level", "debug"});
