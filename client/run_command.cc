@@ -1,6 +1,7 @@
 // fad run; see run_command.h.
 #include "client/run_command.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -57,14 +59,36 @@ volatile sig_atomic_t g_passed_on = 0;
 /// Set as the command is reaped: a signal after that has nobody to go to
 /// (the pid may be another process's by then) and interrupted nothing.
 volatile sig_atomic_t g_command_ended = 0;
+/// "/proc/PID/stat" of the command, written before a signal can reach forward().
+char g_child_stat[64] = {};
+
+/// Whether the command has exited, not yet reaped (its stat says 'Z'): a
+/// signal then stopped nothing. Async-signal-safe: open, read and close only.
+bool child_exited() {
+  const int fd = ::open(g_child_stat, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  for (ssize_t i = n - 1; i > 0; --i)
+    if (buf[i] == ')') return i + 2 < n && (buf[i + 2] == 'Z' || buf[i + 2] == 'X');
+  return n <= 0;
+}
+
 void forward(int sig) {
-  if (g_command_ended) return;
-  if (g_child > 0) {
-    ::kill(g_child, sig);
-    if (g_passed_on == 0) g_passed_on = sig;
+  const int saved_errno = errno;
+  if (g_command_ended) {
+    // (nothing to pass on to)
+  } else if (g_child > 0) {
+    if (!child_exited()) {
+      ::kill(g_child, sig);
+      ::kill(g_child, SIGCONT);  // a stopped command acts on it once continued
+      if (g_passed_on == 0) g_passed_on = sig;
+    }
   } else {
     g_early_signal = sig;
   }
+  errno = saved_errno;
 }
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
@@ -103,7 +127,8 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
   using Clock = std::chrono::steady_clock;
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
-  bool told = false, stopping = false;
+  bool told = false, stopping = false, killed = false;
+  Clock::time_point stop_sent;
   const sigset_t forwarded = forwarded_signals();
   for (;;) {
     // Reaped with the signals held: one that comes after the command exited
@@ -139,7 +164,9 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
         // its later compiles would otherwise run around fadd.
         std::cerr << "fad run: build " << *id << " was cancelled; stopping the command\n";
         ::kill(child, SIGTERM);
+        ::kill(child, SIGCONT);
         stopping = true;
+        stop_sent = Clock::now();
       }
       auto note = build ? stall_note(*build) : std::nullopt;
       if (!note) {
@@ -152,6 +179,14 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
           told = true;
         }
       }
+    }
+    // A command that ignores the cancel's SIGTERM would compile on around
+    // fadd: it gets what fadd gives a cancelled compiler, SIGKILL 5 s later.
+    if (stopping && !killed && Clock::now() - stop_sent >= kLeftoverGrace) {
+      std::cerr << "fad run: the command did not stop within " << kLeftoverGrace.count()
+                << " s of its SIGTERM; killing it\n";
+      ::kill(child, SIGKILL);
+      killed = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -413,6 +448,9 @@ int run_build_command(const RunOptions& o) {
   //    and kills the child as it would the command.
   int code = 1;
   adopt_orphans();
+  // What this process has already (a script's `exec fad run` leaves its
+  // children here) is not the command's to leave behind.
+  const std::vector<ProcessId> inherited = current_descendants();
   ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   if (!early_stop()) {
     g_child = ::fork();
@@ -421,6 +459,7 @@ int run_build_command(const RunOptions& o) {
       ::sigprocmask(SIG_SETMASK, &given_mask, nullptr);
       ::_exit(exec_direct(o.command));
     }
+    if (g_child > 0) std::snprintf(g_child_stat, sizeof g_child_stat, "/proc/%d/stat", static_cast<int>(g_child));
   }
   ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
   bool cancelled = false;
@@ -429,7 +468,7 @@ int run_build_command(const RunOptions& o) {
     // Stopped, the command may have left its children running (a kill of
     // this pid reaches the command's process only): they end with it.
     if (g_passed_on != 0 || cancelled)
-      if (const std::size_t ended = end_leftovers(kLeftoverGrace))
+      if (const std::size_t ended = end_leftovers(inherited, kLeftoverGrace))
         std::cerr << "fad run: ended " << ended << (ended == 1 ? " process" : " processes")
                   << " the stopped command left running\n";
   } else if (g_early_signal != 0) {

@@ -525,6 +525,81 @@ TEST_CASE("a fad run stopped by a kill of its pid ends what its command left run
   ::kill(kept, SIGKILL);
 }
 
+TEST_CASE("fad run's stop spares what it had before its command, and what a signal after the command's exit finds",
+          "[integration][launcher]") {
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}};
+
+  // A script that ends in `exec fad run` hands fad run its own children (a
+  // tee logging the script): not the command's. Bug: they were killed.
+  const fs::path before = d.dir() / "before", during = d.dir() / "during";
+  const pid_t run = start_process({"bash", "-c",
+                                   "sleep 600 & echo $! > \"$0\"; exec " + std::string(FAD_FAD_BIN) +
+                                       " run --name execd -- sh -c 'sleep 601 & echo $! > \"$0\"; wait' \"$1\"",
+                                   before.string(), during.string()},
+                                  env, d.dir() / "execd.out", d.dir() / "execd.err");
+  REQUIRE(run > 0);
+  REQUIRE(wait_for([&] { return slurp(during).find('\n') != std::string::npos; }, std::chrono::seconds(30)));
+  const pid_t script_child = std::stoi(slurp(before)), command_child = std::stoi(slurp(during));
+  REQUIRE(::kill(run, SIGTERM) == 0);
+  CHECK(wait_process(run, 30) == 128 + SIGTERM);
+  INFO(slurp(d.dir() / "execd.err"));
+  CHECK(process_state(command_child) == 'X');
+  CHECK(process_state(script_child) != 'X');
+  ::kill(script_child, SIGKILL);
+
+  // A signal that reaches fad run after its command exited, before fad run
+  // reaped it, stopped nothing: the build failed with the command's code and
+  // what the command left runs on. Bug: cancelled, and its child killed.
+  const fs::path pids = d.dir() / "pids", go = d.dir() / "go";
+  const pid_t late =
+      start_process({FAD_FAD_BIN, "run", "--name", "late", "--", "sh", "-c",
+                     "sleep 602 & echo $$ $! > \"$0\"; while [ ! -e \"$1\" ]; do sleep 0.05; done; exit 3",
+                     pids.string(), go.string()},
+                    env, d.dir() / "late.out", d.dir() / "late.err");
+  REQUIRE(late > 0);
+  std::vector<pid_t> ids;
+  REQUIRE(wait_for(
+      [&] {
+        std::istringstream in(slurp(pids));
+        ids.assign(std::istream_iterator<pid_t>(in), std::istream_iterator<pid_t>());
+        return ids.size() == 2;
+      },
+      std::chrono::seconds(30)));
+  REQUIRE(::kill(late, SIGSTOP) == 0);  // it cannot reap the command meanwhile
+  std::ofstream(go).put('\n');
+  REQUIRE(wait_for([&] { return process_state(ids[0]) == 'Z'; }, std::chrono::seconds(30)));
+  REQUIRE(::kill(late, SIGTERM) == 0);
+  REQUIRE(::kill(late, SIGCONT) == 0);
+  CHECK(wait_process(late, 30) == 3);
+  INFO(slurp(d.dir() / "late.err"));
+  CHECK(process_state(ids[1]) != 'X');
+  ::kill(ids[1], SIGKILL);
+  const json build = d.wait_final(d.wait_for_build("late").at("id").get<std::int64_t>(), 30);
+  CHECK(build.at("state") == "failed");
+}
+
+TEST_CASE("fad cancel of a fad run build whose command ignores SIGTERM kills it 5 s later", "[integration][launcher]") {
+  // Bug: fad run waited for ever, and the command's later compiles ran
+  // around fadd ("build N is not an open fad run build").
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const pid_t run = start_process(
+      {FAD_FAD_BIN, "run", "--name", "stubborn", "--", "sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"},
+      {{"FAD_SOCKET", d.socket()}}, d.dir() / "run.out", d.dir() / "run.err");
+  REQUIRE(run > 0);
+  const auto id = d.wait_for_build("stubborn").at("id").get<std::int64_t>();
+  CHECK(d.fad({"cancel", std::to_string(id)}).exit_code == 0);
+  CHECK(wait_process(run, 30) == 128 + SIGTERM);
+  const std::string err = slurp(d.dir() / "run.err");
+  INFO(err);
+  CHECK_THAT(err, Catch::Contains("fad run: the command did not stop within 5 s of its SIGTERM; killing it"));
+  CHECK(d.wait_final(id, 30).at("state") == "cancelled");
+}
+
 TEST_CASE("a compile waiting for admission waits out a busy fadd past 30 s and never compiles around it",
           "[integration][long][launcher][hostile]") {
   Daemon d;
