@@ -165,10 +165,15 @@ int run_daemon(const DaemonOptions& o) {
   cloexec_from(3);
   ::umask(077);
   raise_fd_limit();
-  lower_own_oom_score();
   auto server_opts = server_options(o.config);
   if (!server_opts) {
     spdlog::critical("{}", server_opts.error());
+    return 1;
+  }
+  // Another fadd on this socket (with another state dir): refused before
+  // anything is made or said. The listen below checks again.
+  if (socket_answers(o.socket)) {
+    spdlog::critical("another fadd is already running on {} (stop it with 'fad daemon stop')", o.socket);
     return 1;
   }
 
@@ -215,6 +220,8 @@ int run_daemon(const DaemonOptions& o) {
     spdlog::critical("{}", lock.error());
     return 1;
   }
+
+  lower_own_oom_score();  // after the lock: a refused start says one line
 
   // 3. The database, migrated to this version's schema.
   std::unique_ptr<Store> store;

@@ -7,8 +7,10 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
@@ -283,6 +285,20 @@ class Session : public std::enable_shared_from_this<Session> {
   bool small_ = false;  ///< buffer_ holds at most a launcher's request (start)
 };
 
+bool socket_answers(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return false;
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int err = errno;
+  ::close(fd);
+  // EAGAIN: a listener whose backlog is full (a busy fadd) still listens.
+  return rc == 0 || err == EAGAIN;
+}
+
 Server::Server(asio::io_context& io, RequestHandler& handler, ServerOptions options)
     : io_(io),
       handler_(handler),
@@ -340,10 +356,7 @@ Status Server::listen(const std::string& socket_path) {
       return make_error(socket_path +
                         " exists and is not a socket; fadd replaces only a stale socket there: move it "
                         "away, or choose another path with --socket");
-    local::socket probe(io_);
-    boost::system::error_code cec;
-    probe.connect(local::endpoint(socket_path), cec);
-    if (!cec)
+    if (socket_answers(socket_path))
       return make_error("another fadd is already running on " + socket_path + " (stop it with 'fad daemon stop')");
     fs::remove(path, ec);  // stale: its daemon died without cleaning up
     spdlog::info("removed stale socket {}", socket_path);

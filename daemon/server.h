@@ -44,6 +44,10 @@ struct ServerOptions {
   RequestLimits requests;
 };
 
+/// Whether something listens on the Unix socket at `path` (another fadd):
+/// a connect succeeds, or finds its backlog full. Never blocks.
+bool socket_answers(const std::string& path);
+
 class Server {
  public:
   Server(boost::asio::io_context& io, RequestHandler& handler, ServerOptions options = {});

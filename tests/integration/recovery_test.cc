@@ -138,6 +138,32 @@ TEST_CASE("SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM neither stop fadd nor its runnin
   CHECK(d.terminate() == 0);
 }
 
+TEST_CASE("a fadd refused for another fadd's socket or state dir says one line and makes nothing", "[integration]") {
+  // Bug: with another state dir on an answering socket, the refused fadd had
+  // made that state dir, its database and lock, and said four lines first.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const fs::path other_state = d.dir() / "other-state";
+  const std::map<std::string, std::string> env{{"FAD_CONFIG", (d.dir() / "test-config.json").string()}};
+  auto on_socket = run({FAD_FADD_BIN, "--socket", d.socket(), "--state-dir", other_state.string(), "--kernels-dir",
+                        d.kernels_dir(), "--nvcc", FAD_FAKE_NVCC_BIN},
+                       env, 30);
+  INFO(on_socket.err);
+  CHECK(on_socket.exit_code == 1);
+  CHECK(std::count(on_socket.err.begin(), on_socket.err.end(), '\n') == 1);
+  CHECK_THAT(on_socket.err, Catch::Contains("another fadd is already running on " + d.socket()));
+  CHECK_FALSE(fs::exists(other_state));
+  auto on_state = run({FAD_FADD_BIN, "--socket", (d.dir() / "other.sock").string(), "--state-dir", d.state_dir(),
+                       "--kernels-dir", d.kernels_dir(), "--nvcc", FAD_FAKE_NVCC_BIN},
+                      env, 30);
+  INFO(on_state.err);
+  CHECK(on_state.exit_code == 1);
+  CHECK(std::count(on_state.err.begin(), on_state.err.end(), '\n') == 1);
+  CHECK_THAT(on_state.err, Catch::Contains("another fadd is already running (pid "));
+  CHECK(d.fad({"status"}).exit_code == 0);
+}
+
 TEST_CASE("a second fadd on the same state dir or socket refuses to start", "[integration]") {
   Daemon d;
   d.write_kernels(slowish_units(1, ""));
