@@ -90,7 +90,9 @@ int run_report(const Command& cmd, Context& ctx);  ///< report ID [-o FILE] [--t
 /// few seconds in a pipe, nothing but the final document with `json`; then
 /// the outcome (a failure with its unit's last lines). Returns the build's
 /// exit code, 3 when fadd goes away, 130 after Ctrl-C (the build goes on).
-int follow_build(Context& ctx, std::int64_t id, bool json);
+/// `in_contact`: fadd has answered this client already (a submit); else a
+/// first request that finds no fadd fails at once instead of waiting for one.
+int follow_build(Context& ctx, std::int64_t id, bool json, bool in_contact);
 
 /// Runs whichever subcommand `cmd` names (daemon start/stop/restart included).
 int run_command(const Command& cmd, const Locations& locations, Context& ctx);

@@ -45,7 +45,7 @@ std::string unit_log_tail(Context& ctx, std::int64_t id, const std::string& unit
 
 }  // namespace
 
-int follow_build(Context& ctx, std::int64_t id, bool json_output) {
+int follow_build(Context& ctx, std::int64_t id, bool json_output, bool in_contact) {
   StatusRequest req;
   req.id = id;
   const bool redraw = ctx.out_is_tty && !json_output;
@@ -66,12 +66,17 @@ int follow_build(Context& ctx, std::int64_t id, bool json_output) {
       return exit_code_for_signal(sig);
     }
     // fadd may restart while a build runs (an upgrade, a crash): the build
-    // survives it, so following does too.
-    CallResult reply = send_following(ctx, Request{"status", req.to_json()}, [&] {
-      clear_line();
-      ctx.out.flush();
-    });
+    // survives it, so following does too. A fadd never reached is no
+    // restart: that fails at once, as `fad status` does.
+    const bool first = !in_contact;
+    CallResult reply =
+        first ? ctx.send(Request{"status", req.to_json()}) : send_following(ctx, Request{"status", req.to_json()}, [&] {
+          clear_line();
+          ctx.out.flush();
+        });
+    in_contact = true;
     if (auto* failure = std::get_if<CallFailure>(&reply)) {
+      if (first) return report(ctx, reply);
       if (ctx.interrupted()) continue;  // Ctrl-C cut the request short: say so above
       clear_line();
       ctx.err << "fad: stopped waiting for build " << id << ": " << failure->message << "\n";
@@ -123,7 +128,7 @@ int follow_build(Context& ctx, std::int64_t id, bool json_output) {
 }
 
 int run_watch(const Command& cmd, Context& ctx) {
-  if (cmd.id) return follow_build(ctx, *cmd.id, false);
+  if (cmd.id) return follow_build(ctx, *cmd.id, false, false);
   // No id: your newest build still queued, running or paused (on a shared
   // fadd the newest of all is likely someone else's). An older fadd names
   // no owner: every build counts as yours.
@@ -140,7 +145,7 @@ int run_watch(const Command& cmd, Context& ctx) {
                "history')\n";
     return kExitFailed;
   }
-  return follow_build(ctx, *newest, false);
+  return follow_build(ctx, *newest, false, true);
 }
 
 }  // namespace fad::client

@@ -57,7 +57,7 @@ int run_submit(const Command& cmd, Context& ctx) {
   if (cmd.json && !cmd.wait) ctx.out << with_schema(json{{"id", id}}).dump() << "\n";
   if (!cmd.json) ctx.out << "submitted build " << id << "\n";
   ctx.out.flush();
-  return cmd.wait ? follow_build(ctx, id, cmd.json) : kExitOk;
+  return cmd.wait ? follow_build(ctx, id, cmd.json, true) : kExitOk;
 }
 
 }  // namespace fad::client

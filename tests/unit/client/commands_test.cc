@@ -561,6 +561,20 @@ TEST_CASE("submit --wait gives up with exit 3 when fadd stays away past the wind
   CHECK(d.seen.size() < 30);  // backoff: a request every few seconds, not a busy loop
 }
 
+TEST_CASE("watch ID with no fadd to reach fails at once with exit 3, as status does") {
+  // Bug: it said it had lost contact (it never had any) and waited 60 s.
+  ScriptedDaemon d;
+  d.unreachable();
+  d.unreachable();
+  Command c = cmd(CommandKind::watch, "fad watch");
+  c.id = 7;
+  Context ctx = d.context();
+  CHECK(run_watch(c, ctx) == 3);
+  CHECK(d.err.str() == "fad: cannot reach fadd at /s: refused. Start it with 'fad daemon start'.\n");
+  CHECK(d.seen.size() == 1);
+  CHECK(d.now == std::chrono::steady_clock::time_point{});  // no wait
+}
+
 TEST_CASE("a kill while a follower waits for fadd to come back ends it at once with 128 + the signal") {
   for (bool status_watch : {false, true}) {
     ScriptedDaemon d;
