@@ -432,11 +432,13 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   run->add_option("--budget", raw.budget, "memory this build's compiles may hold together (e.g. 12G)")
       ->type_name("SIZE");
   run->add_option("--name", raw.name, "the build's name in 'fad status' (default: the command)")->type_name("NAME");
-  run->add_option("--socket", raw.socket, "fadd's Unix socket")->type_name("PATH");
+  add_locations(run, raw);
   run->add_option("CMD", raw.passthrough, "the build command and its arguments, after --");
   auto* launch = app.add_subcommand("launch",
                                     "run one compiler call under fadd's memory scheduling (a compiler "
-                                    "launcher); usage: fad launch [--socket PATH] [--] COMPILER [ARGS...]");
+                                    "launcher); usage: fad launch [--socket PATH] [--config FILE] [--color WHEN] [--] "
+                                    "COMPILER [ARGS...]");
+  add_locations(launch, raw);
   launch->add_option("COMPILER", raw.passthrough, "the compiler and its arguments");
 
   auto* doctor = app.add_subcommand("doctor", "check nvcc, GPUs, host compiler, torch, memory, cgroups, disk, fadd");

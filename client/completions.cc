@@ -9,6 +9,7 @@
 
 #include "client/cli_app.h"
 #include "client/exit_codes.h"
+#include "common/text.h"
 
 namespace fad::client {
 
@@ -61,9 +62,26 @@ void collect(const CLI::App& app, const std::string& prefix, std::vector<Command
   }
 }
 
+// Up to the first ';' outside parentheses: "freeze a build's running
+// compilers (SIGSTOP; ...)" keeps its parenthesis whole.
 std::string first_sentence(std::string help) {
-  if (auto semi = help.find(';'); semi != std::string::npos) help.resize(semi);
+  int depth = 0;
+  for (std::size_t i = 0; i < help.size(); ++i) {
+    depth += help[i] == '(' ? 1 : help[i] == ')' ? -1 : 0;
+    if (help[i] == ';' && depth <= 0) {
+      help.resize(i);
+      break;
+    }
+  }
   return help;
+}
+
+// The members' own names of group `c` ("start stop restart" of "daemon").
+std::vector<std::string> member_names(const std::vector<CommandInfo>& commands, const CommandInfo& c) {
+  std::vector<std::string> names;
+  for (const auto& sub : commands)
+    if (sub.path.rfind(c.path + " ", 0) == 0) names.push_back(sub.path.substr(c.path.size() + 1));
+  return names;
 }
 
 // Inside single quotes, for any of the three shells.
@@ -80,10 +98,13 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 std::string bash_script(const std::vector<CommandInfo>& commands) {
-  std::vector<std::string> top;
+  std::vector<std::string> top, members;
   std::ostringstream cases;
   for (const auto& c : commands) {
-    if (c.path.find(' ') == std::string::npos) top.push_back(c.path);
+    if (c.path.find(' ') == std::string::npos)
+      top.push_back(c.path);
+    else
+      members.push_back(single_quoted(c.path));
     std::vector<std::string> words = c.values;
     for (const auto& o : c.options) words.push_back(o.name);
     for (const auto& sub : commands)
@@ -95,11 +116,15 @@ std::string bash_script(const std::vector<CommandInfo>& commands) {
   s << "# bash completion for fad; load with: eval \"$(fad completions bash)\"\n"
     << "_fad() {\n"
     << "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-    << "  local path='' words='' i\n"
+    << "  local path='' words='' i w\n"
     << "  if [[ $prev == --color ]]; then COMPREPLY=($(compgen -W 'auto always never' -- \"$cur\")); return; fi\n"
     << "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
-    << "    case ${COMP_WORDS[i]} in -*) ;; *) [[ -z $path ]] && path=${COMP_WORDS[i]} || "
-       "{ [[ $path == daemon ]] && path=\"daemon ${COMP_WORDS[i]}\"; } ;; esac\n"
+    << "    w=${COMP_WORDS[i]}\n"
+    << "    case $w in -*) continue ;; esac\n"
+    << "    if [[ -z $path ]]; then path=$w\n"
+    << "    elif [[ $path != *' '* ]]; then\n"
+    << "      case \"$path $w\" in " << join(members, "|") << ") path=\"$path $w\" ;; esac\n"
+    << "    fi\n"
     << "  done\n"
     << "  case $path in\n"
     << "    '') words=" << single_quoted(join_names(top) + " --help --version") << " ;;\n"
@@ -202,7 +227,11 @@ std::string fish_script(const std::vector<CommandInfo>& commands) {
         << " -a " << single_quoted(name) << " -d " << single_quoted(first_sentence(c.help)) << "\n";
     }
     const std::string last = c.path.substr(c.path.rfind(' ') == std::string::npos ? 0 : c.path.rfind(' ') + 1);
-    const std::string when = single_quoted("__fish_seen_subcommand_from " + last);
+    // A group's own options (history's --limit) stop once a member is named.
+    const auto members = member_names(commands, c);
+    const std::string when =
+        single_quoted("__fish_seen_subcommand_from " + last +
+                      (members.empty() ? "" : "; and not __fish_seen_subcommand_from " + join_names(members)));
     for (const auto& o : c.options) {
       s << "complete -c fad -n " << when << " -l " << o.name.substr(2);
       if (o.takes_value) s << (o.values.empty() ? " -r -F" : " -x -a " + single_quoted(join_names(o.values)));

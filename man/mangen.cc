@@ -21,7 +21,8 @@ const std::vector<std::string> kExitStatus = {
     "2\tusage error: a bad flag, arch, size, path or config value",
     "3\tfadd cannot be reached (not running, no permission on its socket, busy, or no answer within "
     "FAD_TIMEOUT); the message says which, and what to do",
-    "130\tCtrl-C while following a build (submit --wait, watch, status --watch): the build goes on in fadd",
+    "130\tCtrl-C while following a build (submit --wait, watch, status --watch, logs --follow): the build goes on in "
+    "fadd",
     "143, 129\tthe same after SIGTERM or SIGHUP (a closed terminal): 128 + the signal, as a shell reports",
     "fad launch, fad-nvcc and fad run return the exit code of the compiler or command they ran."};
 

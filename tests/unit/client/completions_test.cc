@@ -1,14 +1,15 @@
 // Completion scripts generated from the CLI definition, run in the real
 // shells where they are installed: bash completes through its own
 // `complete -F` function, fish through `complete -C`, zsh loads the script.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
+#include <catch2/catch.hpp>
 
 #include "client/cli_app.h"
 #include "client/completions.h"
@@ -89,6 +90,13 @@ TEST_CASE("bash: commands, a command's options, daemon's subcommands and --color
   CHECK(bash_complete(f, "fad daemon start --st") == "--state-dir\n");
   CHECK(bash_complete(f, "fad status --color n") == "never\n");
   CHECK(bash_complete(f, "fad completions f") == "fish\n");
+  // Every group's members, not only daemon's. Bug: 'cache stats --' gave
+  // --help alone and 'history export --' history's own --limit and --json.
+  CHECK(bash_complete(f, "fad cache stats --c") == "--cache-dir --config --color\n");
+  CHECK(bash_complete(f, "fad history export --") == "--help --socket --config --color\n");
+  CHECK(bash_complete(f, "fad history --limit 5 export --s") == "--socket\n");
+  CHECK(bash_complete(f, "fad history --l") == "--limit\n");
+  CHECK(bash_complete(f, "fad run --c") == "--config --color\n");
 }
 
 TEST_CASE("fish: the script loads and completes commands and options") {
@@ -107,6 +115,16 @@ TEST_CASE("fish: the script loads and completes commands and options") {
   const std::string daemon = capture("fish -c 'source " + f.path.string() + "; complete -C \"fad daemon \"'");
   CHECK(daemon.find("start") != std::string::npos);
   CHECK(daemon.find("stop") != std::string::npos);
+  // A group's own options stop once one of its members is named.
+  const std::string exported =
+      capture("fish -c 'source " + f.path.string() + "; complete -C \"fad history export --\"'");
+  CHECK(exported.find("--socket") != std::string::npos);
+  CHECK(exported.find("--limit") == std::string::npos);
+  CHECK(capture("fish -c 'source " + f.path.string() + "; complete -C \"fad history --\"'").find("--limit") !=
+        std::string::npos);
+  // A description is cut at a ';' outside parentheses only.
+  const std::string pause = capture("fish -c 'source " + f.path.string() + "; complete -C \"fad pau\"'");
+  CHECK(std::count(pause.begin(), pause.end(), '(') == std::count(pause.begin(), pause.end(), ')'));
 }
 
 TEST_CASE("zsh: the script parses and defines its completion function") {
