@@ -159,7 +159,12 @@ TEST_CASE("a fadd refused for another fadd's socket or state dir says one line a
                       env, 30);
   INFO(on_state.err);
   CHECK(on_state.exit_code == 1);
-  CHECK(std::count(on_state.err.begin(), on_state.err.end(), '\n') == 1);
+  // (A root fadd may warn first of a state dir others cannot reach: that is
+  // about the machine, not this start.)
+  std::istringstream lines(on_state.err);
+  int said = 0;
+  for (std::string line; std::getline(lines, line);) said += line.find(" warn ") == std::string::npos;
+  CHECK(said == 1);
   CHECK_THAT(on_state.err, Catch::Contains("another fadd is already running (pid "));
   CHECK(d.fad({"status"}).exit_code == 0);
 }
