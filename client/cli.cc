@@ -390,6 +390,7 @@ std::unique_ptr<CLI::App> make_cli_app(RawArgs& raw) {
   for (const auto& [name, help] : kControls) {
     auto* sub = app.add_subcommand(name, help);
     add_id(sub, raw, true);
+    sub->add_flag("--json", raw.json, "print JSON: the build's id and state, and whether fadd has recorded it");
     add_locations(sub, raw);
   }
 

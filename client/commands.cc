@@ -158,6 +158,13 @@ int run_control(const Command& cmd, Context& ctx) {
                                                        : "retry";
   auto result = request(ctx, type, req.to_json(), rc);
   if (!result) return rc;
+  if (cmd.json) {
+    // "recorded" is always there for a script to read, not only when false.
+    json doc = *result;
+    doc["recorded"] = result->value("recorded", true);
+    ctx.out << with_schema(std::move(doc)).dump(2) << "\n";
+    return kExitOk;
+  }
   std::string line = "build " + std::to_string(req.id) + ": " + result->value("state", std::string("ok"));
   if (cmd.kind == CommandKind::retry) {
     const int failed = result->value("requeued_failed", -1), cancelled = result->value("requeued_cancelled", -1);

@@ -513,6 +513,41 @@ TEST_CASE("a cancel fadd could not record yet says its compilers are stopped") {
         "build 8: cancelled\n");
 }
 
+TEST_CASE("control commands with --json print the answer with recorded always there, errors on stderr") {
+  ScriptedDaemon d;
+  d.ok({{"id", 7}, {"state", "cancelled"}, {"recorded", false}});
+  d.ok({{"id", 8}, {"state", "paused"}});
+  d.ok({{"id", 9}, {"state", "queued"}, {"requeued", 3}, {"requeued_failed", 1}, {"requeued_cancelled", 2}});
+  d.error(fad::ErrorCode::failed, "build 10 is succeeded, not paused");
+  Context ctx = d.context();
+  const std::pair<CommandKind, std::int64_t> calls[] = {
+      {CommandKind::cancel, 7}, {CommandKind::pause, 8}, {CommandKind::retry, 9}};
+  for (const auto& [kind, id] : calls) {
+    Command c = cmd(kind, "fad");
+    c.id = id;
+    c.json = true;
+    CHECK(run_control(c, ctx) == 0);
+  }
+  Command resume = cmd(CommandKind::resume, "fad resume");
+  resume.id = 10;
+  resume.json = true;
+  CHECK(run_control(resume, ctx) == 1);
+  CHECK(d.err.str() == "fad: build 10 is succeeded, not paused\n");
+  // Three documents, one after the other, each a whole JSON object.
+  std::istringstream docs(d.out.str());
+  std::vector<json> got;
+  for (json doc; docs >> std::ws && docs.peek() != EOF;) {
+    docs >> doc;
+    got.push_back(doc);
+  }
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == json{{"id", 7}, {"state", "cancelled"}, {"recorded", false}, {"schema_version", 1}});
+  CHECK(got[1] == json{{"id", 8}, {"state", "paused"}, {"recorded", true}, {"schema_version", 1}});
+  CHECK(got[2]["requeued_failed"] == 1);
+  CHECK(got[2]["requeued_cancelled"] == 2);
+  CHECK(got[2]["recorded"] == true);
+}
+
 TEST_CASE("history sends the limit") {
   ScriptedDaemon d;
   d.ok({{"builds", json::array()}});
