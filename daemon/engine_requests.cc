@@ -304,7 +304,7 @@ json Engine::owned_build_json(const BuildRecord& stored, std::size_t unit_list_b
     const auto live = running_live(units);
     j = build_json(b, units, live);
     // A build of thousands of units (cached launches) must fit one message too.
-    UnitRows rows = bounded_unit_rows(units, live, queued_live(b), unit_list_bytes);
+    UnitRows rows = bounded_unit_rows(units, live, queued_live(b), unit_list_bytes, b.pruned_at.has_value());
     j["unit_list"] = std::move(rows.rows);
     if (rows.left_out) j["units_left_out"] = rows.left_out;
   }

@@ -71,7 +71,7 @@ json report_json(const ReportInput& in, std::size_t max_points, std::size_t max_
   json build = build_json(in.build, in.units, in.live);  // the counts are over every unit
   build["started_at"] = in.build_started_at ? json(*in.build_started_at) : json(nullptr);
 
-  UnitRows rows = bounded_unit_rows(in.units, in.live, in.queued, max_unit_bytes);
+  UnitRows rows = bounded_unit_rows(in.units, in.live, in.queued, max_unit_bytes, in.build.pruned_at.has_value());
   json& units = rows.rows;
   std::map<std::int64_t, std::size_t> index;  // unit id -> position in `units`
   for (std::size_t i = 0; i < units.size(); ++i) {

@@ -13,7 +13,7 @@ json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullp
 
 }  // namespace
 
-json unit_json(const UnitRecord& u, const LiveUnit* live) {
+json unit_json(const UnitRecord& u, const LiveUnit* live, bool pruned) {
   const bool running = live && live->running && u.state == UnitState::running;
   json j = {
       {"name", u.name},
@@ -33,7 +33,7 @@ json unit_json(const UnitRecord& u, const LiveUnit* live) {
       {"duration_s", u.duration_s},
       {"exit_code", u.exit_code ? json(*u.exit_code) : json(nullptr)},
       {"wait_reason", u.state == UnitState::queued ? json(u.wait_reason) : json(nullptr)},
-      {"log", u.log_path},
+      {"log", pruned ? json(nullptr) : json(u.log_path)},
       {"estimate_source",
        u.estimate_source.empty() || u.state == UnitState::queued ? json(nullptr) : json(u.estimate_source)},
       {"predicted_duration_s", live && live->predicted_duration_s ? json(*live->predicted_duration_s) : json(nullptr)},
@@ -94,7 +94,7 @@ json build_json(const BuildRecord& b, const UnitSummary& s) {
 }
 
 UnitRows bounded_unit_rows(const std::vector<UnitRecord>& units, const LiveUnits& live, const QueuedLive& queued,
-                           std::size_t max_bytes) {
+                           std::size_t max_bytes, bool pruned) {
   UnitRows out;
   std::size_t used = 0;
   for (const auto& u : units) {
@@ -105,7 +105,7 @@ UnitRows bounded_unit_rows(const std::vector<UnitRecord>& units, const LiveUnits
         l = &it->second;
       else if (queued && u.state == UnitState::queued && (estimate = queued(u)))
         l = &*estimate;
-      json row = unit_json(u, l);
+      json row = unit_json(u, l, pruned);
       used += row.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
       if (used <= max_bytes) {
         out.rows.push_back(std::move(row));

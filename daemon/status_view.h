@@ -31,8 +31,9 @@ struct LiveUnit {
 };
 using LiveUnits = std::map<std::int64_t, LiveUnit>;  ///< by unit id
 
-/// One element of a build's "unit_list"; `live` may be null.
-nlohmann::json unit_json(const UnitRecord& unit, const LiveUnit* live);
+/// One element of a build's "unit_list"; `live` may be null. `pruned`: its
+/// build's logs were deleted (its "log" is null, not a path to nothing).
+nlohmann::json unit_json(const UnitRecord& unit, const LiveUnit* live, bool pruned = false);
 
 /// The contract's build object, without its "unit_list". `live` adds running
 /// units' memory to the counts.
@@ -53,9 +54,9 @@ struct UnitRows {
 /// The rows of `units`, in order, while their JSON fits `max_bytes`; the rest
 /// are counted, never built, so a build of thousands of compiles costs no more
 /// than the part that is sent. A unit's live view is its entry in `live`, else
-/// `queued(u)` for a queued unit when `queued` is set.
+/// `queued(u)` for a queued unit when `queued` is set; `pruned` as for unit_json.
 UnitRows bounded_unit_rows(const std::vector<UnitRecord>& units, const LiveUnits& live, const QueuedLive& queued,
-                           std::size_t max_bytes);
+                           std::size_t max_bytes, bool pruned = false);
 
 /// The contract's "memory" object of the daemon view.
 nlohmann::json memory_json(const MemorySnapshot& snap, std::uint64_t budget, std::uint64_t committed,

@@ -133,6 +133,13 @@ TEST_CASE("prune: old finished builds lose outputs and logs but keep their rows,
   auto status = f.engine->status(f.me, sreq);
   CHECK(status.result.at("builds").at(0).at("pruned_at") == "2026-02-05T00:00:00Z");
   CHECK(status.result.at("builds").at(0).at("artifact").is_null());
+  // Its units' logs went with it: no path to a deleted file.
+  const auto& pruned_units = status.result.at("builds").at(0).at("unit_list");
+  REQUIRE(pruned_units.size() == 5);
+  for (const auto& u : pruned_units) CHECK(u.at("log").is_null());
+  sreq.id = recent_cancelled;
+  for (const auto& u : f.engine->status(f.me, sreq).result.at("builds").at(0).at("unit_list"))
+    CHECK(u.at("log").is_string());
   LogsRequest lreq;
   lreq.id = old_ok;
   auto logs = f.engine->logs(f.me, lreq);
