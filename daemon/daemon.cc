@@ -176,6 +176,10 @@ int run_daemon(const DaemonOptions& o) {
     spdlog::critical("another fadd is already running on {} (stop it with 'fad daemon stop')", o.socket);
     return 1;
   }
+  if (auto usable = socket_path_usable(o.socket); !usable) {
+    spdlog::critical("{}", usable.error());
+    return 1;
+  }
 
   // 1. The state dir, private to its owner: it holds compiler logs and outputs.
   //    A root fadd serves several users: they may pass through it (0711) to

@@ -299,6 +299,34 @@ bool socket_answers(const std::string& path) {
   return rc == 0 || err == EAGAIN;
 }
 
+namespace {
+
+/// Only a socket is fadd's to replace: a file or a directory there is
+/// someone's mistake (a --socket naming the wrong path), not a stale socket.
+Status not_a_socket_there(const std::string& socket_path) {
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(socket_path, ec);
+  if (!std::filesystem::exists(st) || st.type() == std::filesystem::file_type::socket) return ok_status();
+  return make_error(socket_path +
+                    " exists and is not a socket; fadd replaces only a stale socket there: move it "
+                    "away, or choose another path with --socket");
+}
+
+}  // namespace
+
+Status socket_path_usable(const std::string& socket_path) {
+  namespace fs = std::filesystem;
+  const fs::path path(socket_path);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (Status ok = socket_dir_safe(dir.string()); !ok) return ok;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return ok_status();  // listen() makes it, as fadd's own
+  auto facts = path_facts(dir.string());
+  if (!facts) return make_error("cannot examine the socket directory " + dir.string());
+  if (Status trusted = check_daemon_socket_dir(dir.string(), *facts, ::geteuid()); !trusted) return trusted;
+  return not_a_socket_there(socket_path);
+}
+
 Server::Server(asio::io_context& io, RequestHandler& handler, ServerOptions options)
     : io_(io),
       handler_(handler),
@@ -332,7 +360,7 @@ Status Server::listen(const std::string& socket_path) {
   // before creating anything (nothing is made in a directory someone else
   // controls) and after.
   const auto dirs_above = [&] { return socket_dir_safe(dir.string()); };
-  if (Status ok = dirs_above(); !ok) return ok;
+  if (Status ok = socket_path_usable(socket_path); !ok) return ok;
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec) return make_error("cannot create socket directory " + dir.string() + ": " + ec.message());
@@ -349,13 +377,8 @@ Status Server::listen(const std::string& socket_path) {
   if ((group_access && !(facts->mode & 0010)) || (other_access && !(facts->mode & 0001)))
     spdlog::warn("the socket directory {} (mode {:o}) keeps out users the socket mode {:o} lets in", dir.string(),
                  facts->mode, options_.socket_mode);
+  if (Status ok = not_a_socket_there(socket_path); !ok) return ok;
   if (const auto st = fs::symlink_status(path, ec); fs::exists(st)) {
-    // Only a socket is fadd's to replace: a file or a directory there is
-    // someone's mistake (a --socket naming the wrong path), not a stale socket.
-    if (st.type() != fs::file_type::socket)
-      return make_error(socket_path +
-                        " exists and is not a socket; fadd replaces only a stale socket there: move it "
-                        "away, or choose another path with --socket");
     if (socket_answers(socket_path))
       return make_error("another fadd is already running on " + socket_path + " (stop it with 'fad daemon stop')");
     fs::remove(path, ec);  // stale: its daemon died without cleaning up

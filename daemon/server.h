@@ -48,6 +48,13 @@ struct ServerOptions {
 /// a connect succeeds, or finds its backlog full. Never blocks.
 bool socket_answers(const std::string& path);
 
+/// What Server::listen would refuse at `path` without making anything: a
+/// directory above it another user controls, a socket directory that is not
+/// fadd's, a file or directory where the socket goes. Asked before fadd makes
+/// its state dir, so a start refused for its socket leaves nothing behind;
+/// listen() asks again (things change in between).
+Status socket_path_usable(const std::string& socket_path);
+
 class Server {
  public:
   Server(boost::asio::io_context& io, RequestHandler& handler, ServerOptions options = {});

@@ -203,6 +203,8 @@ TEST_CASE("fadd never deletes a file or a directory where its socket goes, and s
   CHECK(d.start_expect_exit({}, &log) == 1);
   CHECK(log.find(d.socket() + " exists and is not a socket") != std::string::npos);
   CHECK(slurp(d.socket()) == "important\n");
+  // Refused before anything was made: no state dir, database or lock.
+  CHECK_FALSE(fs::exists(d.state_dir()));
   fs::remove(d.socket());
   fs::create_directories(fs::path(d.socket()) / "x");
   CHECK(d.start_expect_exit({}, &log) == 1);
