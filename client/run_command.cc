@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -59,19 +60,45 @@ volatile sig_atomic_t g_passed_on = 0;
 /// Set as the command is reaped: a signal after that has nobody to go to
 /// (the pid may be another process's by then) and interrupted nothing.
 volatile sig_atomic_t g_command_ended = 0;
-/// "/proc/PID/stat" of the command, written before a signal can reach forward().
+/// "/proc/PID/stat" and "/proc/PID/status" of the command, written before a
+/// signal can reach forward().
 char g_child_stat[64] = {};
+char g_child_status[64] = {};
 
-/// Whether the command has exited, not yet reaped (its stat says 'Z'): a
-/// signal then stopped nothing. Async-signal-safe: open, read and close only.
-bool child_exited() {
-  const int fd = ::open(g_child_stat, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
-  char buf[1024];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
+/// Reads up to `size` bytes of `path`; -1 when it cannot. Async-signal-safe.
+ssize_t read_proc(const char* path, char* buf, std::size_t size) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = ::read(fd, buf, size);
   ::close(fd);
+  return n;
+}
+
+/// Whether the zombie command's other threads run on ("Threads:" above 1):
+/// its main thread exited, the process did not. Async-signal-safe.
+bool threads_left() {
+  char buf[4096];
+  const ssize_t n = read_proc(g_child_status, buf, sizeof buf);
+  static constexpr char kKey[] = "\nThreads:";
+  for (ssize_t i = 0; i + static_cast<ssize_t>(sizeof kKey) < n; ++i) {
+    if (std::memcmp(buf + i, kKey, sizeof kKey - 1) != 0) continue;
+    long threads = 0;
+    for (ssize_t j = i + static_cast<ssize_t>(sizeof kKey) - 1; j < n && buf[j] != '\n'; ++j)
+      if (buf[j] >= '0' && buf[j] <= '9') threads = threads * 10 + (buf[j] - '0');
+    return threads > 1;
+  }
+  return false;
+}
+
+/// Whether the command has exited, not yet reaped (its stat says 'Z' and no
+/// thread of it runs): a signal then stopped nothing. Async-signal-safe:
+/// open, read and close only.
+bool child_exited() {
+  char buf[1024];
+  const ssize_t n = read_proc(g_child_stat, buf, sizeof buf);
+  if (n < 0) return true;
   for (ssize_t i = n - 1; i > 0; --i)
-    if (buf[i] == ')') return i + 2 < n && (buf[i + 2] == 'Z' || buf[i + 2] == 'X');
+    if (buf[i] == ')') return i + 2 < n && (buf[i + 2] == 'X' || (buf[i + 2] == 'Z' && !threads_left()));
   return n <= 0;
 }
 
@@ -92,6 +119,16 @@ void forward(int sig) {
 }
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Whether fad run's process group is its terminal's foreground group: a
+// command moved to a group of its own would be a background job there.
+bool in_terminal_foreground() {
+  const int tty = ::open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return false;  // no controlling terminal
+  const bool foreground = ::tcgetpgrp(tty) == ::getpgrp();
+  ::close(tty);
+  return foreground;
+}
 
 sigset_t forwarded_signals() {
   sigset_t set;
@@ -122,8 +159,10 @@ std::optional<json> build_status(const std::string& socket, std::int64_t id) {
 // Waits for the command; meanwhile, once per stretch in which the build (when
 // fadd opened one) has compiles queued and none running for a few seconds,
 // says why on stderr.
-// `cancelled` tells whether the build was cancelled while the command ran.
-int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id, bool* cancelled) {
+// `cancelled` tells whether the build was cancelled while the command ran;
+// `exited_zero` whether the command itself exited 0.
+int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id, bool* cancelled,
+                   bool* exited_zero) {
   using Clock = std::chrono::steady_clock;
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
@@ -144,11 +183,14 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
     if (ended) {
       const int status = *ended;
       *cancelled = stopping;
+      *exited_zero = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       // Cancelled, the command exits as stopped by SIGTERM, whatever it said:
       // a make whose compiles fadd ended exits 2 before this fad run sees
       // the cancel, and a CI job could not tell a cancel from a broken build.
       if (stopping) return 128 + SIGTERM;
-      if (id)
+      // A command that did its work and exited 0 succeeded, whether or not
+      // a cancel came in as it finished: the cancel stopped nothing.
+      if (id && !*exited_zero)
         if (const auto build = build_status(socket, *id); build && build->value("state", "") == "cancelled") {
           *cancelled = true;
           return 128 + SIGTERM;
@@ -451,24 +493,38 @@ int run_build_command(const RunOptions& o) {
   // What this process has already (a script's `exec fad run` leaves its
   // children here) is not the command's to leave behind.
   const std::vector<ProcessId> inherited = current_descendants();
+  // What those start later and orphan here cannot be told from the
+  // command's by ancestry: the command then leads a process group of its
+  // own, and only that group's members are its leftovers. Not in a
+  // terminal's foreground, where a background group would be stopped when
+  // it reads the terminal, and Ctrl-C would no longer reach its children.
+  const bool own_group = !inherited.empty() && !in_terminal_foreground();
   ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   if (!early_stop()) {
     g_child = ::fork();
     if (g_child == 0) {
+      if (own_group) ::setpgid(0, 0);
       for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &given[k], nullptr);
       ::sigprocmask(SIG_SETMASK, &given_mask, nullptr);
       ::_exit(exec_direct(o.command));
     }
-    if (g_child > 0) std::snprintf(g_child_stat, sizeof g_child_stat, "/proc/%d/stat", static_cast<int>(g_child));
+    if (g_child > 0) {
+      if (own_group) ::setpgid(g_child, g_child);  // both sides: whichever runs first
+      std::snprintf(g_child_stat, sizeof g_child_stat, "/proc/%d/stat", static_cast<int>(g_child));
+      std::snprintf(g_child_status, sizeof g_child_status, "/proc/%d/status", static_cast<int>(g_child));
+    }
   }
   ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
-  bool cancelled = false;
+  bool cancelled = false, exited_zero = false;
   if (g_child > 0) {
-    code = wait_and_watch(g_child, o.entry.socket, id, &cancelled);
+    code = wait_and_watch(g_child, o.entry.socket, id, &cancelled, &exited_zero);
     // Stopped, the command may have left its children running (a kill of
-    // this pid reaches the command's process only): they end with it.
-    if (g_passed_on != 0 || cancelled)
-      if (const std::size_t ended = end_leftovers(inherited, kLeftoverGrace))
+    // this pid reaches the command's process only): they end with it. A
+    // command that exited 0 after a signal handled it; what it left is its
+    // own business, as when it exits on its own. A cancelled build's are
+    // ended whatever its command said.
+    if (cancelled || (g_passed_on != 0 && !exited_zero))
+      if (const std::size_t ended = end_leftovers(inherited, own_group ? g_child : 0, kLeftoverGrace))
         std::cerr << "fad run: ended " << ended << (ended == 1 ? " process" : " processes")
                   << " the stopped command left running\n";
   } else if (g_early_signal != 0) {

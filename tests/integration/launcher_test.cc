@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/meminfo.h"
 #include "harness.h"
 
 using namespace fad::test;
@@ -579,6 +580,107 @@ TEST_CASE("fad run's stop spares what it had before its command, and what a sign
   ::kill(ids[1], SIGKILL);
   const json build = d.wait_final(d.wait_for_build("late").at("id").get<std::int64_t>(), 30);
   CHECK(build.at("state") == "failed");
+}
+
+TEST_CASE("fad run ends only what its command left: not what an inherited job starts later, nor after an exit 0",
+          "[integration][launcher]") {
+  // From a hostile probe of the previous fix. Each was a bug.
+  Daemon d;
+  d.write_kernels({});
+  d.start();
+  const std::map<std::string, std::string> env{{"FAD_SOCKET", d.socket()}};
+  const auto pids_in = [](const fs::path& file, std::size_t n) {
+    std::vector<pid_t> ids;
+    REQUIRE(wait_for(
+        [&] {
+          std::istringstream in(slurp(file));
+          ids.assign(std::istream_iterator<pid_t>(in), std::istream_iterator<pid_t>());
+          return ids.size() == n;
+        },
+        std::chrono::seconds(30)));
+    return ids;
+  };
+  const auto parent_of = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    return fad::parse_stat_ppid(std::string((std::istreambuf_iterator<char>(in)), {})).value_or(0);
+  };
+
+  // 1. A script's background job, there before `exec fad run`, starts a
+  //    process after the command started and exits: the process is orphaned
+  //    to fad run, which had killed it as the command's. (A session of its
+  //    own, as in CI: no terminal whose foreground the command must share.)
+  const fs::path script_pid = d.dir() / "script", late_job = d.dir() / "late", mine = d.dir() / "mine";
+  const pid_t setsid_run =
+      start_process({"setsid", "-w", "bash", "-c",
+                     "echo $$ > \"$0\"; ( sleep 1; sleep 603 & echo $! > \"$1\" ) & exec " + std::string(FAD_FAD_BIN) +
+                         " run --name grouped -- sh -c 'sleep 604 & echo $! > \"$0\"; wait' \"$2\"",
+                     script_pid.string(), late_job.string(), mine.string()},
+                    env, d.dir() / "grouped.out", d.dir() / "grouped.err");
+  REQUIRE(setsid_run > 0);
+  const pid_t run = pids_in(script_pid, 1)[0];
+  const pid_t inherited_child = pids_in(late_job, 1)[0], command_child = pids_in(mine, 1)[0];
+  REQUIRE(wait_for([&] { return parent_of(inherited_child) == run; }, std::chrono::seconds(30)));  // orphaned here
+  REQUIRE(::kill(run, SIGTERM) == 0);
+  CHECK(wait_process(setsid_run, 30) == 128 + SIGTERM);
+  INFO(slurp(d.dir() / "grouped.err"));
+  CHECK(process_state(command_child) == 'X');
+  CHECK(process_state(inherited_child) != 'X');
+  CHECK_THAT(slurp(d.dir() / "grouped.err"), Catch::Contains("ended 1 process the stopped command left running"));
+  ::kill(inherited_child, SIGKILL);
+
+  // 2. A cancel that comes after the command exited 0 (fad run stopped
+  //    meanwhile, so it sees the cancel first) stopped nothing: exit 0, and
+  //    what the command left runs on. Bug: 143, and the child killed.
+  const fs::path done = d.dir() / "done";
+  const pid_t finished = start_process({FAD_FAD_BIN, "run", "--name", "finished", "--", "sh", "-c",
+                                        "sleep 605 & echo $$ $! > \"$0\"; exit 0", done.string()},
+                                       env, d.dir() / "finished.out", d.dir() / "finished.err");
+  REQUIRE(finished > 0);
+  const auto ids = pids_in(done, 2);
+  const auto id = d.wait_for_build("finished").at("id").get<std::int64_t>();
+  REQUIRE(::kill(finished, SIGSTOP) == 0);
+  REQUIRE(wait_for([&] { return process_state(ids[0]) == 'Z'; }, std::chrono::seconds(30)));
+  CHECK(d.fad({"cancel", std::to_string(id)}).exit_code == 0);
+  REQUIRE(::kill(finished, SIGCONT) == 0);
+  CHECK(wait_process(finished, 30) == 0);
+  INFO(slurp(d.dir() / "finished.err"));
+  CHECK(process_state(ids[1]) != 'X');
+  ::kill(ids[1], SIGKILL);
+
+  // 3. A command that handles the signal passed on and exits 0 succeeded,
+  //    and what it left is its own. Bug: its child was killed all the same.
+  const fs::path trapped = d.dir() / "trapped";
+  const pid_t handled = start_process({FAD_FAD_BIN, "run", "--name", "handled", "--", "sh", "-c",
+                                       "trap 'exit 0' TERM; sleep 606 & echo $! > \"$0\"; wait", trapped.string()},
+                                      env, d.dir() / "handled.out", d.dir() / "handled.err");
+  REQUIRE(handled > 0);
+  const pid_t kept = pids_in(trapped, 1)[0];
+  REQUIRE(::kill(handled, SIGTERM) == 0);
+  CHECK(wait_process(handled, 30) == 0);
+  CHECK(process_state(kept) != 'X');
+  ::kill(kept, SIGKILL);
+  CHECK(d.wait_final(d.wait_for_build("handled").at("id").get<std::int64_t>(), 30).at("state") == "succeeded");
+
+  // 4. A command whose main thread exited while another runs is running: the
+  //    signal goes on to it. Bug: dropped; the command ran its 60 s out.
+  const fs::path started = d.dir() / "threads-started";
+  const pid_t threads = start_process({FAD_FAD_BIN, "run", "--name", "threads", "--", "python3", "-c",
+                                       "import ctypes, os, pathlib, sys, threading, time\n"
+                                       "def work():\n"
+                                       "    time.sleep(60)\n"
+                                       "    os._exit(7)\n"
+                                       "threading.Thread(target=work).start()\n"
+                                       "pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))\n"
+                                       "ctypes.CDLL(None).pthread_exit(None)\n",
+                                       started.string()},
+                                      env, d.dir() / "threads.out", d.dir() / "threads.err");
+  REQUIRE(threads > 0);
+  REQUIRE(wait_for([&] { return !slurp(started).empty(); }, std::chrono::seconds(30)));
+  const pid_t py = std::stoi(slurp(started));
+  REQUIRE(wait_for([&] { return process_state(py) == 'Z'; }, std::chrono::seconds(30)));
+  REQUIRE(::kill(threads, SIGTERM) == 0);
+  CHECK(wait_process(threads, 20) == 128 + SIGTERM);
+  CHECK(d.wait_final(d.wait_for_build("threads").at("id").get<std::int64_t>(), 30).at("state") == "cancelled");
 }
 
 TEST_CASE("fad cancel of a fad run build whose command ignores SIGTERM kills it 5 s later", "[integration][launcher]") {
