@@ -23,12 +23,10 @@ std::optional<ProcessEntry> parse_process_entry(std::string_view stat) {
   const auto [end, ec] = std::from_chars(stat.data(), stat.data() + stat.size(), pid);
   const auto ppid = parse_stat_ppid(stat);
   const auto session = parse_stat_session(stat);
-  const auto group = parse_stat_group(stat);
   const auto start = parse_stat_start_ticks(stat);
-  if (ec != std::errc() || end == stat.data() + stat.size() || *end != ' ' || pid <= 0 || !ppid || !session || !group ||
-      !start)
+  if (ec != std::errc() || end == stat.data() + stat.size() || *end != ' ' || pid <= 0 || !ppid || !session || !start)
     return std::nullopt;
-  return ProcessEntry{pid, *ppid, *session, *group, *start, false};
+  return ProcessEntry{pid, *ppid, *session, *start, false};
 }
 
 namespace {
@@ -58,12 +56,11 @@ std::vector<const ProcessEntry*> descendants(const std::vector<ProcessEntry>& ta
 
 }  // namespace
 
-std::vector<pid_t> command_leftovers(const std::vector<ProcessEntry>& table, pid_t root, CommandScope scope,
+std::vector<pid_t> command_leftovers(const std::vector<ProcessEntry>& table, pid_t root, pid_t session,
                                      const std::vector<ProcessId>& inherited) {
   std::vector<pid_t> live;
   for (const ProcessEntry* e : descendants(table, root, inherited))
-    if (!e->exited && e->session == scope.session && (scope.group <= 0 || e->group == scope.group))
-      live.push_back(e->pid);
+    if (!e->exited && e->session == session) live.push_back(e->pid);
   return live;
 }
 
@@ -96,18 +93,18 @@ std::vector<ProcessEntry> read_process_table() {
   return table;
 }
 
-std::vector<pid_t> leftovers(const std::vector<ProcessId>& inherited, pid_t group) {
-  return command_leftovers(read_process_table(), ::getpid(), CommandScope{::getsid(0), group}, inherited);
+std::vector<pid_t> leftovers(const std::vector<ProcessId>& inherited) {
+  return command_leftovers(read_process_table(), ::getpid(), ::getsid(0), inherited);
 }
 
 // Reaps what has exited; true once none of the leftovers lives, seen twice
 // a moment apart: one that forks a successor and exits may be between the
 // two at the first look.
-bool all_gone(const std::vector<ProcessId>& inherited, pid_t group) {
+bool all_gone(const std::vector<ProcessId>& inherited) {
   for (int look = 0; look < 2; ++look) {
     if (look > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     reap_children(0);
-    if (!leftovers(inherited, group).empty()) return false;
+    if (!leftovers(inherited).empty()) return false;
   }
   reap_children(0);  // one that exited after the last look
   return true;
@@ -115,13 +112,12 @@ bool all_gone(const std::vector<ProcessId>& inherited, pid_t group) {
 
 // `each_round` is sent to every leftover still there at each look: a
 // SIGKILLed process's children come to this one and need it too.
-bool wait_until_gone(const std::vector<ProcessId>& inherited, pid_t group, std::chrono::milliseconds limit,
-                     int each_round) {
+bool wait_until_gone(const std::vector<ProcessId>& inherited, std::chrono::milliseconds limit, int each_round) {
   const auto until = std::chrono::steady_clock::now() + limit;
-  while (!all_gone(inherited, group)) {
+  while (!all_gone(inherited)) {
     if (std::chrono::steady_clock::now() >= until) return false;
     if (each_round != 0)
-      for (pid_t pid : leftovers(inherited, group)) ::kill(pid, each_round);
+      for (pid_t pid : leftovers(inherited)) ::kill(pid, each_round);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
@@ -146,16 +142,16 @@ std::optional<int> reap_children(pid_t watched) {
   return result;
 }
 
-std::size_t end_leftovers(const std::vector<ProcessId>& inherited, pid_t group, std::chrono::milliseconds grace) {
+std::size_t end_leftovers(const std::vector<ProcessId>& inherited, std::chrono::milliseconds grace) {
   reap_children(0);
-  const std::vector<pid_t> first = leftovers(inherited, group);
+  const std::vector<pid_t> first = leftovers(inherited);
   for (pid_t pid : first) {
     ::kill(pid, SIGTERM);
     ::kill(pid, SIGCONT);
   }
-  if (first.empty() || wait_until_gone(inherited, group, grace, 0)) return first.size();
+  if (first.empty() || wait_until_gone(inherited, grace, 0)) return first.size();
   // What outlived the SIGTERM (or was started as it came) ends now.
-  wait_until_gone(inherited, group, std::chrono::seconds(2), SIGKILL);
+  wait_until_gone(inherited, std::chrono::seconds(2), SIGKILL);
   return first.size();
 }
 

@@ -7,9 +7,6 @@
 // such as a compiler cache's server) is not the command's to end, nor is one
 // fad run had before it started the command: a script that ends in `exec fad
 // run` hands it the script's own children (the `tee` of `exec > >(tee log)`).
-// What those start later and leave to fad run cannot be told from the
-// command's by ancestry (an orphan's parent is gone), so fad run then gives
-// the command a process group of its own and ends only that group's members.
 #pragma once
 
 #include <sys/types.h>
@@ -28,7 +25,6 @@ struct ProcessEntry {
   pid_t pid = 0;
   pid_t ppid = 0;
   pid_t session = 0;
-  pid_t group = 0;                ///< its process group
   std::uint64_t start_ticks = 0;  ///< when it started: with the pid, which process it is
   bool exited = false;            ///< a zombie whose every thread has exited
 };
@@ -44,16 +40,9 @@ struct ProcessId {
   bool operator==(const ProcessId& o) const { return pid == o.pid && start_ticks == o.start_ticks; }
 };
 
-/// Where the command's processes are: in fad run's session, and when the
-/// command was given a process group of its own (`group` > 0), in that group.
-struct CommandScope {
-  pid_t session = 0;
-  pid_t group = 0;
-};
-
-/// Of `table`, the live descendants of `root` (not itself) in `scope`,
+/// Of `table`, the live descendants of `root` (not itself) in `session`,
 /// leaving out the processes in `inherited` and everything below them.
-std::vector<pid_t> command_leftovers(const std::vector<ProcessEntry>& table, pid_t root, CommandScope scope,
+std::vector<pid_t> command_leftovers(const std::vector<ProcessEntry>& table, pid_t root, pid_t session,
                                      const std::vector<ProcessId>& inherited);
 
 /// This process's descendants now, in any session: what a command started
@@ -72,7 +61,6 @@ std::optional<int> reap_children(pid_t watched);
 /// continued) to the command's leftovers in this process's session, waits up
 /// to `grace` for them to exit (reaping them), then SIGKILLs the rest.
 /// Returns how many got the SIGTERM.
-/// `group`: the command's own process group, or 0 when it shares fad run's.
-std::size_t end_leftovers(const std::vector<ProcessId>& inherited, pid_t group, std::chrono::milliseconds grace);
+std::size_t end_leftovers(const std::vector<ProcessId>& inherited, std::chrono::milliseconds grace);
 
 }  // namespace fad::client

@@ -120,16 +120,6 @@ void forward(int sig) {
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
 
-// Whether fad run's process group is its terminal's foreground group: a
-// command moved to a group of its own would be a background job there.
-bool in_terminal_foreground() {
-  const int tty = ::open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
-  if (tty < 0) return false;  // no controlling terminal
-  const bool foreground = ::tcgetpgrp(tty) == ::getpgrp();
-  ::close(tty);
-  return foreground;
-}
-
 sigset_t forwarded_signals() {
   sigset_t set;
   ::sigemptyset(&set);
@@ -156,13 +146,17 @@ std::optional<json> build_status(const std::string& socket, std::int64_t id) {
   return builds->front();
 }
 
+// How the command ended, beside the exit code fad run returns.
+struct CommandEnd {
+  bool cancelled = false;    ///< its build was cancelled (fad cancel), seen while it ran or after
+  bool stopped = false;      ///< fad run sent it the cancel's SIGTERM while it ran
+  bool exited_zero = false;  ///< the command itself exited 0
+};
+
 // Waits for the command; meanwhile, once per stretch in which the build (when
 // fadd opened one) has compiles queued and none running for a few seconds,
-// says why on stderr.
-// `cancelled` tells whether the build was cancelled while the command ran;
-// `exited_zero` whether the command itself exited 0.
-int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id, bool* cancelled,
-                   bool* exited_zero) {
+// says why on stderr. Returns the exit code fad run returns.
+int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::int64_t> id, CommandEnd* end) {
   using Clock = std::chrono::steady_clock;
   auto next_look = Clock::now() + kWatchEvery;
   std::optional<Clock::time_point> stalled_since;
@@ -182,17 +176,17 @@ int wait_and_watch(pid_t child, const std::string& socket, std::optional<std::in
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
     if (ended) {
       const int status = *ended;
-      *cancelled = stopping;
-      *exited_zero = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      end->cancelled = end->stopped = stopping;
+      end->exited_zero = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       // Cancelled, the command exits as stopped by SIGTERM, whatever it said:
       // a make whose compiles fadd ended exits 2 before this fad run sees
       // the cancel, and a CI job could not tell a cancel from a broken build.
       if (stopping) return 128 + SIGTERM;
-      // A command that did its work and exited 0 succeeded, whether or not
-      // a cancel came in as it finished: the cancel stopped nothing.
-      if (id && !*exited_zero)
+      if (id)
         if (const auto build = build_status(socket, *id); build && build->value("state", "") == "cancelled") {
-          *cancelled = true;
+          // As recorded: a cancel seen only after the exit still ends the
+          // build cancelled, so the exit code says so too.
+          end->cancelled = true;
           return 128 + SIGTERM;
         }
       return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -493,38 +487,31 @@ int run_build_command(const RunOptions& o) {
   // What this process has already (a script's `exec fad run` leaves its
   // children here) is not the command's to leave behind.
   const std::vector<ProcessId> inherited = current_descendants();
-  // What those start later and orphan here cannot be told from the
-  // command's by ancestry: the command then leads a process group of its
-  // own, and only that group's members are its leftovers. Not in a
-  // terminal's foreground, where a background group would be stopped when
-  // it reads the terminal, and Ctrl-C would no longer reach its children.
-  const bool own_group = !inherited.empty() && !in_terminal_foreground();
   ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   if (!early_stop()) {
     g_child = ::fork();
     if (g_child == 0) {
-      if (own_group) ::setpgid(0, 0);
       for (std::size_t k = 0; k < std::size(kForwarded); ++k) ::sigaction(kForwarded[k], &given[k], nullptr);
       ::sigprocmask(SIG_SETMASK, &given_mask, nullptr);
       ::_exit(exec_direct(o.command));
     }
     if (g_child > 0) {
-      if (own_group) ::setpgid(g_child, g_child);  // both sides: whichever runs first
       std::snprintf(g_child_stat, sizeof g_child_stat, "/proc/%d/stat", static_cast<int>(g_child));
       std::snprintf(g_child_status, sizeof g_child_status, "/proc/%d/status", static_cast<int>(g_child));
     }
   }
   ::sigprocmask(SIG_UNBLOCK, &forwarded, nullptr);
-  bool cancelled = false, exited_zero = false;
+  CommandEnd end;
   if (g_child > 0) {
-    code = wait_and_watch(g_child, o.entry.socket, id, &cancelled, &exited_zero);
+    code = wait_and_watch(g_child, o.entry.socket, id, &end);
     // Stopped, the command may have left its children running (a kill of
-    // this pid reaches the command's process only): they end with it. A
-    // command that exited 0 after a signal handled it; what it left is its
-    // own business, as when it exits on its own. A cancelled build's are
-    // ended whatever its command said.
-    if (cancelled || (g_passed_on != 0 && !exited_zero))
-      if (const std::size_t ended = end_leftovers(inherited, own_group ? g_child : 0, kLeftoverGrace))
+    // this pid reaches the command's process only): they end with it, as do
+    // a cancelled build's, whatever its command said once fad run stopped
+    // it. A command that exited 0 after a signal (one it handled) or before
+    // fad run saw a cancel did its work: what it left is its own, as when it
+    // exits on its own.
+    if (end.stopped || ((end.cancelled || g_passed_on != 0) && !end.exited_zero))
+      if (const std::size_t ended = end_leftovers(inherited, kLeftoverGrace))
         std::cerr << "fad run: ended " << ended << (ended == 1 ? " process" : " processes")
                   << " the stopped command left running\n";
   } else if (g_early_signal != 0) {

@@ -240,8 +240,6 @@ std::optional<T> stat_number(std::string_view text, int n) {
 
 std::optional<int> parse_stat_ppid(std::string_view text) { return stat_number<int>(text, 4); }
 
-std::optional<int> parse_stat_group(std::string_view text) { return stat_number<int>(text, 5); }
-
 std::optional<int> parse_stat_session(std::string_view text) { return stat_number<int>(text, 6); }
 
 std::optional<std::uint64_t> parse_stat_start_ticks(std::string_view text) {

@@ -64,9 +64,6 @@ std::optional<std::uint64_t> parse_status_rss(std::string_view text);
 /// Parent pid from /proc/PID/stat (field 4; the comm field may hold spaces and parens).
 std::optional<int> parse_stat_ppid(std::string_view text);
 
-/// Process group id from /proc/PID/stat (field 5).
-std::optional<int> parse_stat_group(std::string_view text);
-
 /// Session id from /proc/PID/stat (field 6).
 std::optional<int> parse_stat_session(std::string_view text);
 

@@ -18,7 +18,6 @@ TEST_CASE("parse_process_entry reads pid, parent, session and start time", "[lef
   CHECK(e->pid == 4242);
   CHECK(e->ppid == 4200);
   CHECK(e->session == 4100);
-  CHECK(e->group == 4242);
   CHECK(e->start_ticks == 987654);
   CHECK_FALSE(e->exited);  // the reader decides, from the threads left
   CHECK_FALSE(parse_process_entry("").has_value());
@@ -35,36 +34,21 @@ std::vector<pid_t> sorted(std::vector<pid_t> v) {
 }  // namespace
 
 TEST_CASE("command_leftovers: the live tree under the root, in its session, but what it inherited", "[leftovers]") {
-  // 100 is fad run (session 50, group 40). 101 its command's shell, 102 a
-  // child the shell left (adopted by 100), 103 its grandchild, 104 a daemon
-  // that left the session and 105 its child, 106 an exited child, 107 a tee
-  // fad run had before the command (exec fad run) and 108 its child, 200 a
-  // stranger and 300 a child of the stranger.
+  // 100 is fad run (session 50). 101 its command's shell, 102 a child the
+  // shell left (adopted by 100), 103 its grandchild, 104 a daemon that left
+  // the session and 105 its child, 106 an exited child, 107 a tee fad run
+  // had before the command (exec fad run) and 108 its child, 200 a stranger
+  // and 300 a child of the stranger.
   const std::vector<ProcessEntry> table{
-      {100, 1, 50, 40, 10, false},   {101, 100, 50, 40, 20, false},   {102, 100, 50, 40, 21, false},
-      {103, 102, 50, 40, 22, false}, {104, 100, 104, 104, 23, false}, {105, 104, 104, 104, 24, false},
-      {106, 100, 50, 40, 25, true},  {107, 100, 50, 40, 5, false},    {108, 107, 50, 40, 30, false},
-      {200, 1, 50, 40, 1, false},    {300, 200, 50, 40, 2, false}};
+      {100, 1, 50, 10, false},    {101, 100, 50, 20, false},  {102, 100, 50, 21, false}, {103, 102, 50, 22, false},
+      {104, 100, 104, 23, false}, {105, 104, 104, 24, false}, {106, 100, 50, 25, true},  {107, 100, 50, 5, false},
+      {108, 107, 50, 30, false},  {200, 1, 50, 1, false},     {300, 200, 50, 2, false}};
   const std::vector<ProcessId> inherited{{107, 5}};
-  CHECK(sorted(command_leftovers(table, 100, {50, 0}, inherited)) == std::vector<pid_t>{101, 102, 103});
+  CHECK(sorted(command_leftovers(table, 100, 50, inherited)) == std::vector<pid_t>{101, 102, 103});
   // The same pid started at another time is another process: the command's.
-  CHECK(sorted(command_leftovers(table, 100, {50, 0}, {{107, 6}})) == std::vector<pid_t>{101, 102, 103, 107, 108});
-  CHECK(command_leftovers(table, 103, {50, 0}, {}).empty());
+  CHECK(sorted(command_leftovers(table, 100, 50, {{107, 6}})) == std::vector<pid_t>{101, 102, 103, 107, 108});
+  CHECK(command_leftovers(table, 103, 50, {}).empty());
   // A table read while pids were reused may hold a cycle: it still ends.
-  const std::vector<ProcessEntry> cycle{{10, 11, 5, 5, 1, false}, {11, 10, 5, 5, 2, false}, {12, 11, 5, 5, 3, false}};
-  CHECK(sorted(command_leftovers(cycle, 10, {5, 0}, {})) == std::vector<pid_t>{11, 12});
-}
-
-TEST_CASE("command_leftovers: with a group of its own, only the command's group", "[leftovers]") {
-  // 100 is fad run (group 40), its command 101 leads group 101; 102 is the
-  // command's orphan. 109 was started by something fad run inherited after
-  // the command started, and was orphaned to fad run: its ancestry is gone,
-  // its group (the script's, fad run's) says it is not the command's.
-  const std::vector<ProcessEntry> table{{100, 1, 50, 40, 10, false},
-                                        {101, 100, 50, 101, 20, false},
-                                        {102, 100, 50, 101, 21, false},
-                                        {103, 102, 50, 101, 22, false},
-                                        {109, 100, 50, 40, 23, false}};
-  CHECK(sorted(command_leftovers(table, 100, {50, 101}, {})) == std::vector<pid_t>{101, 102, 103});
-  CHECK(sorted(command_leftovers(table, 100, {50, 0}, {})) == std::vector<pid_t>{101, 102, 103, 109});
+  const std::vector<ProcessEntry> cycle{{10, 11, 5, 1, false}, {11, 10, 5, 2, false}, {12, 11, 5, 3, false}};
+  CHECK(sorted(command_leftovers(cycle, 10, 5, {})) == std::vector<pid_t>{11, 12});
 }
