@@ -356,16 +356,72 @@ Result<CacheStats> CompileCache::stats() {
   return s;
 }
 
+namespace {
+
+bool is_hex_key(std::string_view name, std::size_t length) {
+  return name.size() == length && name.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// A name the cache gives a file of `kind` in its subdirectory: a 64-digit key
+// (c/: "compiler-" and one), or a temporary of one being written.
+bool cache_file_name(char kind, std::string name) {
+  if (const auto tmp = name.find(".tmp-"); tmp != std::string::npos) name.resize(tmp);
+  if (kind == 'c') return name.rfind("compiler-", 0) == 0 && is_hex_key(std::string_view(name).substr(9), 64);
+  return is_hex_key(name, 64);
+}
+
+// Whether `text` is a counters file, as store_counters() writes it.
+bool counters_text(const std::string& text) {
+  std::istringstream in(text);
+  std::string name, value;
+  while (in >> name >> value)
+    if (std::find(std::begin(kCounterNames), std::end(kCounterNames), name) == std::end(kCounterNames) ||
+        value.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+  return in.eof();
+}
+
+}  // namespace
+
+// Only what the cache wrote goes: `--cache-dir` (or FAD_CACHE_DIR) naming
+// another directory by mistake ($HOME) must not cost its r/, m/ or c/.
 Status CompileCache::clear() {
   FileLock lock(lock_fd_);
-  std::error_code ec;
-  for (const char* kind : {"r", "m", "c"}) {
-    fs::remove_all(fs::path(settings_.dir) / kind, ec);
-    if (ec) return make_error("cannot clear the compile cache " + settings_.dir + ": " + ec.message());
+  auto fail = [&](const std::string& path) {
+    return make_error("cannot clear the compile cache " + settings_.dir + ": " + path + ": " + errno_text());
+  };
+  for (char kind : {'r', 'm', 'c'}) {
+    const fs::path top = fs::path(settings_.dir) / std::string(1, kind);
+    std::error_code ec;
+    std::vector<fs::path> files, dirs;
+    for (fs::directory_iterator it(top, ec), end; !ec && it != end; it.increment(ec)) {
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0) continue;
+      const std::string name = it->path().filename().string();
+      if (kind == 'c') {
+        if (S_ISREG(st.st_mode) && cache_file_name('c', name)) files.push_back(it->path());
+        continue;
+      }
+      if (!S_ISDIR(st.st_mode) || !is_hex_key(name, 2)) continue;
+      dirs.push_back(it->path());
+      std::error_code sub_ec;
+      for (fs::directory_iterator f(it->path(), sub_ec), fend; !sub_ec && f != fend; f.increment(sub_ec)) {
+        const std::string file = f->path().filename().string();
+        // Not followed: a link or directory at an entry's name is not the cache's.
+        if (cache_file_name(kind, file) && file.rfind(name, 0) == 0 && f->is_regular_file(sub_ec) &&
+            !f->is_symlink(sub_ec))
+          files.push_back(f->path());
+      }
+    }
+    for (const auto& f : files)
+      if (::unlink(f.c_str()) != 0 && errno != ENOENT) return fail(f.string());
+    // Emptied directories go; one holding anything else stays, with it.
+    for (const auto& d : dirs) ::rmdir(d.c_str());
+    ::rmdir(top.c_str());
   }
   const std::string stats_path = settings_.dir + "/stats";
-  if (::unlink(stats_path.c_str()) != 0 && errno != ENOENT)
-    return make_error("cannot clear the compile cache " + settings_.dir + ": " + errno_text());
+  if (auto text = read_whole_file(stats_path); text && counters_text(*text))
+    if (::unlink(stats_path.c_str()) != 0 && errno != ENOENT) return fail(stats_path);
   return ok_status();
 }
 

@@ -236,6 +236,48 @@ TEST_CASE("notes are checked and clear empties the cache and its counters", "[co
   CHECK_FALSE(cache->result(key(1)));
 }
 
+TEST_CASE("clear removes what the cache wrote and nothing else in its directory", "[compile_cache]") {
+  // `fad cache clear --cache-dir ~` by mistake: the home's own c/, r/, m/
+  // and stats are not the cache's.
+  ScratchDir dir;
+  auto write = [&](const fs::path& rel, const std::string& text) {
+    fs::create_directories((dir.path() / rel).parent_path());
+    std::ofstream(dir.path() / rel) << text;
+  };
+  write("c/sub/code.c", "int main() {}\n");
+  write("c/notes.txt", "mine\n");
+  write("r/report.pdf", "mine\n");
+  write("m/ab/shopping-list", "mine\n");
+  write("stats", "my numbers 1 2 3\n");
+  auto cache = open_cache(dir.str());
+  REQUIRE(cache->clear());
+  for (const char* kept : {"c/sub/code.c", "c/notes.txt", "r/report.pdf", "m/ab/shopping-list", "stats"})
+    CHECK(fs::exists(dir.path() / kept));
+  // Entries written beside them (the cache's counters replace that stats).
+  const std::string note = "compiler-" + key(7);
+  REQUIRE(cache->put_note(note, "nvcc 13.0\n"));
+  REQUIRE(cache->put_result(key(1), {"o", std::nullopt, "", ""}));
+  REQUIRE(cache->put_manifest(key(2), CacheManifest{}));
+  REQUIRE(cache->clear());
+  CHECK_FALSE(cache->result(key(1)));
+  CHECK_FALSE(cache->note(note));
+  CHECK_FALSE(fs::exists(result_file(dir.str(), key(1))));
+  CHECK_FALSE(fs::exists(result_file(dir.str(), key(1)).parent_path()));
+  CHECK_FALSE(fs::exists(dir.path() / "m" / key(2).substr(0, 2)));
+  for (const char* kept : {"c/sub/code.c", "c/notes.txt", "r/report.pdf", "m/ab/shopping-list"})
+    CHECK(fs::exists(dir.path() / kept));
+
+  // Its own counters go.
+  ScratchDir own;
+  auto counted = open_cache(own.str());
+  REQUIRE(counted->put_result(key(1), {"o", std::nullopt, "", ""}));
+  counted->count(CacheEvent::hit);
+  REQUIRE(fs::exists(own.path() / "stats"));
+  REQUIRE(counted->clear());
+  CHECK_FALSE(fs::exists(own.path() / "stats"));
+  CHECK_FALSE(fs::exists(own.path() / "r"));
+}
+
 TEST_CASE("a directory that cannot be made is an error naming it", "[compile_cache]") {
   ScratchDir dir;
   std::ofstream(dir.path() / "file") << "x";
