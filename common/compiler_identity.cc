@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "common/file_read.h"
 #include "common/hash.h"
 #include "common/program_output.h"
 
@@ -20,6 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 constexpr int kProbeTimeoutS = 30;
 constexpr const char* kProfileMarker = "\n--- nvcc.profile ---\n";
+constexpr const char* kScriptMarker = "\n--- script sha256 ---\n";
 
 /// `p` against `cwd` when it is relative, if that is an executable regular
 /// file (a directory named like the program is none); nullopt otherwise.
@@ -106,14 +109,23 @@ Result<std::string> compiler_identity(const std::string& program, CompileCache* 
   const std::string note = "compiler-" + file_key.hex();
   // A script (a wrapper such as `exec /opt/cuda-$V/bin/nvcc "$@"`) may run
   // another compiler tomorrow without changing itself: asked every time
-  // (a few milliseconds), never known by its file.
+  // (a few milliseconds), never known by its file. Its own text is part of
+  // it too: an edited wrapper (another -D, another nvcc) answers --version
+  // as before.
   char head[2] = {};
   const bool script = std::ifstream(real, std::ios::binary).read(head, 2) && head[0] == '#' && head[1] == '!';
   if (cache && !script)
     if (auto known = cache->note(note)) return *known;
+  std::optional<std::string> script_text;
+  if (script) {
+    auto text = read_whole_file(real.string());
+    if (!text) return make_error("cannot identify compiler " + program + ": cannot read it");
+    script_text = std::move(*text);
+  }
   auto version = program_output({program, "--version"}, kProbeTimeoutS);
   if (!version) return make_error("cannot identify compiler " + program + ": " + version.error());
   std::string identity = *version;
+  if (script_text) identity += kScriptMarker + sha256_hex(*script_text);
   if (has_profile) {
     std::ifstream in(profile, std::ios::binary);
     std::stringstream text;
@@ -125,7 +137,7 @@ Result<std::string> compiler_identity(const std::string& program, CompileCache* 
 }
 
 std::string version_line(const std::string& identity) {
-  std::string versions = identity.substr(0, identity.find(kProfileMarker));
+  std::string versions = identity.substr(0, std::min(identity.find(kProfileMarker), identity.find(kScriptMarker)));
   std::stringstream in(versions);
   std::string last;
   for (std::string line; std::getline(in, line);)

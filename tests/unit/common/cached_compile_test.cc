@@ -445,6 +445,26 @@ TEST_CASE("a wrapper script is asked its version every time: a compiler changed 
   CHECK_FALSE(f.build(p, "O"));
 }
 
+TEST_CASE("an edited wrapper script misses though its --version answer is the same", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  // `exec nvcc -DVAL=0 "$@"` edited to -DVAL=40: the same nvcc answers.
+  auto wrapper = [&](const std::string& define) {
+    write(f.compiler, "#!/bin/sh\n# exec nvcc " + define + " \"$@\"\necho 'Cuda compilation tools, release 13.0'\n");
+    fs::permissions(f.compiler, fs::perms::owner_all);
+  };
+  wrapper("-DVAL=0");
+  CHECK_FALSE(f.build(p, "O"));
+  CHECK(f.build(p, "O"));
+  wrapper("-DVAL=40");
+  CHECK_FALSE(f.build(p, "O-40"));
+  CHECK(f.build(p, "O-40"));
+  // The version fadd records is still nvcc's line.
+  CachedCompile c(*f.cache, f.call(p), p.string(), f.lookup(), f.compiler.string());
+  CHECK(c.compiler_version() == "Cuda compilation tools, release 13.0");
+}
+
 TEST_CASE("an edit of nvcc.profile beside a compiled nvcc misses", "[cached_compile]") {
   Fixture f;
   const auto p = f.root / "p";
