@@ -13,9 +13,12 @@ namespace fad {
 
 namespace fs = std::filesystem;
 
+// nvcc.profile appends the environment's INCLUDES, SYSTEM_INCLUDES,
+// CUDAFE_FLAGS and PTXAS_FLAGS to its own ("+="): they are flags of every compile.
 const std::vector<std::string_view> kCompilerEnvironment{
-    "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",       "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
-    "GCC_EXEC_PREFIX",    "COMPILER_PATH",     "SOURCE_DATE_EPOCH"};
+    "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",        "CPATH",    "C_INCLUDE_PATH",  "CPLUS_INCLUDE_PATH",
+    "GCC_EXEC_PREFIX",    "COMPILER_PATH",     "SOURCE_DATE_EPOCH", "INCLUDES", "SYSTEM_INCLUDES", "CUDAFE_FLAGS",
+    "PTXAS_FLAGS"};
 
 namespace {
 
@@ -75,6 +78,14 @@ const char* uncacheable_reason(const std::string& a) {
                     "-link",   "--link"}))
     return "not a plain compile";
   return nullptr;
+}
+
+// "-Xcompiler @opts.rsp": gcc reads more options from the file, whose content
+// the key does not hold (nvcc splits an -X value at commas).
+bool names_options_file(const std::string& value) {
+  for (std::size_t at = 0; at < value.size(); ++at)
+    if (value[at] == '@' && (at == 0 || value[at - 1] == ',' || value[at - 1] == ' ')) return true;
+  return false;
 }
 
 bool is_debug_flag(const std::string& a) {
@@ -171,7 +182,15 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
       kept.emplace_back("-ccbin=" + value, true);
       continue;
     }
+    if (starts_with(a, "@")) {
+      plan.reason = "options read from a file (@FILE)";
+      return plan;
+    }
     if (option_value(args, i, {"-Xcompiler", "--compiler-options"}, &value)) {
+      if (names_options_file(value)) {
+        plan.reason = "options read from a file (-Xcompiler @FILE)";
+        return plan;
+      }
       // Host-compiler dependency files land beside nvcc's temporaries.
       if (value.find("-M") != std::string::npos) {
         plan.reason = "host compiler writes its own dependency file (-Xcompiler -M...)";
@@ -212,6 +231,10 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
                       "-std",
                       "--std"},
                      &value)) {
+      if (starts_with(args[start], "-X") && names_options_file(value)) {
+        plan.reason = "options read from a file (" + args[start] + " @FILE)";
+        return plan;
+      }
       // One element with its value, so that a value is never taken for the
       // source; "-I x" and "-I=x" stay distinct spellings.
       kept.emplace_back(i == start ? a : args[start] + "\x1f" + value,

@@ -148,6 +148,13 @@ TEST_CASE("calls the cache cannot capture say why", "[cache_key]") {
   CHECK(reason({"nvcc", "-c", "a.cu", "-optf", "opts"}).find("options") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "--options-file=opts"}).find("options") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "-optf=opts"}).find("options") != std::string::npos);
+  // The host compiler's (or ptxas's) response file: its content is not in the key.
+  CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "@opts.rsp"}).find("@FILE") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler=-O2,@opts.rsp"}).find("@FILE") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "--compiler-options", "-O2 @opts.rsp"}).find("@FILE") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "-Xptxas", "@opts.rsp"}).find("@FILE") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "@opts.rsp"}).find("@FILE") != std::string::npos);
+  CHECK(plan_cache({"nvcc", "-c", "a.cu", "-Xcompiler", "-DMAIL=a@b"}, "/proj", exists).cacheable);
   CHECK(reason({"nvcc", "-c", "a.cu", "-MF", "a.d"}).find("-MF without -MD") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "-MD"}).find("-Xcompiler") != std::string::npos);
   // An option's value is never the source.
@@ -171,4 +178,22 @@ TEST_CASE("compiler_environment lists every variable, set or not", "[cache_key]"
   REQUIRE(env.size() == kCompilerEnvironment.size());
   CHECK(std::find(env.begin(), env.end(), "NVCC_APPEND_FLAGS=-DX") != env.end());
   CHECK(std::find(env.begin(), env.end(), "NVCC_PREPEND_FLAGS") != env.end());
+}
+
+TEST_CASE("the variables nvcc.profile adds to every compile change the key", "[cache_key]") {
+  // nvcc -c with INCLUDES=-I/a and INCLUDES=-I/b reads other headers; with
+  // PTXAS_FLAGS=-O0 it writes another object.
+  for (std::string_view name : {"INCLUDES", "SYSTEM_INCLUDES", "CUDAFE_FLAGS", "PTXAS_FLAGS"}) {
+    auto key_with = [&](const char* value) {
+      KeyInputs in{"nvcc 13.0", "gcc 12", "abc", {}};
+      in.environment = compiler_environment([&](std::string_view n) -> std::optional<std::string> {
+        if (n == name && value != nullptr) return value;
+        return std::nullopt;
+      });
+      return key_of(kCall, "/proj/build", in);
+    };
+    INFO(name);
+    CHECK(key_with("-I/a") != key_with("-I/b"));
+    CHECK(key_with("-I/a") != key_with(nullptr));
+  }
 }
