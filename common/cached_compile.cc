@@ -17,6 +17,7 @@
 #include "common/depfile.h"
 #include "common/file_write.h"
 #include "common/hash.h"
+#include "common/include_probes.h"
 
 namespace fad {
 
@@ -26,6 +27,18 @@ namespace {
 
 // A manifest keeps this many header sets of one call key, newest first.
 constexpr std::size_t kManifestEntries = 16;
+// A header set's paths answering __has_include probes (include_probes.h) are
+// marked so, with whether a file was there; past this many, not stored.
+constexpr char kProbeMark = '\x02';
+constexpr std::size_t kMaxProbePaths = 4096;
+constexpr const char* kPresent = "present";
+constexpr const char* kAbsent = "absent";
+
+// As __has_include answers: a file (not a directory) by that name.
+bool probe_finds(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
 
 bool regular_file_in(const std::string& path, const std::string& cwd) {
   struct stat st {};
@@ -52,8 +65,10 @@ CachedCompile::CachedCompile(CompileCache& cache, const std::vector<std::string>
                              const EnvLookup& env, const std::string& compiler, std::string own_depfile,
                              std::optional<std::string> known_identity)
     : cache_(cache), cwd_(cwd), own_depfile_(std::move(own_depfile)) {
-  plan_ = plan_cache(with_environment_flags(argv, env), cwd, regular_file_in);
+  const auto args = with_environment_flags(argv, env);
+  plan_ = plan_cache(args, cwd, regular_file_in);
   if (!plan_.cacheable) return;
+  search_dirs_ = include_search_dirs(args, env);
   auto source = read_whole_file(absolute_in(plan_.source, cwd));
   if (!source) {
     plan_.cacheable = false;
@@ -116,6 +131,9 @@ std::optional<CompileResult> CachedCompile::restore() {
   };
   for (const auto& entry : manifest ? manifest->entries : std::vector<CacheManifestEntry>{}) {
     const bool same = std::all_of(entry.files.begin(), entry.files.end(), [&](const auto& file) {
+      if (!file.first.empty() && file.first[0] == kProbeMark)
+        return file.second ==
+               (probe_finds(absolute_in(unmark_root(file.first.substr(1), plan_.root), cwd_)) ? kPresent : kAbsent);
       const auto& now = hash_of(absolute_in(unmark_root(file.first, plan_.root), cwd_));
       return now && *now == file.second;
     });
@@ -144,6 +162,7 @@ Status CachedCompile::store(std::chrono::system_clock::time_point started, const
   const std::int64_t started_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(started.time_since_epoch()).count();
   std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> probed;  // paths whose existence a probe asked about
   for (const auto& path : depfile_prerequisites(*depfile)) {
     const std::string abs = absolute_in(path, cwd_);
     struct stat st {};
@@ -161,6 +180,18 @@ Status CachedCompile::store(std::chrono::system_clock::time_point started, const
     if (!text) return make_error("cannot read " + abs);
     if (uses_time_macros(*text)) return ok_status();  // the object holds the time of the compile
     files.emplace_back(mark_root(path, plan_.root), sha256_hex(*text));
+    for (const auto& probe : find_include_probes(*text))
+      for (auto& candidate : probe_candidates(probe, fs::path(path).parent_path().string(), search_dirs_))
+        if (std::find(probed.begin(), probed.end(), candidate) == probed.end()) probed.push_back(std::move(candidate));
+    if (probed.size() > kMaxProbePaths) return ok_status();
+  }
+  for (const auto& path : probed) {
+    const std::string abs = absolute_in(path, cwd_);
+    struct stat st {};
+    // Appeared while the compile ran: whether the compile saw it is unknown.
+    if (::stat(abs.c_str(), &st) == 0 && (ns_of(st.st_mtim) >= started_ns || ns_of(st.st_ctim) >= started_ns))
+      return ok_status();
+    files.emplace_back(kProbeMark + mark_root(path, plan_.root), probe_finds(abs) ? kPresent : kAbsent);
   }
   CompileResult result;
   const std::string output = absolute_in(plan_.output, cwd_);

@@ -4,7 +4,8 @@
 // them, and store a successful compile's outputs.
 //
 // A lookup checks each header set recorded for the call key (the manifest) by
-// hashing the files again; the first set that matches names the result.
+// hashing the files again, and looking again where their __has_include probes
+// looked (include_probes.h); the first set that matches names the result.
 // Storing needs the files the compile read, from its dependency file: when the
 // call asks for none, extra_args() makes nvcc write one to a private path.
 #pragma once
@@ -72,6 +73,7 @@ class CachedCompile {
   std::string compiler_version_;
   std::string own_depfile_;
   bool own_depfile_temporary_ = false;
+  std::vector<std::string> search_dirs_;  ///< where the compiler's #include looks (include_probes.h)
 };
 
 }  // namespace fad

@@ -465,6 +465,37 @@ TEST_CASE("an edited wrapper script misses though its --version answer is the sa
   CHECK(c.compiler_version() == "Cuda compilation tools, release 13.0");
 }
 
+TEST_CASE("a header a __has_include probe found, or did not, is checked again", "[cached_compile]") {
+  Fixture f;
+  const auto p = f.root / "p";
+  f.write_project(p);
+  // The source asks about flag.h beside it; h.h (in include/, an -I
+  // directory) asks about opt.h among the include directories.
+  write(p / "src" / "a.cu",
+        "#if __has_include(\"flag.h\")\n#define VAL 7\n#endif\n#include \"h.h\"\n__global__ void k() {}\n");
+  write(p / "include" / "h.h", "#if __has_include(<opt.h>)\n#include <opt.h>\n#endif\n");
+  write(p / "src" / "flag.h", "");
+  CHECK_FALSE(f.build(p, "WITH-FLAG"));
+  CHECK(f.build(p, "WITH-FLAG"));
+  fs::remove(p / "src" / "flag.h");  // the probe now fails: another object
+  CHECK_FALSE(f.build(p, "NO-FLAG"));
+  CHECK(f.build(p, "NO-FLAG"));
+  write(p / "include" / "opt.h", "int opt;\n");  // a header that appeared where -I looks
+  CHECK_FALSE(f.build(p, "NO-FLAG-OPT"));
+  fs::remove(p / "include" / "opt.h");
+  write(p / "src" / "flag.h", "");
+  CHECK(f.build(p, "WITH-FLAG"));  // as at first: the first header set again
+  // A directory by the probed name is not a header.
+  fs::remove(p / "src" / "flag.h");
+  fs::create_directories(p / "src" / "flag.h");
+  CHECK(f.build(p, "NO-FLAG"));
+  // The same project elsewhere hits: the probed paths move with it.
+  const auto moved = f.root / "moved";
+  fs::create_directories(moved);
+  fs::copy(p, moved, fs::copy_options::recursive);
+  CHECK(f.build(moved, "NO-FLAG"));
+}
+
 TEST_CASE("an edit of nvcc.profile beside a compiled nvcc misses", "[cached_compile]") {
   Fixture f;
   const auto p = f.root / "p";
