@@ -87,7 +87,11 @@ Result<std::vector<Arch>> parse_arch_list(const std::vector<std::string>& args) 
       std::size_t comma = rest.find(',');
       Result<Arch> arch = parse_arch(rest.substr(0, comma));
       if (!arch) return Error{arch.error()};
-      if (std::find(out.begin(), out.end(), *arch) == out.end()) out.push_back(*arch);
+      if (std::find(out.begin(), out.end(), *arch) == out.end()) {
+        if (out.size() == kMaxArchs)
+          return make_error("too many archs: at most " + std::to_string(kMaxArchs) + " in one build");
+        out.push_back(*arch);
+      }
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }

@@ -32,8 +32,13 @@ struct Arch {
 /// Parses one arch string in any accepted spelling. Errors quote the input.
 Result<Arch> parse_arch(std::string_view text);
 
+/// The most distinct archs one build or compile may name: nvcc knows about
+/// twenty, and each is a compile of every unit, a row of every listing.
+inline constexpr std::size_t kMaxArchs = 64;
+
 /// Parses repeated and comma-separated arch arguments ("8.0,9.0" "12.0"),
-/// dropping duplicates while keeping the first-seen order.
+/// dropping duplicates while keeping the first-seen order; more than
+/// kMaxArchs distinct archs is an error.
 Result<std::vector<Arch>> parse_arch_list(const std::vector<std::string>& args);
 
 /// Parses the output of `nvcc --list-gpu-arch` (one "compute_XX" per line).

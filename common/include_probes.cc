@@ -127,7 +127,9 @@ std::vector<std::string> probe_candidates(const IncludeProbe& probe, const std::
                                           const std::vector<std::string>& dirs) {
   if (!probe.name.empty() && probe.name[0] == '/') return {probe.name};
   std::vector<std::string> out;
-  auto in = [&](const std::string& dir) { return dir.empty() || dir.back() == '/' ? dir + probe.name : dir + "/" + probe.name; };
+  auto in = [&](const std::string& dir) {
+    return dir.empty() || dir.back() == '/' ? dir + probe.name : dir + "/" + probe.name;
+  };
   if (probe.quoted) add_once(out, in(file_dir));
   for (const auto& dir : dirs) add_once(out, in(dir));
   return out;

@@ -59,8 +59,7 @@ std::string build_name_problem(std::string_view name) {
   if (!valid_utf8(name)) return "not valid UTF-8";
   // Another user's terminal shows it: no escape sequences, no line breaks.
   if (has_control(name)) return "control or invisible characters are not allowed";
-  if (!name.empty() && name.find_first_not_of(' ') == std::string_view::npos)
-    return "only spaces (leave it empty for the default name)";
+  if (!name.empty() && blank(name)) return "only spaces (leave it empty for the default name)";
   return "";
 }
 
@@ -72,7 +71,7 @@ Result<std::string> build_name_field(const nlohmann::json& body) {
   if ((*name)->size() > kMaxBuildNameBytes)
     return field_error("name", "at most " + std::to_string(kMaxBuildNameBytes) + " bytes");
   if (has_control(**name)) return field_error("name", "printable text (no control characters)");
-  if ((*name)->find_first_not_of(' ') == std::string::npos) return field_error("name", "more than spaces");
+  if (blank(**name)) return field_error("name", "more than spaces");
   return **name;
 }
 

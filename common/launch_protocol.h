@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/arch.h"
 #include "common/protocol.h"
 
 namespace fad {
@@ -47,7 +48,7 @@ struct CloseBuildRequest {
 inline constexpr std::size_t kMaxContentHashBytes = 128;
 inline constexpr std::size_t kMaxCompilerVersionBytes = 512;
 /// A compile's archs, each one nvcc knows (parse_arch); at most this many.
-inline constexpr std::size_t kMaxLaunchArchs = 64;
+inline constexpr std::size_t kMaxLaunchArchs = kMaxArchs;
 /// A launch's cwd, source and output: a path's most (PATH_MAX), with a file
 /// name of at most kMaxFileNameBytes (NAME_MAX). The name is the unit's.
 inline constexpr std::size_t kMaxPathBytes = 4096;

@@ -3,6 +3,7 @@
 // response and never into an exception in the daemon.
 #include "common/protocol.h"
 
+#include "common/arch.h"
 #include "common/json_fields.h"
 #include "common/paths.h"
 #include "common/text.h"
@@ -195,6 +196,7 @@ Result<SubmitRequest> SubmitRequest::from_json(const json& body) {
   if (archs == body.end() || !archs->is_array() || archs->empty()) {
     return field_error("archs", "a non-empty array of strings");
   }
+  if (archs->size() > kMaxArchs) return field_error("archs", "at most " + std::to_string(kMaxArchs) + " archs");
   for (const json& a : *archs) {
     if (!a.is_string() || a.get<std::string>().empty()) return field_error("archs", "a non-empty array of strings");
     r.archs.push_back(a.get<std::string>());

@@ -166,6 +166,25 @@ inline std::string one_line(std::string_view s, std::size_t max_bytes = 300) {
 /// Whether `s` holds a control character printable() would replace.
 inline bool has_control(std::string_view s) { return printable(s) != s; }
 
+/// Whether every character of `s` (UTF-8) shows as blank: spaces of any
+/// width (U+00A0, U+2000-U+200A, U+3000, ...) and the blank fillers (U+3164,
+/// U+2800). A name made of them is an empty row in every user's listing.
+inline bool blank(std::string_view s) {
+  static constexpr char32_t kBlank[] = {0x20,   0xA0,   0x1680, 0x115F, 0x1160, 0x2000, 0x2001, 0x2002,
+                                        0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A,
+                                        0x202F, 0x205F, 0x2800, 0x3000, 0x3164, 0xFFA0};
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] == ' ') {
+      ++i;
+      continue;
+    }
+    const Utf8Char c = utf8_char_at(s, i);
+    if (!c.well_formed || std::find(std::begin(kBlank), std::end(kBlank), c.code) == std::end(kBlank)) return false;
+    i += c.length;
+  }
+  return true;
+}
+
 /// Whether `s` is well-formed UTF-8 (no stray or missing continuation bytes,
 /// no overlong forms, no surrogates, nothing past U+10FFFF). JSON carries
 /// only UTF-8: anything else would reach fadd silently changed.

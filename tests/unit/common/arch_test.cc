@@ -94,6 +94,19 @@ TEST_CASE("parse_arch_list: commas, repeats, duplicates", "[arch]") {
   CHECK(fad::parse_arch_list({})->empty());
 }
 
+TEST_CASE("parse_arch_list: at most kMaxArchs distinct archs, however often repeated", "[arch]") {
+  // A user's own "nvcc" may claim thousands: each would be a compile of
+  // every unit and a column of every user's listing.
+  std::string list;
+  for (std::size_t i = 0; i < fad::kMaxArchs; ++i) list += (list.empty() ? "" : ",") + std::to_string(100 + i);
+  auto full = fad::parse_arch_list({list, list, "100"});
+  REQUIRE(full.ok());
+  CHECK(full->size() == fad::kMaxArchs);
+  auto over = fad::parse_arch_list({list, "99"});
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error() == "too many archs: at most 64 in one build");
+}
+
 TEST_CASE("parse_nvcc_arch_list: nvcc 13.0 output", "[arch]") {
   auto archs = fad::parse_nvcc_arch_list(read_fixture("nvcc_list_gpu_arch_13.0.txt"));
   std::vector<int> numbers;

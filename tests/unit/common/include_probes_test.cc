@@ -21,8 +21,8 @@ TEST_CASE("find_include_probes: literal names, quoted or angled, once each", "[i
       "#if __has_include(\"flag.h\")\n"
       "#elif defined(X) && __has_include_next( <sys/x.h> )\n"
       "#if __has_include \\\n (\"flag.h\")\n"  // again, across a line continuation
-      "#define HAS(x) __has_include(x)\n"     // a macro's parameter: not a name
-      "int my__has_include(\"no.h\");\n"      // another identifier
+      "#define HAS(x) __has_include(x)\n"      // a macro's parameter: not a name
+      "int my__has_include(\"no.h\");\n"       // another identifier
       "#ifdef __has_include\n"
       "#if __has_include(\"\")\n"
       "#if __has_include(\"broken.h\n");
@@ -33,13 +33,26 @@ TEST_CASE("find_include_probes: literal names, quoted or angled, once each", "[i
 }
 
 TEST_CASE("include_search_dirs: the command line's and the environment's, in order", "[include_probes]") {
-  const std::vector<std::string> args{"nvcc",          "-c",         "a.cu",         "-Iinc",
-                                      "-I",            "/abs/inc",   "--include-path=p1", "--include-path",
-                                      "p2",            "-isystem",   "/sys",         "-Xcompiler",
-                                      "-iquote,q,-idirafter,late",   "-Xcompiler=-I/host", "-include",
-                                      "pre.h",         "-Iinc"};
+  const std::vector<std::string> args{"nvcc",
+                                      "-c",
+                                      "a.cu",
+                                      "-Iinc",
+                                      "-I",
+                                      "/abs/inc",
+                                      "--include-path=p1",
+                                      "--include-path",
+                                      "p2",
+                                      "-isystem",
+                                      "/sys",
+                                      "-Xcompiler",
+                                      "-iquote,q,-idirafter,late",
+                                      "-Xcompiler=-I/host",
+                                      "-include",
+                                      "pre.h",
+                                      "-Iinc"};
   const auto dirs = include_search_dirs(
-      args, env_of({{"INCLUDES", "\"-I/env/inc\" -isystem /env/sys"}, {"CPATH", "/c1::/c2"}, {"C_INCLUDE_PATH", "/c3"}}));
+      args,
+      env_of({{"INCLUDES", "\"-I/env/inc\" -isystem /env/sys"}, {"CPATH", "/c1::/c2"}, {"C_INCLUDE_PATH", "/c3"}}));
   CHECK(dirs == std::vector<std::string>{"inc", "/abs/inc", "p1", "p2", "/sys", "q", "late", "/host", "/env/inc",
                                          "/env/sys", "/c1", ".", "/c2", "/c3"});
   CHECK(include_search_dirs({"nvcc", "-c", "a.cu"}, env_of({})).empty());

@@ -149,6 +149,9 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   CHECK(fad::SubmitRequest::from_json(json{{"archs", json::array()}}).error() == archs_error);
   CHECK(fad::SubmitRequest::from_json(json{{"archs", "9.0"}}).error() == archs_error);
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {90}}}).error() == archs_error);
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", std::vector<std::string>(65, "9.0")}}).error() ==
+        "field \"archs\" must be at most 64 archs");
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", std::vector<std::string>(64, "9.0")}}).ok());
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", 1}}).error() ==
         "field \"kernels\" must be a non-empty string");
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"nvcc", ""}}).error() ==
@@ -196,6 +199,15 @@ TEST_CASE("SubmitRequest", "[protocol]") {
   // Spaces only: a blank row; empty: no name, fadd names the build.
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", "  "}}).error() ==
         "field \"name\" must be more than spaces");
+  // No-break, ideographic and em spaces: blank too.
+  for (const char* blank : {"\xC2\xA0\xC2\xA0", "\xE3\x80\x80", " \xE2\x80\x83 "})
+    CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", blank}}).error() ==
+          "field \"name\" must be more than spaces");
+  CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}},
+                                           {"name",
+                                            "a\xC2\xA0"
+                                            "b"}})
+            .ok());
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"name", ""}})->name.empty());
   CHECK(fad::SubmitRequest::from_json(json{{"archs", {"9.0"}}, {"kernels", std::string(257, '*')}}).error() ==
         "field \"kernels\" must be a glob of at most 256 bytes");
