@@ -33,7 +33,10 @@ ExitOutcome decide_exit(const UnitExit& e) {
     out.lost_rerun = out.action == Action::requeue;
     return out;
   }
-  if (e.signaled && e.oom_killed && e.attempts < kMaxOomAttempts) {
+  // nvcc is a driver: the OOM killer takes its largest child (cicc, ptxas),
+  // and nvcc itself then exits 137 (or 1), not by a signal. The unit's
+  // cgroup counted the kill either way; a compile that still succeeded did.
+  if (e.oom_killed && (e.signaled || e.exit_code != 0) && e.attempts < kMaxOomAttempts) {
     out.action = Action::requeue;
     out.floor = e.peak + e.peak / 4;
     out.oom_rerun = true;

@@ -61,7 +61,9 @@ inline constexpr int kMaxDiskFullAttempts = 3;
 /// cancels it each time) must end, not cycle for ever.
 inline constexpr int kMaxLostRuns = 5;
 
-/// The outcome of a unit's end. OOM kills are not failures: the unit is rerun
+/// The outcome of a unit's end. OOM kills (its cgroup counted one, and it did
+/// not succeed: killed, or a driver such as nvcc exiting after its cicc was
+/// killed) are not failures: the unit is rerun
 /// with its peak + 25% as the floor (the kill cut it short of its true peak),
 /// up to kMaxOomAttempts runs in all. A stop under pressure keeps the observed
 /// peak as the floor; a stop for shutdown keeps nothing. A unit fadd runs

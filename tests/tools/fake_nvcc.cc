@@ -44,8 +44,11 @@
 //                              profile in the same process group, without a parent-death signal:
 //                              killed with their parent's group, orphaned if only the parent dies.
 // A source file may override all of these for itself with a line
-//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N print_mb=N stop_self=1   (any subset)
+//   // fake-nvcc: peak_mb=N duration_s=X exit=C profile=PATH children=N print_mb=N stop_self=1 driver=1
+// (any subset)
 // print_mb=N prints N MiB of warnings to stdout first (a compiler that floods its log).
+// driver=1 (with children=N): only the children follow the profile, as cicc and ptxas hold
+// nvcc's memory; one killed by a signal makes it exit 128 + that signal, as nvcc does.
 // stop_self=1 (with children=N): once its children run, it SIGSTOPs itself alone while they
 // compile on (a compiler that looks stopped to anyone reading its state only).
 // profile=PATH replays that trace (as FAD_FAKE_PROFILE does; a relative PATH is taken from
@@ -118,6 +121,7 @@ struct Overrides {
   std::optional<int> children;
   std::optional<double> print_mb;
   bool stop_self = false;
+  bool driver = false;
 };
 
 std::optional<std::string> env(const char* name) {
@@ -318,6 +322,8 @@ Overrides read_overrides(const std::string& src) {
       o.print_mb = std::atof(value);
     else if (key == "stop_self")
       o.stop_self = std::atoi(value) != 0;
+    else if (key == "driver")
+      o.driver = std::atoi(value) != 0;
     else if (key == "profile" && *value) {
       std::string path = value;
       std::size_t slash = src.rfind('/');
@@ -632,8 +638,17 @@ int run_compile(Args args) {
     if (kid > 0) kids.push_back(kid);
   }
   if (over.stop_self) ::raise(SIGSTOP);
-  replay(profile, mem_factor, env("FAD_FAKE_CPU") == std::optional<std::string>("1") ? parallel : 0);
-  for (pid_t kid : kids) ::waitpid(kid, nullptr, 0);
+  const bool driver = over.driver && !kids.empty();
+  if (!driver) replay(profile, mem_factor, env("FAD_FAKE_CPU") == std::optional<std::string>("1") ? parallel : 0);
+  int child_signal = 0;
+  for (pid_t kid : kids) {
+    int status = 0;
+    if (::waitpid(kid, &status, 0) == kid && WIFSIGNALED(status)) child_signal = WTERMSIG(status);
+  }
+  if (driver && child_signal != 0) {
+    std::fprintf(stderr, "nvcc error   : 'cicc' died due to signal %d\n", child_signal);
+    return 128 + child_signal;
+  }
 
   if (std::optional<std::string> match = env("FAD_FAKE_FAIL_MATCH");
       match && args.src.find(*match) != std::string::npos) {

@@ -44,6 +44,25 @@ TEST_CASE("exit outcome: an OOM kill reruns the unit with its peak + 25%, up to 
   CHECK(decide_exit(e).action == Action::fail);
 }
 
+TEST_CASE("exit outcome: nvcc exiting 137 after the OOM killer took its cicc is an OOM kill too") {
+  // The driver is not the process killed: it reports its child's death in
+  // its exit code, and only the unit's cgroup says it was the OOM killer.
+  UnitExit e = ended(137);
+  e.oom_killed = true;
+  auto out = decide_exit(e);
+  CHECK(out.action == Action::requeue);
+  CHECK(out.oom_rerun);
+  CHECK(out.floor == 5 * kGiB);
+  e.exit_code = 1;
+  CHECK(decide_exit(e).oom_rerun);
+  // A compile that succeeded although something in its cgroup was killed
+  // (a helper it could do without) succeeded.
+  e.exit_code = 0;
+  CHECK(decide_exit(e).action == Action::succeed);
+  // Without the cgroup's count, exit 137 is the compiler's own failure.
+  CHECK(decide_exit(ended(137)).action == Action::fail_build);
+}
+
 TEST_CASE("exit outcome: fad's own stops are never failures, whatever the exit status") {
   UnitExit e = ended(143, true);
   e.stop = StopCause::requeue;
