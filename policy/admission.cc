@@ -155,7 +155,12 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
   auto lowest_of = [&](const QueuedUnit& unit) { return lowest_threads_of(config, unit); };
   auto estimate = [&](const QueuedUnit& unit, int t) { return estimate_unit(estimator, unit, t, guesses_running); };
 
-  // Every queued unit's estimate at its fewest threads: its forecast and its rank.
+  // Every queued unit's estimate at its fewest threads is its forecast; its
+  // rank is its duration at the most threads the machine can give it: the
+  // time nothing can take it below, which is what sets a build's tail. (By
+  // the fewest, a two-arch unit that compiles its archs in turns ranked at
+  // twice what it then ran at two threads, and one-arch units longer than
+  // that started last, on 64 cores 350 s into a build, and ended it.)
   std::vector<Estimate> base;
   std::vector<QueueRank> ranks;
   base.reserve(queue.size());
@@ -167,7 +172,9 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
         Forecast{est.peak(), est.profile.duration_s, est.source, est.imported, est.duration_guessed};
     const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() &&
                        !estimator.knows_family(unit.key) && probed.emplace(unit.build_id, unit.key.family).second;
-    ranks.push_back({unit.build_id, probe, est.profile.duration_s,
+    const int most = std::min(max_threads_of(config, unit), std::max(config.cores, 1));
+    const double shortest_s = most > lowest_of(unit) ? estimate(unit, most).profile.duration_s : est.profile.duration_s;
+    ranks.push_back({unit.build_id, probe, shortest_s,
                      unit.source_bytes * static_cast<std::uint64_t>(std::max(unit.key.arch_count, 1))});
   }
 

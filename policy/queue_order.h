@@ -1,4 +1,5 @@
-// Queue order within a build: longest predicted first. A build's time is set
+// Queue order within a build: longest predicted first (at the most threads a
+// unit can have: what it cannot be made shorter than). A build's time is set
 // by its tail, so the units predicted to run longest start first and short
 // ones backfill around them (flash-attention's split-KV units once held a
 // single-arch build for hours because they ran last). Between builds the
