@@ -205,32 +205,24 @@ TEST_CASE("Scheduler: every queued unit has a forecast, started units carry thei
 
 TEST_CASE("Scheduler: longest first by the time a unit cannot be made shorter than, at its most threads") {
   // A two-arch unit takes 600 s at one thread (its archs in turns) and about
-  // 300 s at two; a one-arch unit takes 400 s however many it gets. The
-  // one-arch unit is the build's tail: it starts first.
-  Harness h;
-  h.config.cores = 4;
-  h.config.budget = 40 * kGiB;
-  h.estimator.learn({key("two_archs", 2), 1, Profile::flat(2 * kGiB, 600)});
-  h.estimator.learn({key("one_arch"), 1, Profile::flat(2 * kGiB, 400)});
-  h.enqueue(1, key("two_archs", 2));
-  h.enqueue(2, key("one_arch"));
-  auto plan = h.step(0);
-  CHECK(started(plan) == std::vector<std::int64_t>{2, 1});
-  // Forecasts stay at the fewest threads.
-  CHECK(plan.forecasts.at(1).duration_s == 600);
-
-  SECTION("on one core the two-arch unit cannot have two threads: it ranks by its 600 s") {
-    Harness one;
-    one.config.cores = 1;
-    one.config.budget = 40 * kGiB;
-    one.estimator.learn({key("two_archs", 2), 1, Profile::flat(2 * kGiB, 600)});
-    one.estimator.learn({key("one_arch"), 1, Profile::flat(2 * kGiB, 400)});
-    one.enqueue(1, key("two_archs", 2));
-    one.enqueue(2, key("one_arch"));
-    auto first = one.step(0);
-    REQUIRE_FALSE(started(first).empty());
-    CHECK(started(first).front() == 1);
-  }
+  // 300 s at two; a one-arch unit takes 400 s however many it gets.
+  auto first_started = [](int cores) {
+    Harness h;
+    h.config.cores = cores;
+    h.config.budget = 40 * kGiB;
+    h.estimator.learn({key("two_archs", 2), 1, Profile::flat(2 * kGiB, 600)});
+    h.estimator.learn({key("one_arch"), 1, Profile::flat(2 * kGiB, 400)});
+    h.enqueue(1, key("two_archs", 2));
+    h.enqueue(2, key("one_arch"));
+    auto plan = h.step(0);
+    CHECK(plan.forecasts.at(1).duration_s == 600);  // forecasts stay at the fewest threads
+    REQUIRE_FALSE(started(plan).empty());
+    return started(plan).front();
+  };
+  // The one-arch unit is the build's tail: it starts first.
+  CHECK(first_started(4) == 2);
+  // On one core the two-arch unit cannot have two threads: it ranks by its 600 s.
+  CHECK(first_started(1) == 1);
 }
 
 }  // namespace
