@@ -173,7 +173,10 @@ void admit(const SchedulerConfig& config, const Estimator& estimator, const Admi
     const bool probe = est.source == EstimateSource::prior && !unit.key.family.empty() &&
                        !estimator.knows_family(unit.key) && probed.emplace(unit.build_id, unit.key.family).second;
     const int most = std::min(max_threads_of(config, unit), std::max(config.cores, 1));
-    const double shortest_s = most > lowest_of(unit) ? estimate(unit, most).profile.duration_s : est.profile.duration_s;
+    // Unwidened: widening keeps the duration, and costs a sort per unit.
+    const double shortest_s = most > lowest_of(unit)
+                                  ? forecast_unit(estimator, unit, most, guesses_running).profile.duration_s
+                                  : est.profile.duration_s;
     ranks.push_back({unit.build_id, probe, shortest_s,
                      unit.source_bytes * static_cast<std::uint64_t>(std::max(unit.key.arch_count, 1))});
   }
