@@ -8,10 +8,13 @@
 #include "common/depfile.h"
 #include "common/hash.h"
 #include "common/project_root.h"
+#include "common/shell_words.h"
 
 namespace fad {
 
 namespace fs = std::filesystem;
+
+const std::vector<std::string_view> kToolEnvironment{"INCLUDES", "SYSTEM_INCLUDES", "CUDAFE_FLAGS", "PTXAS_FLAGS"};
 
 // nvcc.profile appends the environment's INCLUDES, SYSTEM_INCLUDES,
 // CUDAFE_FLAGS and PTXAS_FLAGS to its own ("+="): they are flags of every compile.
@@ -80,12 +83,17 @@ const char* uncacheable_reason(const std::string& a) {
   return nullptr;
 }
 
-// "-Xcompiler @opts.rsp": gcc reads more options from the file, whose content
-// the key does not hold (nvcc splits an -X value at commas).
-bool names_options_file(const std::string& value) {
-  for (std::size_t at = 0; at < value.size(); ++at)
-    if (value[at] == '@' && (at == 0 || value[at - 1] == ',' || value[at - 1] == ' ')) return true;
-  return false;
+// Why the words nvcc hands a tool through a shell (an -X value, split at
+// commas; INCLUDES, PTXAS_FLAGS, ...) make a compile uncacheable, or "":
+// `@opts.rsp` makes gcc read more options from a file, and an expansion
+// (`$HOME`) puts in what the key does not hold.
+std::string tool_words_reason(std::string text, const std::string& where) {
+  std::replace(text.begin(), text.end(), ',', ' ');
+  const auto words = shell_words(text);
+  if (!words) return "the shell nvcc runs its tools through would expand " + where;
+  for (const auto& w : *words)
+    if (starts_with(w, "@")) return "options read from a file (" + where + " @FILE)";
+  return "";
 }
 
 bool is_debug_flag(const std::string& a) {
@@ -135,6 +143,13 @@ std::vector<std::string> with_environment_flags(const std::vector<std::string>& 
   out.insert(out.end(), argv.begin() + 1, argv.end());
   for (auto& w : words("NVCC_APPEND_FLAGS")) out.push_back(std::move(w));
   return out;
+}
+
+std::string environment_uncacheable_reason(const EnvLookup& env) {
+  for (std::string_view name : kToolEnvironment)
+    if (auto v = env(name))
+      if (auto why = tool_words_reason(*v, std::string(name)); !why.empty()) return why;
+  return "";
 }
 
 std::vector<std::string> compiler_environment(const EnvLookup& env) {
@@ -187,8 +202,8 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
       return plan;
     }
     if (option_value(args, i, {"-Xcompiler", "--compiler-options"}, &value)) {
-      if (names_options_file(value)) {
-        plan.reason = "options read from a file (-Xcompiler @FILE)";
+      if (auto why = tool_words_reason(value, "-Xcompiler"); !why.empty()) {
+        plan.reason = why;
         return plan;
       }
       // Host-compiler dependency files land beside nvcc's temporaries.
@@ -231,9 +246,12 @@ CachePlan plan_cache(const std::vector<std::string>& argv, const std::string& cw
                       "-std",
                       "--std"},
                      &value)) {
-      if (starts_with(args[start], "-X") && names_options_file(value)) {
-        plan.reason = "options read from a file (" + args[start] + " @FILE)";
-        return plan;
+      if (starts_with(args[start], "-X") || starts_with(args[start], "--ptxas") ||
+          starts_with(args[start], "--fatbin")) {
+        if (auto why = tool_words_reason(value, args[start]); !why.empty()) {
+          plan.reason = why;
+          return plan;
+        }
       }
       // One element with its value, so that a value is never taken for the
       // source; "-I x" and "-I=x" stay distinct spellings.

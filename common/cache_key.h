@@ -58,6 +58,14 @@ std::string call_key(const CachePlan& plan, const KeyInputs& inputs);
 /// The environment part of KeyInputs.
 std::vector<std::string> compiler_environment(const EnvLookup& env);
 
+/// The variables nvcc.profile adds to its tools' command lines, which nvcc
+/// runs through a shell.
+extern const std::vector<std::string_view> kToolEnvironment;
+
+/// Why the environment makes every compile uncacheable ("" when it does
+/// not): an `@FILE` or a shell expansion in one of kToolEnvironment.
+std::string environment_uncacheable_reason(const EnvLookup& env);
+
 /// `path` (as written, relative to `cwd` or absolute), made absolute; ".."
 /// is left as written (a symlinked directory before it decides where it goes).
 std::string absolute_in(const std::string& path, const std::string& cwd);

@@ -68,6 +68,11 @@ CachedCompile::CachedCompile(CompileCache& cache, const std::vector<std::string>
   const auto args = with_environment_flags(argv, env);
   plan_ = plan_cache(args, cwd, regular_file_in);
   if (!plan_.cacheable) return;
+  if (auto why = environment_uncacheable_reason(env); !why.empty()) {
+    plan_.cacheable = false;
+    plan_.reason = why;
+    return;
+  }
   search_dirs_ = include_search_dirs(args, env);
   auto source = read_whole_file(absolute_in(plan_.source, cwd));
   if (!source) {

@@ -4,19 +4,27 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/shell_words.h"
+
 namespace fad {
 
 namespace {
 
 bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
-// Past spaces, tabs and line continuations.
+// Past spaces, tabs, line continuations and comments, as the preprocessor
+// reads them (`__has_include(/* why */ "x.h")`).
 std::size_t skip_blanks(std::string_view text, std::size_t at) {
   while (at < text.size()) {
     if (text[at] == ' ' || text[at] == '\t') {
       ++at;
-    } else if (text[at] == '\\' && at + 1 < text.size() && text[at + 1] == '\n') {
+    } else if (text.substr(at, 2) == "\\\n") {
       at += 2;
+    } else if (text.substr(at, 3) == "\\\r\n") {
+      at += 3;
+    } else if (text.substr(at, 2) == "/*") {
+      const auto end = text.find("*/", at + 2);
+      at = end == std::string_view::npos ? text.size() : end + 2;
     } else {
       break;
     }
@@ -29,19 +37,12 @@ void add_once(std::vector<T>& out, T value) {
   if (std::find(out.begin(), out.end(), value) == out.end()) out.push_back(std::move(value));
 }
 
-std::vector<std::string> split_words(std::string_view text, std::string_view separators) {
-  std::vector<std::string> out;
-  std::string word;
-  for (char c : text) {
-    if (separators.find(c) != std::string_view::npos) {
-      if (!word.empty()) out.push_back(std::move(word));
-      word.clear();
-    } else if (c != '"') {  // nvcc.profile's INCLUDES quotes its words
-      word += c;
-    }
-  }
-  if (!word.empty()) out.push_back(std::move(word));
-  return out;
+// The words a tool gets from text nvcc hands it through a shell (commas
+// first: nvcc splits an -X value at them). None when the shell would expand
+// something: such a compile is not cached (cache_key.h).
+std::vector<std::string> tool_words(std::string text) {
+  std::replace(text.begin(), text.end(), ',', ' ');
+  return shell_words(text).value_or(std::vector<std::string>{});
 }
 
 // The directories named by include options among `words` ("-Idir", "-I dir",
@@ -64,7 +65,17 @@ void add_option_dirs(const std::vector<std::string>& words, bool gcc, std::vecto
         if (i + 1 >= words.size()) break;
         value = words[++i];
       }
-      add_once(dirs, value);
+      if (gcc) {
+        add_once(dirs, value);
+      } else {
+        // nvcc takes a list: "-Ia,b" is two directories.
+        std::size_t start = 0;
+        for (std::size_t end; start <= value.size(); start = end + 1) {
+          end = value.find(',', start);
+          if (end == std::string::npos) end = value.size();
+          if (end > start) add_once(dirs, value.substr(start, end - start));
+        }
+      }
       break;
     }
   }
@@ -105,10 +116,10 @@ std::vector<std::string> include_search_dirs(const std::vector<std::string>& arg
     } else {
       continue;
     }
-    add_option_dirs(split_words(value, ", \t"), true, dirs);
+    add_option_dirs(tool_words(value), true, dirs);
   }
   for (std::string_view name : {"INCLUDES", "SYSTEM_INCLUDES"})
-    if (auto v = env(name)) add_option_dirs(split_words(*v, " \t\n"), true, dirs);
+    if (auto v = env(name)) add_option_dirs(shell_words(*v).value_or(std::vector<std::string>{}), true, dirs);
   for (std::string_view name : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"}) {
     auto v = env(name);
     if (!v) continue;

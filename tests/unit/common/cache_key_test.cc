@@ -155,6 +155,12 @@ TEST_CASE("calls the cache cannot capture say why", "[cache_key]") {
   CHECK(reason({"nvcc", "-c", "a.cu", "-Xptxas", "@opts.rsp"}).find("@FILE") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "@opts.rsp"}).find("@FILE") != std::string::npos);
   CHECK(plan_cache({"nvcc", "-c", "a.cu", "-Xcompiler", "-DMAIL=a@b"}, "/proj", exists).cacheable);
+  // nvcc runs its tools through a shell: quotes go, an expansion is not in the key.
+  CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "\"@opts.rsp\""}).find("@FILE") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "-O2,'@opts.rsp'"}).find("@FILE") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "-I$HOME/inc"}).find("expand") != std::string::npos);
+  CHECK(reason({"nvcc", "-c", "a.cu", "--ptxas-options=-v,@p"}).find("@FILE") != std::string::npos);
+  CHECK(plan_cache({"nvcc", "-c", "a.cu", "-Xcompiler", "-DNAME=\"fad\",-fPIC"}, "/proj", exists).cacheable);
   CHECK(reason({"nvcc", "-c", "a.cu", "-MF", "a.d"}).find("-MF without -MD") != std::string::npos);
   CHECK(reason({"nvcc", "-c", "a.cu", "-Xcompiler", "-MD"}).find("-Xcompiler") != std::string::npos);
   // An option's value is never the source.
@@ -178,6 +184,22 @@ TEST_CASE("compiler_environment lists every variable, set or not", "[cache_key]"
   REQUIRE(env.size() == kCompilerEnvironment.size());
   CHECK(std::find(env.begin(), env.end(), "NVCC_APPEND_FLAGS=-DX") != env.end());
   CHECK(std::find(env.begin(), env.end(), "NVCC_PREPEND_FLAGS") != env.end());
+}
+
+TEST_CASE("an @FILE or an expansion in the variables nvcc.profile adds is not cacheable", "[cache_key]") {
+  auto with = [](const char* name, const char* value) {
+    return environment_uncacheable_reason([&](std::string_view n) -> std::optional<std::string> {
+      if (n == name) return value;
+      return std::nullopt;
+    });
+  };
+  CHECK(with("INCLUDES", "@/tmp/opts").find("@FILE") != std::string::npos);
+  CHECK(with("PTXAS_FLAGS", "-v '@opts'").find("@FILE") != std::string::npos);
+  CHECK(with("SYSTEM_INCLUDES", "-isystem $PWD/inc").find("expand") != std::string::npos);
+  CHECK(with("CUDAFE_FLAGS", "\"unclosed").find("expand") != std::string::npos);
+  CHECK(with("INCLUDES", "\"-I/a dir\" -I/b").empty());
+  CHECK(with("PATH", "@odd").empty());
+  CHECK(environment_uncacheable_reason([](std::string_view) { return std::nullopt; }).empty());
 }
 
 TEST_CASE("the variables nvcc.profile adds to every compile change the key", "[cache_key]") {

@@ -25,10 +25,13 @@ TEST_CASE("find_include_probes: literal names, quoted or angled, once each", "[i
       "int my__has_include(\"no.h\");\n"       // another identifier
       "#ifdef __has_include\n"
       "#if __has_include(\"\")\n"
-      "#if __has_include(\"broken.h\n");
-  REQUIRE(probes.size() == 2);
+      "#if __has_include(\"broken.h\n"
+      "#if __has_include(/* why */ \"commented.h\") || __has_include \\\r\n(<crlf.h>)\n");
+  REQUIRE(probes.size() == 4);
   CHECK(probes[0] == IncludeProbe{"flag.h", true});
   CHECK(probes[1] == IncludeProbe{"sys/x.h", false});
+  CHECK(probes[2] == IncludeProbe{"commented.h", true});
+  CHECK(probes[3] == IncludeProbe{"crlf.h", false});
   CHECK(find_include_probes("int x;\n").empty());
 }
 
@@ -56,6 +59,10 @@ TEST_CASE("include_search_dirs: the command line's and the environment's, in ord
   CHECK(dirs == std::vector<std::string>{"inc", "/abs/inc", "p1", "p2", "/sys", "q", "late", "/host", "/env/inc",
                                          "/env/sys", "/c1", ".", "/c2", "/c3"});
   CHECK(include_search_dirs({"nvcc", "-c", "a.cu"}, env_of({})).empty());
+  // nvcc's lists ("-Ia,b"); INCLUDES as the shell splits it; a quoted -Xcompiler word.
+  CHECK(include_search_dirs({"nvcc", "-Ia,b", "--system-include=s1,s2", "-Xcompiler", "'-I/x y'"},
+                            env_of({{"INCLUDES", "\"-I/sp ace\" '-isystem' /q"}})) ==
+        std::vector<std::string>{"a", "b", "s1", "s2", "/x y", "/sp ace", "/q"});
 }
 
 TEST_CASE("probe_candidates: the file's own directory for a quoted name, then the search dirs", "[include_probes]") {
