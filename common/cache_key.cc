@@ -87,9 +87,8 @@ const char* uncacheable_reason(const std::string& a) {
 // commas; INCLUDES, PTXAS_FLAGS, ...) make a compile uncacheable, or "":
 // `@opts.rsp` makes gcc read more options from a file, and an expansion
 // (`$HOME`) puts in what the key does not hold.
-std::string tool_words_reason(std::string text, const std::string& where) {
-  std::replace(text.begin(), text.end(), ',', ' ');
-  const auto words = shell_words(text);
+std::string tool_words_reason(const std::string& text, const std::string& where) {
+  const auto words = nvcc_tool_words(text);
   if (!words) return "the shell nvcc runs its tools through would expand " + where;
   for (const auto& w : *words)
     if (starts_with(w, "@")) return "options read from a file (" + where + " @FILE)";

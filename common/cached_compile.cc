@@ -193,10 +193,11 @@ Status CachedCompile::store(std::chrono::system_clock::time_point started, const
   for (const auto& path : probed) {
     const std::string abs = absolute_in(path, cwd_);
     struct stat st {};
+    const bool exists = ::stat(abs.c_str(), &st) == 0;
     // Appeared while the compile ran: whether the compile saw it is unknown.
-    if (::stat(abs.c_str(), &st) == 0 && (ns_of(st.st_mtim) >= started_ns || ns_of(st.st_ctim) >= started_ns))
-      return ok_status();
-    files.emplace_back(kProbeMark + mark_root(path, plan_.root), probe_finds(abs) ? kPresent : kAbsent);
+    if (exists && (ns_of(st.st_mtim) >= started_ns || ns_of(st.st_ctim) >= started_ns)) return ok_status();
+    // As probe_finds() answers, from the one stat.
+    files.emplace_back(kProbeMark + mark_root(path, plan_.root), exists && !S_ISDIR(st.st_mode) ? kPresent : kAbsent);
   }
   CompileResult result;
   const std::string output = absolute_in(plan_.output, cwd_);

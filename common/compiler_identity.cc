@@ -116,16 +116,16 @@ Result<std::string> compiler_identity(const std::string& program, CompileCache* 
   const bool script = std::ifstream(real, std::ios::binary).read(head, 2) && head[0] == '#' && head[1] == '!';
   if (cache && !script)
     if (auto known = cache->note(note)) return *known;
-  std::optional<std::string> script_text;
+  std::string script_hash;
   if (script) {
     auto text = read_whole_file(real.string());
     if (!text) return make_error("cannot identify compiler " + program + ": cannot read it");
-    script_text = std::move(*text);
+    script_hash = sha256_hex(*text);
   }
   auto version = program_output({program, "--version"}, kProbeTimeoutS);
   if (!version) return make_error("cannot identify compiler " + program + ": " + version.error());
   std::string identity = *version;
-  if (script_text) identity += kScriptMarker + sha256_hex(*script_text);
+  if (script) identity += kScriptMarker + script_hash;
   if (has_profile) {
     std::ifstream in(profile, std::ios::binary);
     std::stringstream text;

@@ -37,14 +37,6 @@ void add_once(std::vector<T>& out, T value) {
   if (std::find(out.begin(), out.end(), value) == out.end()) out.push_back(std::move(value));
 }
 
-// The words a tool gets from text nvcc hands it through a shell (commas
-// first: nvcc splits an -X value at them). None when the shell would expand
-// something: such a compile is not cached (cache_key.h).
-std::vector<std::string> tool_words(std::string text) {
-  std::replace(text.begin(), text.end(), ',', ' ');
-  return shell_words(text).value_or(std::vector<std::string>{});
-}
-
 // The directories named by include options among `words` ("-Idir", "-I dir",
 // "--include-path=dir"); `gcc` adds gcc's own spellings.
 void add_option_dirs(const std::vector<std::string>& words, bool gcc, std::vector<std::string>& dirs) {
@@ -116,7 +108,9 @@ std::vector<std::string> include_search_dirs(const std::vector<std::string>& arg
     } else {
       continue;
     }
-    add_option_dirs(tool_words(value), true, dirs);
+    // None when the shell would expand something: such a compile is not
+    // cached at all (cache_key.h).
+    add_option_dirs(nvcc_tool_words(value).value_or(std::vector<std::string>{}), true, dirs);
   }
   for (std::string_view name : {"INCLUDES", "SYSTEM_INCLUDES"})
     if (auto v = env(name)) add_option_dirs(shell_words(*v).value_or(std::vector<std::string>{}), true, dirs);

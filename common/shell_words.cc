@@ -1,6 +1,8 @@
 // Shell word splitting; see shell_words.h.
 #include "common/shell_words.h"
 
+#include <algorithm>
+
 namespace fad {
 
 std::optional<std::vector<std::string>> shell_words(std::string_view text) {
@@ -46,6 +48,11 @@ std::optional<std::vector<std::string>> shell_words(std::string_view text) {
   }
   if (in_word) words.push_back(std::move(word));
   return words;
+}
+
+std::optional<std::vector<std::string>> nvcc_tool_words(std::string text) {
+  std::replace(text.begin(), text.end(), ',', ' ');
+  return shell_words(text);
 }
 
 }  // namespace fad

@@ -17,4 +17,9 @@ namespace fad {
 /// or a quote left open.
 std::optional<std::vector<std::string>> shell_words(std::string_view text);
 
+/// The words a tool gets from an `-X` value (`-Xcompiler -O2,'@f'`) or a
+/// variable nvcc.profile adds: nvcc splits the value at commas, then hands
+/// it to the tool through a shell. nullopt as for shell_words().
+std::optional<std::vector<std::string>> nvcc_tool_words(std::string text);
+
 }  // namespace fad

@@ -21,3 +21,8 @@ TEST_CASE("shell_words: what the shell would change is refused", "[shell_words]"
   // Quoted, they are literal.
   CHECK(shell_words("'$HOME' '*'") == Words{"$HOME", "*"});
 }
+
+TEST_CASE("nvcc_tool_words: nvcc's commas first, then the shell", "[shell_words]") {
+  CHECK(nvcc_tool_words("-O2,'@opts',\"-I/a dir\"") == Words{"-O2", "@opts", "-I/a dir"});
+  CHECK_FALSE(nvcc_tool_words("-I$HOME,-O2").has_value());
+}
