@@ -98,6 +98,19 @@ long pid_in_lock_of(const DaemonWatch& watch, const std::string& lock) {
   return watch.holder ? watch.holder(lock) : pid_in_lock(lock);
 }
 
+/// The other socket the fadd holding `lock` says it listens at, when that is
+/// not `socket` (the same path, or another name of the same file, is none).
+std::optional<std::string> other_socket_in_lock(const DaemonWatch& watch, const std::string& lock,
+                                                const std::string& socket) {
+  const std::string serving = watch.serving ? watch.serving(lock) : "";
+  if (serving.empty()) return std::nullopt;
+  std::error_code ec;
+  const auto mine = fs::absolute(socket, ec).lexically_normal();
+  if (!ec && mine == fs::path(serving).lexically_normal()) return std::nullopt;
+  if (fs::equivalent(socket, serving, ec) && !ec) return std::nullopt;
+  return serving;
+}
+
 // A Response when something answers at the socket; nullopt when nothing does.
 // A failure waiting cannot mend (a socket fad refuses to trust, no
 // permission on it) goes to `refused` when given.
@@ -381,11 +394,14 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
     if (lock_held)
       if (const auto rc = after_other_start()) return *rc;
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
-            << " but does not answer at " << ctx.socket
-            << (socket_missing(ctx.socket) ? " (nothing is at that path: if its socket was deleted, fadd makes it "
-                                             "again within 10 s; or it serves another socket, or is stopped)"
-                                           : " (it serves another socket, or is stopped)")
-            << "; stop it first, or give this one its own --state-dir\n";
+            << " but does not answer at " << ctx.socket;
+    if (const auto other = other_socket_in_lock(watch, lock, ctx.socket))
+      ctx.err << " (it listens at " << *other << ")";
+    else
+      ctx.err << (socket_missing(ctx.socket) ? " (nothing is at that path: if its socket was deleted, fadd makes it "
+                                               "again within 10 s; or it serves another socket, or is stopped)"
+                                             : " (it serves another socket, or is stopped)");
+    ctx.err << "; stop it first, or give this one its own --state-dir\n";
     return kExitFailed;
   }
   // Asked before anything is made or emptied: a state dir under a directory
@@ -499,6 +515,7 @@ DaemonWatch real_daemon_watch() {
     return uptime - static_cast<double>(*start) / static_cast<double>(ticks);
   };
   w.stopping = [](const std::string& lock_path) { return read_lock_text(lock_path).stopping; };
+  w.serving = [](const std::string& lock_path) { return read_lock_text(lock_path).socket; };
   w.locked = lock_held;
   return w;
 }
@@ -549,6 +566,14 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
               << " (pid " << pid_text(pid)
               << ") serves another socket or is exiting: name its state dir with --state-dir to stop it\n";
       return kExitOk;
+    }
+    // One that wrote it listens elsewhere is neither starting nor stopping:
+    // waiting would wait the whole timeout for an exit nobody asked for.
+    if (const auto other = other_socket_in_lock(watch, lock, ctx.socket);
+        other && !(watch.stopping && watch.stopping(lock))) {
+      ctx.err << "fad: the fadd holding " << lock << " (pid " << pid_text(pid) << ") listens at " << *other << ", not "
+              << ctx.socket << ": stop it with 'fad daemon stop --socket " << *other << "'\n";
+      return kExitFailed;
     }
     ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid " << pid_text(pid)
             << "); waiting for it to exit"

@@ -68,6 +68,9 @@ struct DaemonWatch {
   std::function<double(long pid)> age_s;
   /// The fadd holding this lock wrote that it has begun to stop. Unset: never asked.
   std::function<bool(const std::string& lock_path)> stopping;
+  /// The socket the fadd holding this lock wrote it listens at; "" before it
+  /// listens, or from an older fadd. Unset: never asked.
+  std::function<std::string(const std::string& lock_path)> serving;
 };
 DaemonWatch real_daemon_watch();
 

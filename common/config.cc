@@ -220,6 +220,13 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     if (!v.is_string() || v.get<std::string>().empty())
       return "expected a non-empty path string, got " + printable(v.dump());
     if (v.get<std::string>().find('\0') != std::string::npos) return "a path with a NUL byte";
+    // fadd (in / under systemd) and every client (in the user's directory)
+    // would each resolve a relative path against its own working directory:
+    // two places, and fad would never find fadd's socket.
+    if (v.get<std::string>()[0] != '/')
+      return "must be an absolute path (a relative one names another place from each program's working "
+             "directory), got " +
+             printable(v.dump());
     std::optional<std::string>& field = key == "socket"        ? config.socket
                                         : key == "state_dir"   ? config.state_dir
                                         : key == "kernels_dir" ? config.kernels_dir

@@ -28,16 +28,22 @@ LockText read_lock_text(const std::string& path) {
   LockText out;
   const int fd = open_regular_unlinked(path);
   if (fd < 0) return out;
-  char buf[64];
+  char buf[4096];
   const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
   ::close(fd);
   if (n <= 0) return out;
   const std::string_view text(buf, static_cast<std::size_t>(n));
   const auto end = text.find('\n');
   out.pid = parse_pid(text.substr(0, end));
-  if (end != std::string_view::npos) {
-    const std::string_view rest = text.substr(end + 1);
-    out.stopping = rest.substr(0, rest.find('\n')) == kStoppingMark;
+  // The lines after it; one cut off by the end of what was read counts as
+  // not written yet.
+  for (std::size_t at = end; at != std::string_view::npos && at + 1 < text.size();) {
+    const std::size_t next = text.find('\n', at + 1);
+    if (next == std::string_view::npos) break;
+    const std::string_view line = text.substr(at + 1, next - at - 1);
+    if (line == kStoppingMark) out.stopping = true;
+    if (line.substr(0, kSocketMark.size()) == kSocketMark) out.socket = std::string(line.substr(kSocketMark.size()));
+    at = next;
   }
   return out;
 }

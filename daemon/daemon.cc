@@ -314,6 +314,7 @@ int run_daemon(const DaemonOptions& o) {
     spdlog::critical("{}", st.error());
     return 1;
   }
+  lock->note_listening(o.socket);
 
   // 6. SIGTERM/SIGINT: stop admitting, stop running units (requeued), then exit.
   auto begin_stop = [&](const char* why) {

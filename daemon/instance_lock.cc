@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "common/lock_file.h"
@@ -98,7 +99,8 @@ Result<InstanceLock> InstanceLock::acquire(const std::string& state_dir, double 
 void InstanceLock::write_text() const {
   // Only informational: the lock is what counts. Without the stopping mark,
   // a start beside this stop refuses at once, as before the mark existed.
-  const std::string text = std::to_string(::getpid()) + "\n" + (stopping_ ? std::string(kStoppingMark) + "\n" : "");
+  const std::string text = std::to_string(::getpid()) + "\n" + (stopping_ ? std::string(kStoppingMark) + "\n" : "") +
+                           (socket_.empty() ? "" : std::string(kSocketMark) + socket_ + "\n");
   // Written over, then cut: a start reading meanwhile never finds it empty.
   if (fd_ < 0 || ::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return;
   const int cut = ::ftruncate(fd_, static_cast<off_t>(text.size()));
@@ -108,6 +110,14 @@ void InstanceLock::write_text() const {
 void InstanceLock::note_stopping() {
   stopping_ = true;
   (void)keep_file();  // said at the next look, or never: the fadd is on its way out
+  write_text();
+}
+
+void InstanceLock::note_listening(const std::string& socket) {
+  if (socket.find('\n') != std::string::npos) return;
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(socket, ec);
+  socket_ = ec ? socket : absolute.lexically_normal().string();
   write_text();
 }
 

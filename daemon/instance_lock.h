@@ -22,7 +22,11 @@ class InstanceLock {
   /// that pid lives; waits up to `dead_holder_wait_s` when it does not.
   static Result<InstanceLock> acquire(const std::string& state_dir, double dead_holder_wait_s = 5.0);
   InstanceLock(InstanceLock&& other) noexcept
-      : path_(std::move(other.path_)), fd_(other.fd_), dir_fd_(other.dir_fd_), stopping_(other.stopping_) {
+      : path_(std::move(other.path_)),
+        fd_(other.fd_),
+        dir_fd_(other.dir_fd_),
+        stopping_(other.stopping_),
+        socket_(std::move(other.socket_)) {
     other.fd_ = other.dir_fd_ = -1;
   }
   InstanceLock& operator=(InstanceLock&&) = delete;
@@ -34,6 +38,12 @@ class InstanceLock {
   /// the file was deleted, for a fadd already running. So the file is made
   /// again first (keep_file).
   void note_stopping();
+  /// Names in the lock file the socket this fadd listens at (absolute): a
+  /// `fad daemon stop` that reaches nothing at the socket it was given, while
+  /// this fadd holds the state dir it was given, says at once which socket
+  /// to name rather than waiting for an exit nobody asked for. Not written
+  /// for a path with a newline (the file is read line by line).
+  void note_listening(const std::string& socket);
   /// Makes the lock file again where it was deleted or replaced (a cleaner
   /// of old files, a user tidying the state dir): the directory's lock still
   /// keeps a second fadd out, but `fad daemon start` and `stop` read the pid
@@ -51,6 +61,7 @@ class InstanceLock {
   int fd_ = -1;
   int dir_fd_ = -1;
   bool stopping_ = false;
+  std::string socket_;
 };
 
 }  // namespace fad

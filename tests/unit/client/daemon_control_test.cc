@@ -109,6 +109,7 @@ struct StopScript {
                        nullptr,
                        nullptr,
                        nullptr,
+                       nullptr,
                        nullptr};
   }
 };
@@ -487,6 +488,13 @@ TEST_CASE("daemon start on a state dir a fadd at another socket holds says so, a
   std::string line;
   std::getline(out, line);
   CHECK(line == "what the running fadd printed");
+  // One that wrote the socket it listens at is named with it.
+  std::ofstream(dir + "/fadd.lock") << ::getpid() << "\nsocket /elsewhere.sock\n";
+  StopScript told;
+  Context tctx = told.context();
+  CHECK(run_daemon_start(Command{}, Locations{"/s", dir, std::nullopt}, tctx) == kExitFailed);
+  CHECK_THAT(told.err.str(), Catch::EndsWith(" but does not answer at /s (it listens at /elsewhere.sock); stop it "
+                                             "first, or give this one its own --state-dir\n"));
   ::close(held);
   // Its lock file deleted (a cleaner of old files): the directory's lock still tells.
   std::filesystem::remove(dir + "/fadd.lock");
@@ -522,6 +530,38 @@ TEST_CASE("daemon stop --socket S with nothing there does not wait on the defaul
   Locations named{"/s", "/st", std::nullopt, true, true};
   CHECK(run_daemon_stop(named, bctx, both.watch()) == 0);
   CHECK(both.out.str().find("fadd stopped") != std::string::npos);
+}
+
+TEST_CASE("daemon stop: the fadd holding the named state dir that listens at another socket is named at once") {
+  // Bug: a mistyped socket with the right state dir waited 60 s for a fadd
+  // nobody had asked to stop, then said it had not exited.
+  Locations named{"/s", "/st", std::nullopt, true, true};
+  StopScript s;
+  s.locked_checks_left = 1 << 30;
+  s.alive_checks_left = 1 << 30;
+  Context ctx = s.context();
+  DaemonWatch w = s.watch();
+  w.holder = [](const std::string&) { return 77L; };
+  w.serving = [](const std::string&) { return std::string("/run/fad/real.sock"); };
+  CHECK(run_daemon_stop(named, ctx, w) == kExitFailed);
+  CHECK(s.err.str() ==
+        "fad: the fadd holding /st/fadd.lock (pid 77) listens at /run/fad/real.sock, not /s: stop it with 'fad "
+        "daemon stop --socket /run/fad/real.sock'\n");
+  CHECK(s.now == std::chrono::steady_clock::time_point{});  // no waiting
+  CHECK(s.types == std::vector<std::string>{"status"});
+
+  // Listening at the socket named (it stopped answering), or stopping: waited for, as before.
+  for (const bool stopping : {false, true}) {
+    StopScript wait;
+    wait.locked_checks_left = 3;
+    Context wctx = wait.context();
+    DaemonWatch ww = wait.watch();
+    ww.serving = [stopping](const std::string&) { return std::string(stopping ? "/run/fad/real.sock" : "/s"); };
+    ww.stopping = [stopping](const std::string&) { return stopping; };
+    CHECK(run_daemon_stop(named, wctx, ww) == kExitOk);
+    CHECK(wait.out.str().find("fadd stopped") != std::string::npos);
+    CHECK(wait.err.str().empty());
+  }
 }
 
 TEST_CASE("daemon stop --state-dir DIR does not stop a fadd of another state dir at the socket") {

@@ -164,6 +164,12 @@ TEST_CASE("value checks, one key at a time", "[config]") {
         "on PATH)");
   CHECK(one(R"("nvcc": "/bin/tr\u0000ue")").error() == "f.json:2: key 'nvcc': a path with a NUL byte");
   CHECK(one(R"("state_dir": "/var/lib/f\u0000ad")").error() == "f.json:2: key 'state_dir': a path with a NUL byte");
+  // Each program would resolve a relative path from its own working directory.
+  for (const char* key : {"socket", "state_dir", "kernels_dir", "cache_dir"})
+    CHECK(one("\"" + std::string(key) + "\": \"rel/x\"").error() ==
+          "f.json:2: key '" + std::string(key) +
+              "': must be an absolute path (a relative one names another place from each program's working "
+              "directory), got \"rel/x\"");
 }
 
 TEST_CASE("the line is the key's, even when its name also appears as a value", "[config]") {

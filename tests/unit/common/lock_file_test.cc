@@ -35,6 +35,17 @@ TEST_CASE("read_lock_text: the holder's pid, and whether it is stopping", "[lock
   std::ofstream(lock) << "4242\nstopping\n";
   CHECK(fad::read_lock_text(lock).pid == 4242);
   CHECK(fad::read_lock_text(lock).stopping);
+  CHECK(fad::read_lock_text(lock).socket.empty());
+  // The socket it listens at, after the stopping mark or without one; a line
+  // cut off (being written) is not read.
+  std::ofstream(lock) << "4242\nstopping\nsocket /run/fad/fad.sock\n";
+  CHECK(fad::read_lock_text(lock).stopping);
+  CHECK(fad::read_lock_text(lock).socket == "/run/fad/fad.sock");
+  std::ofstream(lock) << "4242\nsocket /tmp/s p a c e.sock\n";
+  CHECK_FALSE(fad::read_lock_text(lock).stopping);
+  CHECK(fad::read_lock_text(lock).socket == "/tmp/s p a c e.sock");
+  std::ofstream(lock) << "4242\nsocket /run/fad/fa";
+  CHECK(fad::read_lock_text(lock).socket.empty());
   // Garbage, or a pid too long to be one, names no holder.
   for (const char* text : {"", "garbage\nstopping\n", "12ab\n", "12345678901\n", "-5\n", " 42\n"}) {
     INFO(text);

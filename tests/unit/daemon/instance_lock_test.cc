@@ -158,8 +158,15 @@ TEST_CASE("instance lock: a stopping fadd says so on the lock file's second line
   };
   const std::string pid = std::to_string(::getpid());
   CHECK(lines() == std::vector<std::string>{pid});
+  // Once it listens, its socket (absolute) follows; the mark stays second.
+  lock->note_listening("rel.sock");
+  const std::string socket = (fs::current_path() / "rel.sock").string();
+  CHECK(lines() == std::vector<std::string>{pid, "socket " + socket});
   lock->note_stopping();
-  CHECK(lines() == std::vector<std::string>{pid, "stopping"});
+  CHECK(lines() == std::vector<std::string>{pid, "stopping", "socket " + socket});
+  CHECK(fad::read_lock_text((dir.path() / "fadd.lock").string()).socket == socket);
+  lock->note_listening("/with\nnewline.sock");  // would read back as another socket
+  CHECK(lines() == std::vector<std::string>{pid, "stopping", "socket " + socket});
   // A second fadd meanwhile is told so, in one line (it printed both lines of
   // the file, its pid and the mark, as the pid).
   auto second = InstanceLock::acquire(dir.path().string());
