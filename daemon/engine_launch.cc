@@ -130,10 +130,20 @@ void Engine::finalize_external(const BuildRecord& b, const std::string& why, boo
     stop_unit(r, StopReason::cancel, now);
   }
   store_.set_pending_units(b.id, UnitState::cancelled, false);
-  const int failed = store_.unit_summary(b.id).by_state[static_cast<int>(UnitState::failed)];
-  const bool success = why.empty() && failed == 0;
+  const auto summary = store_.unit_summary(b.id);
+  const int failed = summary.by_state[static_cast<int>(UnitState::failed)];
+  const int dropped = summary.by_state[static_cast<int>(UnitState::cancelled)];
+  // A session has no command whose exit says how it went: one whose every
+  // compile was dropped (its launchers gone before any finished) did not
+  // succeed, whatever else, and said "succeeded, 0 of 1 done".
+  const bool none_done =
+      b.session && failed == 0 && dropped > 0 && summary.by_state[static_cast<int>(UnitState::succeeded)] == 0;
+  if (none_done) cancelled = true;
+  const bool success = why.empty() && failed == 0 && !none_done;
   std::string error = why;
   if (error.empty() && failed) error = std::to_string(failed) + " compile(s) failed";
+  if (error.empty() && none_done)
+    error = "none of its " + std::to_string(dropped) + " compile(s) finished: their launchers left first";
   const BuildState state = success ? BuildState::succeeded : cancelled ? BuildState::cancelled : BuildState::failed;
   store_.set_build_state(b.id, state, clock_.wall(), error);
   append_build_log(b.id, "build " + std::string(to_string(state)) + (success ? "" : ": " + error) + "\n");

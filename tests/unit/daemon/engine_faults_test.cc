@@ -610,6 +610,26 @@ TEST_CASE("engine faults: an admission whose launcher exited before starting its
   CHECK(f.store->unit(fourth)->state == UnitState::queued);
 }
 
+TEST_CASE("engine faults: a launch session none of whose compiles finished ends cancelled, not succeeded",
+          "[engine][faults]") {
+  // Bug (from a probe): a session whose one launcher died before starting
+  // its compiler closed as "succeeded" with 0 of 1 units done.
+  EngineFixture f;
+  f.make_engine().recover();
+  seen_launcher(f, 0, 777);
+  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  const auto build = f.store->unit(unit)->build_id;
+  f.launcher.processes.erase(f.me.pid);
+  tick_for(f, 5);
+  REQUIRE(f.store->unit(unit)->state == UnitState::cancelled);
+  tick_for(f, 31);
+  const auto closed = f.store->build(build);
+  CHECK(closed->state == BuildState::cancelled);
+  CHECK(closed->error == "none of its 1 compile(s) finished: their launchers left first");
+  CHECK_THAT(test::slurp(f.build_dir(build) + "/build.log"),
+             Contains("build cancelled: none of its 1 compile(s) finished: their launchers left first"));
+}
+
 TEST_CASE("engine faults: a user whose launchers let admissions lapse again and again waits longer each time",
           "[engine][faults]") {
   EngineFixture f;
