@@ -98,9 +98,13 @@ int run_status(const Command& cmd, Context& ctx) {
       return report(ctx, reply);
     }
     const json* result = &response->result;
-    const std::string view = cmd.json ? with_schema(*result).dump(2) + "\n"
-                             : cmd.id ? render_build_status(*result, ctx.color)
-                                      : render_status(*result, ctx.color);
+    // Watched in a pipe, each JSON document is one line (JSON Lines), so a
+    // reader takes one per line instead of parsing a stream of objects.
+    const bool json_lines = cmd.json && cmd.watch && !ctx.out_is_tty;
+    const std::string view = json_lines ? with_schema(*result).dump() + "\n"
+                             : cmd.json ? with_schema(*result).dump(2) + "\n"
+                             : cmd.id   ? render_build_status(*result, ctx.color)
+                                        : render_status(*result, ctx.color);
     if (!cmd.watch) {
       ctx.out << view;
       return kExitOk;
@@ -109,7 +113,7 @@ int run_status(const Command& cmd, Context& ctx) {
       ctx.out << "\033[H\033[2J" << view;  // redraw in place, on a terminal only
     } else if (view != last && (last.empty() || ctx.wall() - last_at >= kPipedWatchIntervalS)) {
       // A pipe gets each changed view, blank-line separated, at most every few seconds.
-      ctx.out << (last.empty() ? "" : "\n") << view;
+      ctx.out << (last.empty() || json_lines ? "" : "\n") << view;
       last = view;
       last_at = ctx.wall();
     }

@@ -351,6 +351,23 @@ TEST_CASE("status --watch in a pipe: no clear-screen codes, a changed view at mo
   Context tctx = t.context();
   CHECK(run_status(c, tctx) == 130);                  // stopped by Ctrl-C, as `fad watch` reports it
   CHECK(t.out.str().rfind("\033[H\033[2J", 0) == 0);  // a terminal redraws in place
+
+  // --json in a pipe: one document per line, each a whole object (it was a
+  // stream of indented objects that no JSON reader took in one go).
+  ScriptedDaemon j;
+  for (int i = 0; i < 6; ++i) j.ok(status_of(build("running", 1, 1)));
+  j.ok(status_of(build("running", 2, 1)));
+  j.interrupt_after = 6;
+  c.json = true;
+  Context jctx = j.context();
+  CHECK(run_status(c, jctx) == 130);
+  std::istringstream lines(j.out.str());
+  std::vector<json> docs;
+  for (std::string line; std::getline(lines, line);) docs.push_back(json::parse(line));
+  REQUIRE(docs.size() == 2);
+  CHECK(docs[0].at("schema_version") == 1);
+  CHECK(docs[0].at("builds").at(0).at("units").at("succeeded") == 1);
+  CHECK(docs[1].at("builds").at(0).at("units").at("succeeded") == 2);
 }
 
 TEST_CASE("watch follows the newest active build, or says there is none") {
