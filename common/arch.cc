@@ -85,6 +85,9 @@ Result<std::vector<Arch>> parse_arch_list(const std::vector<std::string>& args) 
     std::string_view rest = arg;
     while (true) {
       std::size_t comma = rest.find(',');
+      // "12.0," or "9.0,,12.0": the list is what is wrong, not an arch named "".
+      if (trim(rest.substr(0, comma)).empty() && arg.find(',') != std::string::npos)
+        return make_error("empty arch in the list '" + printable(arg) + "': separate archs with single commas");
       Result<Arch> arch = parse_arch(rest.substr(0, comma));
       if (!arch) return Error{arch.error()};
       if (std::find(out.begin(), out.end(), *arch) == out.end()) {

@@ -91,6 +91,11 @@ TEST_CASE("parse_arch_list: commas, repeats, duplicates", "[arch]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().find("invalid arch '9.5x'") == 0);
   CHECK_FALSE(fad::parse_arch_list({"8.0,"}).ok());
+  // An empty element names the list, not an arch called ''.
+  for (const char* list : {"12.0,", "9.0,,12.0", ",9.0", "9.0, ,12.0"})
+    CHECK(fad::parse_arch_list({list}).error() ==
+          "empty arch in the list '" + std::string(list) + "': separate archs with single commas");
+  CHECK(fad::parse_arch_list({""}).error().find("invalid arch ''") != std::string::npos);  // no list: as before
   CHECK(fad::parse_arch_list({})->empty());
 }
 
