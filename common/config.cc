@@ -23,6 +23,7 @@
 #include "common/file_read.h"
 #include "common/paths.h"
 #include "common/size.h"
+#include "common/suggest.h"
 #include "common/text.h"
 
 namespace fad {
@@ -237,7 +238,7 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
   } else if (key == "slurm") {
     return parse_slurm_config(v, config.slurm);
   } else {
-    return "unknown key (known keys: " + std::string(kKnownKeys) + ")";
+    return unknown_key(key, kKnownKeys);
   }
   return "";
 }

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "common/json_fields.h"
 #include "common/size.h"
+#include "common/suggest.h"
 
 namespace fad {
 
@@ -77,9 +78,9 @@ std::string parse_slurm_config(const nlohmann::json& v, SlurmConfig& out) {
       out.memory_margin_percent = margin->bytes ? 0 : margin->percent;
       out.min_margin = margin->bytes ? margin->bytes : out.min_margin;
     } else {
-      problem(key,
-              "unknown key (known: mode, nodes, time_limit, partition, account, extra_args, memory_margin, "
-              "step_wrapper)");
+      problem(key, unknown_key(key,
+                               "mode, nodes, time_limit, partition, account, extra_args, memory_margin, "
+                               "step_wrapper"));
     }
   }
   return problems;

@@ -36,11 +36,27 @@ std::optional<std::string> suggest(const std::string& word, const std::vector<st
       best_distance = dist;
     }
   }
-  return best;
+  if (best || word.size() < 3) return best;
+  // A word cut short ("stat", "hist") names the one candidate it begins.
+  std::optional<std::string> only;
+  for (const auto& c : candidates)
+    if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      if (only) return std::nullopt;
+      only = c;
+    }
+  return only;
 }
 
 std::string did_you_mean(const std::optional<std::string>& suggestion) {
   return suggestion ? "; did you mean '" + *suggestion + "'?" : "";
+}
+
+std::string unknown_key(const std::string& key, const std::string& known) {
+  std::vector<std::string> names;
+  std::istringstream in(known);
+  for (std::string name; std::getline(in >> std::ws, name, ',');) names.push_back(name);
+  if (auto close = suggest(key, names)) return "unknown key" + did_you_mean(close);
+  return "unknown key (known keys: " + known + ")";
 }
 
 std::vector<std::string> unexpected_words(const std::string& message) {

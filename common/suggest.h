@@ -19,6 +19,10 @@ std::optional<std::string> suggest(const std::string& word, const std::vector<st
 /// "; did you mean 'X'?" for a suggestion, "" for none.
 std::string did_you_mean(const std::optional<std::string>& suggestion);
 
+/// "unknown key; did you mean 'memory_budget'?" for a config key close to one
+/// of `known` (comma-separated), else the list of them.
+std::string unknown_key(const std::string& key, const std::string& known);
+
 /// The words CLI11 lists in "The following arguments were not expected: 4G --memry-budget".
 std::vector<std::string> unexpected_words(const std::string& message);
 

@@ -164,6 +164,12 @@ TEST_CASE("value checks, one key at a time", "[config]") {
         "on PATH)");
   CHECK(one(R"("nvcc": "/bin/tr\u0000ue")").error() == "f.json:2: key 'nvcc': a path with a NUL byte");
   CHECK(one(R"("state_dir": "/var/lib/f\u0000ad")").error() == "f.json:2: key 'state_dir': a path with a NUL byte");
+  // A key a letter or two off is named; one nowhere near gets the list.
+  CHECK(one(R"("memroy_budget": "4G")").error() ==
+        "f.json:2: key 'memroy_budget': unknown key; did you mean 'memory_budget'?");
+  CHECK(one(R"("slurm": {"partiton": "gpu"})").error().find("unknown key; did you mean 'partition'?") !=
+        std::string::npos);
+  CHECK(one(R"("xyzzy": 1)").error().find("unknown key (known keys: memory_budget,") != std::string::npos);
   // Each program would resolve a relative path from its own working directory.
   for (const char* key : {"socket", "state_dir", "kernels_dir", "cache_dir"})
     CHECK(one("\"" + std::string(key) + "\": \"rel/x\"").error() ==

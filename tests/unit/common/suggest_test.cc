@@ -17,6 +17,11 @@ TEST_CASE("edit distance and suggestions") {
   CHECK(suggest("lgos", names) == std::optional<std::string>("logs"));
   CHECK_FALSE(suggest("frob", names));
   CHECK_FALSE(suggest("xyzzy", names));
+  // Cut short: the one name it begins; none when two begin so, or it is too short.
+  CHECK(suggest("stat", names) == std::optional<std::string>("status"));
+  CHECK(suggest("subm", names) == std::optional<std::string>("submit"));
+  CHECK_FALSE(suggest("st", names));
+  CHECK_FALSE(suggest("stat", {"status", "statistics"}));
 }
 
 TEST_CASE("CLI11's count complaints are said in fad's words, others left alone") {
