@@ -24,17 +24,22 @@ bool is_running_state(const std::string& state) {
   return state == "running" || state == "paused" || state == "suspended" || state == "pending";
 }
 
-// "9.8/12.0 GiB": both in the unit of the larger, so they compare at a glance.
+// "9.8/12.0 GiB": both in the unit of the larger, so they compare at a glance;
+// but "87.5 MiB/20.1 GiB" where less than a GiB is used of one of GiBs, which
+// in GiB would read "0.0/20.1" while units compile.
 std::string pair_size(double used, double budget) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024, kMiB = 1024.0 * 1024;
   const double top = std::max(used, budget);
   const char* unit = "GiB";
-  double scale = 1024.0 * 1024 * 1024;
+  double scale = kGiB;
   if (top < scale) {
     unit = "MiB";
-    scale = 1024.0 * 1024;
+    scale = kMiB;
   }
   char buf[64];
-  if (budget > 0)
+  if (used > 0 && used < kGiB && budget >= kGiB)
+    std::snprintf(buf, sizeof buf, "%.1f MiB/%.1f GiB", used / kMiB, budget / kGiB);
+  else if (budget > 0)
     std::snprintf(buf, sizeof buf, "%.1f/%.1f %s", used / scale, budget / scale, unit);
   else
     std::snprintf(buf, sizeof buf, "%.1f %s", used / scale, unit);

@@ -87,6 +87,12 @@ TEST_CASE("progress line: a paused build, failures, no budget, no unit list") {
   CHECK(render_progress_line(bare, 0, 0) == "[0/4] 0 running, 0.0 MiB");
   CHECK_NOTHROW(render_progress_line(json(nullptr), 80, 0));
   CHECK(render_progress_line(json(nullptr), 0, 0) == "[0/0] 0 running, 0.0 MiB");
+  // Under a GiB used of a budget of GiBs: the used in MiB, not "0.1/12.0 GiB".
+  json small = status_73();
+  small["daemon"]["memory"]["used_bytes"] = 87.5 * 1024 * 1024;
+  CHECK(render_progress_line(small, 0, kNow).find(", 87.5 MiB/12.0 GiB,") != std::string::npos);
+  small["daemon"]["memory"]["used_bytes"] = 0;
+  CHECK(render_progress_line(small, 0, kNow).find(", 0.0/12.0 GiB,") != std::string::npos);
 }
 
 TEST_CASE("progress key: a pipe gets a new line when counts or state change, not for memory") {
