@@ -1220,6 +1220,10 @@ void Engine::update_build(std::int64_t build_id) {
     if (u.state != UnitState::queued || u.attempts > 0) ++started;
     if (running_.count(u.id)) live = true;
   }
+  // A unit served from the cache started the build as much as one compiled:
+  // without this a build showed "running" with no start time while its
+  // other units still waited (written once: the first start stays).
+  if (started > 0) store_.mark_build_started(build_id, clock_.wall());
   if (succeeded == static_cast<int>(units.size())) {
     store_.set_build_state(build_id, BuildState::succeeded, ended.empty() ? clock_.wall() : ended);
     cache_identity_.erase(build_id);

@@ -121,6 +121,9 @@ TEST_CASE("engine: bundled units are stored in the cache when they succeed and r
     CHECK(u.cached);
     CHECK(slurp(u.output_path) == "object of " + name);
   }
+  // Its units served, it has started, though its link waits for a tick.
+  CHECK(f.build_state(second) == BuildState::running);
+  CHECK(f.store->build_started_at(second).has_value());
   f.engine->tick();
   // Only the link runs.
   REQUIRE(f.launcher.launches.size() == launches_before + 1);
