@@ -72,7 +72,10 @@ std::string parse_slurm_config(const nlohmann::json& v, SlurmConfig& out) {
     } else if (key == "memory_margin") {
       auto margin = value.is_string() ? parse_reserve(value.get<std::string>()) : Result<Reserve>(make_error(""));
       if (!margin) {
-        problem(key, "expected a percentage such as \"15%\" or a size such as \"512M\", got " + value.dump());
+        problem(key,
+                "expected a percentage more than 0% and less than 100% such as \"15%\", or a size such as \"512M\", "
+                "got " +
+                    value.dump());
         continue;
       }
       out.memory_margin_percent = margin->bytes ? 0 : margin->percent;

@@ -420,6 +420,9 @@ TEST_CASE("config: bad slurm values are each named", "[config]") {
   for (const char* key : {"'nodes'", "'time_limit'", "'extra_args'", "'mode'", "'colour': unknown key"})
     CHECK(lines[1].find(key) != std::string::npos);
   CHECK_FALSE(parse_config(R"({"slurm": []})", "f.json").ok());
+  // "150%" is a percentage: what is wrong with it is said.
+  CHECK(error_lines(parse_config(R"({"slurm": {"memory_margin": "150%"}})", "f.json"))[0].find(
+            "expected a percentage more than 0% and less than 100%") != std::string::npos);
 }
 
 TEST_CASE("a bad value is shown printable: no escape sequence reaches the terminal", "[config]") {
