@@ -277,6 +277,15 @@ UnitSummary Engine::listed_summary(const BuildRecord& b) {
   return s;
 }
 
+namespace {
+/// "has succeeded", "is running": a state said in a sentence ("is succeeded" is not English).
+std::string state_phrase(const std::string& state) {
+  if (state == "succeeded" || state == "failed") return "has " + state;
+  if (state == "cancelled") return "was cancelled";
+  return "is " + state;
+}
+}  // namespace
+
 std::string Engine::shown_state(const BuildRecord& b) const {
   // A cancel, pause or resume not written yet is shown as asked: its compilers are.
   if (unrecorded_cancels_.count(b.id)) return "cancelled";
@@ -413,8 +422,8 @@ Response Engine::pause(const Caller& caller, std::int64_t id) {
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "pause")) return *refused;
   if (is_final(b->state) || unrecorded_cancels_.count(id) || paused(*b))
-    return error_response(ErrorCode::failed,
-                          "build " + std::to_string(id) + " is " + shown_state(*b) + ", not running or queued");
+    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " " + state_phrase(shown_state(*b)) +
+                                                 ": only a running or queued build can be paused");
   // A database that cannot take it (a full disk, perhaps filled by this
   // build) must not keep the build running: it is paused at once, and the
   // pause written once the database can take it.
@@ -439,7 +448,8 @@ Response Engine::resume(const Caller& caller, std::int64_t id) {
   if (!b) return no_build(id);
   if (auto refused = refuse_unless_owner(caller, *b, "resume")) return *refused;
   if (is_final(b->state) || unrecorded_cancels_.count(id) || !paused(*b))
-    return error_response(ErrorCode::failed, "build " + std::to_string(id) + " is " + shown_state(*b) + ", not paused");
+    return error_response(ErrorCode::failed,
+                          "build " + std::to_string(id) + " " + state_phrase(shown_state(*b)) + ", not paused");
   const bool recorded = record_pause(*b, false);
   for (auto& [uid, r] : running_) {
     if (r.unit.build_id != id || !r.paused) continue;

@@ -535,7 +535,7 @@ TEST_CASE("control commands with --json print the answer with recorded always th
   d.ok({{"id", 7}, {"state", "cancelled"}, {"recorded", false}});
   d.ok({{"id", 8}, {"state", "paused"}});
   d.ok({{"id", 9}, {"state", "queued"}, {"requeued", 3}, {"requeued_failed", 1}, {"requeued_cancelled", 2}});
-  d.error(fad::ErrorCode::failed, "build 10 is succeeded, not paused");
+  d.error(fad::ErrorCode::failed, "build 10 has succeeded, not paused");
   Context ctx = d.context();
   const std::pair<CommandKind, std::int64_t> calls[] = {
       {CommandKind::cancel, 7}, {CommandKind::pause, 8}, {CommandKind::retry, 9}};
@@ -549,7 +549,7 @@ TEST_CASE("control commands with --json print the answer with recorded always th
   resume.id = 10;
   resume.json = true;
   CHECK(run_control(resume, ctx) == 1);
-  CHECK(d.err.str() == "fad: build 10 is succeeded, not paused\n");
+  CHECK(d.err.str() == "fad: build 10 has succeeded, not paused\n");
   // Three documents, one after the other, each a whole JSON object.
   std::istringstream docs(d.out.str());
   std::vector<json> got;

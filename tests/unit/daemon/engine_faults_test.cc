@@ -1422,7 +1422,8 @@ TEST_CASE("engine faults: a cancel the database cannot take stops the compilers,
   for (const auto& u : one["unit_list"]) CHECK(u["state"] == "cancelled");
   const auto pause = f.engine->pause(f.me, id);
   CHECK_FALSE(pause.ok);
-  CHECK(pause.message == "build " + std::to_string(id) + " is cancelled, not running or queued");
+  CHECK(pause.message ==
+        "build " + std::to_string(id) + " was cancelled: only a running or queued build can be paused");
   CHECK_FALSE(f.engine->resume(f.me, id).ok);
   // They end; the units' rows could be written, but wait for the build's.
   for (const auto& name : kCompileUnits) f.launcher.exit(name, 128 + SIGTERM);
