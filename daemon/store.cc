@@ -595,11 +595,14 @@ std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) 
 std::vector<BuildRecord> Store::past_newest(int keep, bool count_pruned, int limit) {
   // The window over narrow rows, then the few past it read whole: a build's
   // row carries its command line and error, and this runs once a minute.
+  // Newest by id, which only grows, not by the finish time's wall-clock text:
+  // after the clock stepped back (a clock that ran ahead, then NTP), every
+  // new build ranked oldest and lost its library, then its record.
   auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, finished_at, row_number() OVER "
-                        "(PARTITION BY uid ORDER BY finished_at DESC, id DESC) AS newer FROM builds WHERE state IN "
+                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER "
+                        "(PARTITION BY uid ORDER BY id DESC) AS newer FROM builds WHERE state IN "
                         "('succeeded','failed','cancelled') AND finished_at IS NOT NULL AND (?2 OR pruned_at IS "
-                        "NULL)) WHERE newer > ?1 ORDER BY finished_at, id LIMIT ?3) ORDER BY finished_at, id");
+                        "NULL)) WHERE newer > ?1 ORDER BY id LIMIT ?3) ORDER BY id");
   st.bind(1, static_cast<std::int64_t>(keep)).bind(2, count_pruned ? 1 : 0).bind(3, static_cast<std::int64_t>(limit));
   std::vector<BuildRecord> out;
   while (st.step()) out.push_back(read_build(st));

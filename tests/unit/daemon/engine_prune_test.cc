@@ -246,6 +246,25 @@ TEST_CASE("keep_builds_per_user: each user's finished builds past their newest N
   CHECK(f.build_state(active) != BuildState::succeeded);
 }
 
+TEST_CASE("keep_builds_per_user: after the clock stepped back, the newest builds are the last ones made", "[prune]") {
+  // Bug (from a probe): builds were ranked by their finish time's text, so
+  // once the clock stepped back a day every new build ranked oldest: its
+  // library was pruned within a minute, while older builds kept theirs.
+  EngineFixture f;
+  f.options.keep_builds_per_user = 2;
+  f.make_engine().recover();
+  const Caller alice{4001, 4001, 111};
+  const std::vector<std::int64_t> hers = daily_builds(f, alice, 2);
+  f.clock.wall_ = "2025-12-01T00:00:00Z";  // stepped back, before both
+  const auto newest = run_to_success(f, alice);
+  f.clock.advance(Engine::kKeepCheckEveryS + 1);
+  f.engine->tick();
+  CHECK(f.store->build(hers[0])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(hers[1])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(newest)->pruned_at.has_value());
+  CHECK(fs::exists(f.artifact(newest)));
+}
+
 TEST_CASE(
     "keep_records_per_user: records past each user's newest N are deleted after their files, never within "
     "the hour",
@@ -331,9 +350,9 @@ TEST_CASE("keep limits: an idle fadd ranks its builds again only once one finish
   REQUIRE(f.store->build(hers[0])->pruned_at.has_value());
   REQUIRE_FALSE(f.store->build(hers[1])->pruned_at.has_value());
 
-  // An older finished build of hers written behind fadd's back (as a restored
-  // database might be) is past both limits, but nothing finished since the
-  // last look: fadd does not rank again.
+  // A finished build of hers written behind fadd's back (as a restored
+  // database might be) puts her second build past the files' limit, but
+  // nothing finished since the last look: fadd does not rank again.
   BuildRecord old;
   old.name = "behind";
   old.archs = {"9.0"};
@@ -347,16 +366,18 @@ TEST_CASE("keep limits: an idle fadd ranks its builds again only once one finish
   look(f);
   REQUIRE(f.store->build(behind));
   CHECK_FALSE(f.store->build(behind)->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(hers[1])->pruned_at.has_value());
 
-  // A build that finishes makes both passes look again.
+  // A build that finishes makes both passes look again (newest by id: the
+  // one behind fadd's back counts as made after hers, whatever its times).
   f.clock.wall_ = "2026-01-03T00:00:00Z";
   const auto third = run_to_success(f, alice);
   look(f);
   look(f);
-  CHECK_FALSE(f.store->build(behind));   // pruned, then deleted
-  CHECK_FALSE(f.store->build(hers[0]));  // past the newest 2 records
-  REQUIRE(f.store->build(hers[1]));
-  CHECK(f.store->build(hers[1])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(hers[0]));  // past the newest 2 records, pruned then deleted
+  CHECK_FALSE(f.store->build(hers[1]));
+  REQUIRE(f.store->build(behind));
+  CHECK(f.store->build(behind)->pruned_at.has_value());  // past the newest 1 with files
   CHECK_FALSE(f.store->build(third)->pruned_at.has_value());
 
   // A record pushed past the limit within its hour stays; once the hour is
