@@ -489,7 +489,10 @@ void Engine::restore_allowances() {
     const uid_t uid = o.uid ? static_cast<uid_t>(*o.uid) : options_.daemon_uid;
     const auto at = parse_rfc3339(o.at);
     if (uid == 0 || !at) continue;
-    (o.launch ? launch_allowance_ : build_allowance_).take(uid, clock_.now() - (*now_epoch - *at));
+    // One opened "later" than now (the clock has stepped back since) counts
+    // as opened now: placed in the future, its bucket would not refill until
+    // the clock got there, hours perhaps, while fadd said "try again in 20m".
+    (o.launch ? launch_allowance_ : build_allowance_).take(uid, clock_.now() - std::max(0.0, *now_epoch - *at));
   }
 }
 

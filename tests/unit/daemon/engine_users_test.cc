@@ -563,6 +563,24 @@ TEST_CASE("engine users: a user opens max_builds_per_user_per_hour builds, then 
   CHECK_FALSE(f.submit_as(kAlice, one_arch()).ok);
 }
 
+TEST_CASE("engine users: after the clock stepped back, a restart holds a user as long as it says, no longer",
+          "[engine][users]") {
+  // Bug (from a probe): builds recorded at times the clock has since stepped
+  // back from were restored as opened in the future: the user's bucket never
+  // refilled until the clock got there (2 h here), while fadd said "20m".
+  EngineFixture f;
+  f.options.max_builds_per_user_per_hour = 3;
+  f.clock.wall_ = "2026-01-01T12:00:00Z";
+  f.make_engine().recover();
+  for (int i = 0; i < 3; ++i) REQUIRE(f.engine->cancel(kAlice, submit_as(f, kAlice)).ok);
+  f.clock.wall_ = "2026-01-01T10:00:00Z";
+  f.make_engine().recover();
+  CHECK(f.submit_as(kAlice, one_arch()).message ==
+        "4001 has opened the most builds one user may in an hour (max_builds_per_user_per_hour = 3); try again in 20m");
+  f.clock.advance(1200);
+  CHECK(f.submit_as(kAlice, one_arch()).ok);
+}
+
 TEST_CASE("engine users: a launch's arguments are recorded up to 16 KiB, the rest counted", "[engine][users]") {
   EngineFixture f;
   f.make_engine().recover();
