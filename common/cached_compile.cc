@@ -18,6 +18,7 @@
 #include "common/file_write.h"
 #include "common/hash.h"
 #include "common/include_probes.h"
+#include "common/stale_temps.h"
 
 namespace fad {
 
@@ -101,9 +102,11 @@ CachedCompile::CachedCompile(CompileCache& cache, const std::vector<std::string>
   call_key_ = call_key(plan_, inputs);
   if (plan_.user_depfile.empty() && own_depfile_.empty()) {
     static std::mt19937_64 rng{std::random_device{}()};
-    own_depfile_ = (fs::temp_directory_path() /
-                    ("fad-deps-" + std::to_string(::getpid()) + "-" + std::to_string(rng() & 0xffffffff) + ".d"))
-                       .string();
+    // Named after this process, so that one killed before its destructor ran
+    // leaves nothing for good: the user's next compile or run removes it.
+    const fs::path temp = fs::temp_directory_path();
+    sweep_stale_temps(temp.string());
+    own_depfile_ = (temp / (temp_name_start(kDepfilePrefix) + std::to_string(rng() & 0xffffffff) + ".d")).string();
     own_depfile_temporary_ = true;
   }
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "client/shim_dir.h"
+#include "common/stale_temps.h"
 
 using namespace fad::client;
 namespace fs = std::filesystem;
@@ -59,7 +60,7 @@ TEST_CASE("shim dir: one per run, named after its creator, with nvcc pointing at
   CHECK(fs::exists(dir));
 }
 
-TEST_CASE("shim dir: a killed run's directory goes, live runs' and foreign entries stay") {
+TEST_CASE("shim dir: a killed run's directory and depfiles go, live runs' and foreign entries stay") {
   Root root;
   const pid_t gone = dead_pid();
   const fs::path stale = root.path / shim_name(gone, "abcdef");
@@ -82,7 +83,19 @@ TEST_CASE("shim dir: a killed run's directory goes, live runs' and foreign entri
   const fs::path link = root.path / shim_name(gone, "link");
   fs::create_directory_symlink(target, link);
 
-  CHECK(sweep_stale_shim_dirs(root.path.string()) == 1);
+  // A killed compile's dependency file goes too; a live one's stays, and a
+  // directory under that name is not one.
+  const fs::path depfile = root.path / ("fad-deps-" + shim_name(gone, "1234.d").substr(8));
+  std::ofstream(depfile) << "a.o: a.cu\n";
+  const fs::path live_depfile = root.path / ("fad-deps-" + shim_name(::getpid(), "1234.d").substr(8));
+  std::ofstream(live_depfile) << "a.o: a.cu\n";
+  const fs::path depdir = root.path / ("fad-deps-" + shim_name(gone, "dir").substr(8));
+  fs::create_directories(depdir);
+
+  CHECK(fad::sweep_stale_temps(root.path.string()) == 2);
+  CHECK_FALSE(fs::exists(depfile));
+  CHECK(fs::exists(live_depfile));
+  CHECK(fs::exists(depdir));
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(old));
@@ -101,6 +114,6 @@ TEST_CASE("shim dir: another user's stale directory is left to them") {
   const fs::path theirs = root.path / shim_name(dead_pid(), "abcdef");
   fs::create_directories(theirs);
   REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
-  CHECK(sweep_stale_shim_dirs(root.path.string()) == 0);
+  CHECK(fad::sweep_stale_temps(root.path.string()) == 0);
   CHECK(fs::exists(theirs));
 }
