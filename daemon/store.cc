@@ -179,6 +179,22 @@ CREATE INDEX units_by_build_seq ON units(build_id, seq);
     R"sql(
 CREATE INDEX units_by_build_state ON units(build_id, state, cached);
 )sql",
+    // 13 -> 14: the order in which builds finished, as fadd saw it: the keep
+    // limits rank each user's builds by it. Neither the finish time's
+    // wall-clock text (a clock stepped back made every new build the oldest)
+    // nor the id (a long build finished after a quicker later one would be
+    // pruned at once) says which finished last. Builds finished before this
+    // version are numbered in their recorded order.
+    R"sql(
+ALTER TABLE builds ADD COLUMN finish_seq INTEGER;
+CREATE TEMP TABLE finish_order(id INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
+INSERT INTO finish_order SELECT id, row_number() OVER (ORDER BY finished_at, id) FROM builds
+  WHERE finished_at IS NOT NULL;
+UPDATE builds SET finish_seq = (SELECT seq FROM finish_order WHERE finish_order.id = builds.id)
+  WHERE finished_at IS NOT NULL;
+DROP TABLE finish_order;
+CREATE INDEX builds_by_finish_seq ON builds(finish_seq);
+)sql",
 }};
 
 std::string to_json_text(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
@@ -595,14 +611,15 @@ std::vector<BuildRecord> Store::prunable_builds(const std::string& finished_by) 
 std::vector<BuildRecord> Store::past_newest(int keep, bool count_pruned, int limit) {
   // The window over narrow rows, then the few past it read whole: a build's
   // row carries its command line and error, and this runs once a minute.
-  // Newest by id, which only grows, not by the finish time's wall-clock text:
-  // after the clock stepped back (a clock that ran ahead, then NTP), every
-  // new build ranked oldest and lost its library, then its record.
+  // Newest by the order they finished in (finish_seq), not by the finish
+  // time's wall-clock text: after the clock stepped back (a clock that ran
+  // ahead, then NTP), every new build ranked oldest and lost its library,
+  // then its record.
   auto st = db_.prepare("SELECT " + std::string(kBuildColumns) +
-                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER "
-                        "(PARTITION BY uid ORDER BY id DESC) AS newer FROM builds WHERE state IN "
+                        " FROM builds WHERE id IN (SELECT id FROM (SELECT id, finish_seq, row_number() OVER "
+                        "(PARTITION BY uid ORDER BY finish_seq DESC, id DESC) AS newer FROM builds WHERE state IN "
                         "('succeeded','failed','cancelled') AND finished_at IS NOT NULL AND (?2 OR pruned_at IS "
-                        "NULL)) WHERE newer > ?1 ORDER BY id LIMIT ?3) ORDER BY id");
+                        "NULL)) WHERE newer > ?1 ORDER BY finish_seq, id LIMIT ?3) ORDER BY finish_seq, id");
   st.bind(1, static_cast<std::int64_t>(keep)).bind(2, count_pruned ? 1 : 0).bind(3, static_cast<std::int64_t>(limit));
   std::vector<BuildRecord> out;
   while (st.step()) out.push_back(read_build(st));
@@ -725,7 +742,10 @@ std::optional<UnitRecord> Store::unit(std::int64_t unit_id) {
 
 void Store::set_build_state(std::int64_t id, BuildState state, const std::optional<std::string>& finished_at,
                             const std::string& error) {
-  db_.prepare("UPDATE builds SET state = ?, finished_at = ?, error = ? WHERE id = ?")
+  // A build's finish (again, after a retry) is numbered after every other.
+  db_.prepare(
+         "UPDATE builds SET state = ?1, finished_at = ?2, error = ?3, finish_seq = CASE WHEN ?2 IS NULL THEN NULL "
+         "ELSE (SELECT coalesce(max(finish_seq), 0) + 1 FROM builds) END WHERE id = ?4")
       .bind(1, to_string(state))
       .bind(2, finished_at)
       .bind(3, error)

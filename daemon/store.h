@@ -21,7 +21,7 @@
 namespace fad {
 
 /// The schema version this build of fadd writes.
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 
 /// One daemon-wide memory sample.
 struct MemorySample {

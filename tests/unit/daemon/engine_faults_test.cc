@@ -562,18 +562,26 @@ TEST_CASE("engine faults: a unit that cannot start while its failure cannot be w
   CHECK(f.launcher.launches.empty());
 }
 
+namespace {
+/// A compile admitted to this client's launcher (seen by fadd, started at
+/// tick 777), which then dies (a build tool killed, a terminal closed) 5 s
+/// later, before it reported a compiler; 5 s after that.
+std::int64_t abandoned_admission(EngineFixture& f, const std::string& source) {
+  seen_launcher(f, 0, 777);
+  const auto unit = admitted_launch(f, launch_of(source));
+  tick_for(f, 5);
+  REQUIRE(f.engine->running_count() == 1);  // alive: its admission holds
+  f.launcher.processes.erase(f.me.pid);
+  tick_for(f, 5);
+  return unit;
+}
+}  // namespace
+
 TEST_CASE("engine faults: an admission whose launcher exited before starting its compiler is freed at once",
           "[engine][faults]") {
   EngineFixture f;
   f.make_engine().recover();
-  // fadd sees the polling launcher (this client's pid), started at tick 777.
-  seen_launcher(f, 0, 777);
-  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
-  tick_for(f, 5);
-  CHECK(f.engine->running_count() == 1);  // alive: its admission holds
-  // It dies (a build tool killed, a terminal closed) before it reported a compiler.
-  f.launcher.processes.erase(f.me.pid);
-  tick_for(f, 5);
+  const auto unit = abandoned_admission(f, "/w/a.cu");
   CHECK(f.engine->running_count() == 0);  // not the 15 s meant for a launcher fadd cannot see
   // Its compiler never ran: not a failure of the compile, which is no longer wanted.
   CHECK(f.store->unit(unit)->state == UnitState::cancelled);
@@ -616,11 +624,8 @@ TEST_CASE("engine faults: a launch session none of whose compiles finished ends 
   // its compiler closed as "succeeded" with 0 of 1 units done.
   EngineFixture f;
   f.make_engine().recover();
-  seen_launcher(f, 0, 777);
-  const auto unit = admitted_launch(f, launch_of("/w/a.cu"));
+  const auto unit = abandoned_admission(f, "/w/a.cu");
   const auto build = f.store->unit(unit)->build_id;
-  f.launcher.processes.erase(f.me.pid);
-  tick_for(f, 5);
   REQUIRE(f.store->unit(unit)->state == UnitState::cancelled);
   tick_for(f, 31);
   const auto closed = f.store->build(build);

@@ -263,6 +263,15 @@ TEST_CASE("keep_builds_per_user: after the clock stepped back, the newest builds
   CHECK_FALSE(f.store->build(hers[1])->pruned_at.has_value());
   CHECK_FALSE(f.store->build(newest)->pruned_at.has_value());
   CHECK(fs::exists(f.artifact(newest)));
+
+  // Nor by id (from a re-probe): a long build that finishes after a quicker
+  // one submitted later finished last, and keeps its library.
+  const auto quick = run_to_success(f, alice);
+  f.store->set_build_state(newest, BuildState::succeeded, "2025-12-01T00:10:00Z");  // its end, written now
+  look(f);
+  CHECK(f.store->build(hers[1])->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(quick)->pruned_at.has_value());
+  CHECK_FALSE(f.store->build(newest)->pruned_at.has_value());
 }
 
 TEST_CASE(
@@ -350,9 +359,9 @@ TEST_CASE("keep limits: an idle fadd ranks its builds again only once one finish
   REQUIRE(f.store->build(hers[0])->pruned_at.has_value());
   REQUIRE_FALSE(f.store->build(hers[1])->pruned_at.has_value());
 
-  // A finished build of hers written behind fadd's back (as a restored
-  // database might be) puts her second build past the files' limit, but
-  // nothing finished since the last look: fadd does not rank again.
+  // An older finished build of hers written behind fadd's back (as a restored
+  // database might be) is past both limits, but nothing finished since the
+  // last look: fadd does not rank again.
   BuildRecord old;
   old.name = "behind";
   old.archs = {"9.0"};
@@ -366,18 +375,16 @@ TEST_CASE("keep limits: an idle fadd ranks its builds again only once one finish
   look(f);
   REQUIRE(f.store->build(behind));
   CHECK_FALSE(f.store->build(behind)->pruned_at.has_value());
-  CHECK_FALSE(f.store->build(hers[1])->pruned_at.has_value());
 
-  // A build that finishes makes both passes look again (newest by id: the
-  // one behind fadd's back counts as made after hers, whatever its times).
+  // A build that finishes makes both passes look again.
   f.clock.wall_ = "2026-01-03T00:00:00Z";
   const auto third = run_to_success(f, alice);
   look(f);
   look(f);
-  CHECK_FALSE(f.store->build(hers[0]));  // past the newest 2 records, pruned then deleted
-  CHECK_FALSE(f.store->build(hers[1]));
-  REQUIRE(f.store->build(behind));
-  CHECK(f.store->build(behind)->pruned_at.has_value());  // past the newest 1 with files
+  CHECK_FALSE(f.store->build(behind));   // pruned, then deleted
+  CHECK_FALSE(f.store->build(hers[0]));  // past the newest 2 records
+  REQUIRE(f.store->build(hers[1]));
+  CHECK(f.store->build(hers[1])->pruned_at.has_value());
   CHECK_FALSE(f.store->build(third)->pruned_at.has_value());
 
   // A record pushed past the limit within its hour stays; once the hour is

@@ -106,6 +106,19 @@ TEST_CASE("migration: a v1 database opens with every row and the current schema"
   b.created_at = "2026-08-01T00:00:00Z";
   CHECK(store.create_build(b, {}) == 3);
   CHECK(store.prunable_builds("2026-07-01T00:00:00Z").size() == 2);
+  // Its finished builds are numbered in the order they finished; the next
+  // to finish comes after them, whatever its time says.
+  const auto seq_of = [&](std::int64_t id) {
+    auto st = store.db().prepare("SELECT finish_seq FROM builds WHERE id = ?");
+    st.bind(1, id);
+    REQUIRE(st.step());
+    return st.opt_int64(0);
+  };
+  CHECK(seq_of(1) == std::optional<std::int64_t>(1));
+  CHECK(seq_of(2) == std::optional<std::int64_t>(2));
+  CHECK_FALSE(seq_of(3));
+  store.set_build_state(3, BuildState::succeeded, "2020-01-01T00:00:00Z");
+  CHECK(seq_of(3) == std::optional<std::int64_t>(3));
   {
     auto check = store.db().prepare("PRAGMA integrity_check");
     REQUIRE(check.step());

@@ -133,6 +133,7 @@ TEST_CASE("store: a schema 6 database migrates to the report tables and keeps it
         "ALTER TABLE builds DROP COLUMN opener_start; ALTER TABLE units DROP COLUMN scope; "
         "ALTER TABLE unit_history DROP COLUMN scope; ALTER TABLE builds DROP COLUMN supplementary_gids; "
         "ALTER TABLE units DROP COLUMN pgid_start; DROP INDEX units_by_build_seq; DROP INDEX units_by_build_state; "
+        "DROP INDEX builds_by_finish_seq; ALTER TABLE builds DROP COLUMN finish_seq; "
         "PRAGMA user_version = 6;");
   }
   Store store(path);
