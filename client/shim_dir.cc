@@ -13,7 +13,7 @@ namespace fad::client {
 namespace fs = std::filesystem;
 
 std::string make_shim_dir(const std::string& root, const std::string& fad) {
-  sweep_stale_temps(root);
+  sweep_stale_temps(root, StaleTemps::all);
   std::string path = root + "/" + temp_name_start(kShimDirPrefix) + "XXXXXX";
   if (!::mkdtemp(path.data())) return {};
   std::error_code ec;

@@ -103,10 +103,10 @@ CachedCompile::CachedCompile(CompileCache& cache, const std::vector<std::string>
   if (plan_.user_depfile.empty() && own_depfile_.empty()) {
     static std::mt19937_64 rng{std::random_device{}()};
     // Named after this process, so that one killed before its destructor ran
-    // leaves nothing for good: the user's next compile or run removes it.
-    const fs::path temp = fs::temp_directory_path();
-    sweep_stale_temps(temp.string());
-    own_depfile_ = (temp / (temp_name_start(kDepfilePrefix) + std::to_string(rng() & 0xffffffff) + ".d")).string();
+    // leaves nothing for good: the user's next compile stored or run removes it.
+    own_depfile_ =
+        (fs::temp_directory_path() / (temp_name_start(kDepfilePrefix) + std::to_string(rng() & 0xffffffff) + ".d"))
+            .string();
     own_depfile_temporary_ = true;
   }
 }
@@ -164,6 +164,9 @@ std::optional<CompileResult> CachedCompile::restore() {
 Status CachedCompile::store(std::chrono::system_clock::time_point started, const std::string& stdout_text,
                             const std::string& stderr_text) {
   if (!plan_.cacheable) return ok_status();
+  // Here, after a compile, not on every lookup: a hit costs milliseconds,
+  // and a temporary directory of many entries as much again to read.
+  if (own_depfile_temporary_) sweep_stale_temps(fs::path(own_depfile_).parent_path().string(), StaleTemps::depfiles);
   const std::string depfile_path = depfile_to_read();
   auto depfile = read_whole_file(depfile_path);
   if (!depfile) return make_error("the compile wrote no dependency file " + depfile_path);

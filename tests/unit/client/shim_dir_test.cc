@@ -26,11 +26,20 @@ pid_t dead_pid() {
   return child;
 }
 
-/// `fad-run-<pid>-<this pid namespace>-<tail>`.
+/// The first 8 hex digits of this boot's id.
+std::string boot() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  REQUIRE(id.size() >= 8);
+  return id.substr(0, 8);
+}
+
+/// `fad-run-<pid>-<this pid namespace>-<this boot>-<tail>`.
 std::string shim_name(pid_t pid, const std::string& tail) {
   struct stat st {};
   REQUIRE(::stat("/proc/self/ns/pid", &st) == 0);
-  return "fad-run-" + std::to_string(pid) + "-" + std::to_string(st.st_ino) + "-" + tail;
+  return "fad-run-" + std::to_string(pid) + "-" + std::to_string(st.st_ino) + "-" + boot() + "-" + tail;
 }
 
 struct Root {
@@ -92,10 +101,24 @@ TEST_CASE("shim dir: a killed run's directory and depfiles go, live runs' and fo
   const fs::path depdir = root.path / ("fad-deps-" + shim_name(gone, "dir").substr(8));
   fs::create_directories(depdir);
 
-  CHECK(fad::sweep_stale_temps(root.path.string()) == 2);
+  // Another machine's (a TMPDIR on shared storage: the same pid namespace
+  // number, another boot) are never judged by this machine's pids.
+  std::string other_boot = shim_name(gone, "abcdef");
+  other_boot.replace(other_boot.find(boot()), 8, boot() == "00000000" ? "11111111" : "00000000");
+  const fs::path other_machine = root.path / other_boot;
+  fs::create_directories(other_machine);
+
+  // A compile's sweep takes depfiles only: a stale-looking shim may be the
+  // one its own build runs through (its fad run killed, its command on).
+  CHECK(fad::sweep_stale_temps(root.path.string(), fad::StaleTemps::depfiles) == 1);
+  CHECK_FALSE(fs::exists(depfile));
+  CHECK(fs::exists(stale));
+  std::ofstream(depfile) << "a.o: a.cu\n";
+  CHECK(fad::sweep_stale_temps(root.path.string(), fad::StaleTemps::all) == 2);
   CHECK_FALSE(fs::exists(depfile));
   CHECK(fs::exists(live_depfile));
   CHECK(fs::exists(depdir));
+  CHECK(fs::exists(other_machine));
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(old));
@@ -114,6 +137,6 @@ TEST_CASE("shim dir: another user's stale directory is left to them") {
   const fs::path theirs = root.path / shim_name(dead_pid(), "abcdef");
   fs::create_directories(theirs);
   REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
-  CHECK(fad::sweep_stale_temps(root.path.string()) == 0);
+  CHECK(fad::sweep_stale_temps(root.path.string(), fad::StaleTemps::all) == 0);
   CHECK(fs::exists(theirs));
 }
