@@ -87,10 +87,19 @@ std::string program_path_problem(const std::string& program) {
 
 std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup& env, std::string_view env_name,
                          const std::optional<std::string>& config_value, const std::string& fallback) {
-  if (flag && !flag->empty()) return *flag;
-  if (std::optional<std::string> from_env = env(env_name); from_env && !from_env->empty()) return *from_env;
-  if (config_value && !config_value->empty()) return *config_value;
-  return fallback;
+  std::string path = fallback;
+  if (flag && !flag->empty())
+    path = *flag;
+  else if (std::optional<std::string> from_env = env(env_name); from_env && !from_env->empty())
+    path = *from_env;
+  else if (config_value && !config_value->empty())
+    path = *config_value;
+  // Made absolute here, once: a relative FAD_SOCKET passed on to a build's
+  // compiles (fad run) named another socket in each directory they ran in,
+  // and a relative FAD_CACHE_DIR a cache in each.
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  return ec || path.empty() ? path : absolute.lexically_normal().string();
 }
 
 }  // namespace fad

@@ -89,6 +89,13 @@ TEST_CASE("resolve_path: flag, env, config, default", "[paths]") {
   CHECK(fad::resolve_path(none, no_env, "FAD_SOCKET", "/cfg.sock", "/def.sock") == "/cfg.sock");
   CHECK(fad::resolve_path(none, no_env, "FAD_SOCKET", none, "/def.sock") == "/def.sock");
   CHECK(fad::resolve_path(none, env, "FAD_STATE_DIR", none, "/def") == "/def");  // other variable
+  // A relative one is made absolute from here, once (compiles in other
+  // directories get the same path).
+  const std::string here = std::filesystem::current_path().string();
+  CHECK(fad::resolve_path(none, fake_env({{"FAD_SOCKET", "rel.sock"}}), "FAD_SOCKET", none, "/def.sock") ==
+        here + "/rel.sock");
+  CHECK(fad::resolve_path("a/../b.sock", env, "FAD_SOCKET", none, "/def.sock") == here + "/b.sock");
+  CHECK(fad::resolve_path("/x/./y/", env, "FAD_SOCKET", none, "/def.sock") == "/x/y/");
 }
 
 TEST_CASE("process_env reads the real environment, empty counts as unset", "[paths]") {

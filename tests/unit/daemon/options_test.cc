@@ -88,7 +88,7 @@ TEST_CASE("options: an empty value or a socket path too long for a Unix socket i
     REQUIRE_FALSE(r);
     CHECK_THAT(r.error(), Contains(": a flag takes no value") && Contains("(see 'fadd --help')"));
   }
-  const std::string longest(107, 's'), too_long(108, 's');
+  const std::string longest = "/" + std::string(106, 's'), too_long = "/" + std::string(107, 's');
   CHECK(resolve({"--socket", longest.c_str()}));
   auto refused = resolve({"--socket", too_long.c_str()});
   REQUIRE_FALSE(refused);
