@@ -1205,7 +1205,11 @@ void Engine::update_build(std::int64_t build_id) {
     // Its end is the build command's (close_build) or, for launches outside
     // fad run, a quiet spell (check_external); until then it is running.
     last_activity_[build_id] = clock_.now();
-    if (b->state == BuildState::queued) store_.set_build_state(build_id, BuildState::running, std::nullopt);
+    if (b->state == BuildState::queued) {
+      store_.set_build_state(build_id, BuildState::running, std::nullopt);
+      // A session's first compile served from the cache starts it too.
+      store_.mark_build_started(build_id, clock_.wall());
+    }
     return;
   }
   const auto units = store_.units(build_id);

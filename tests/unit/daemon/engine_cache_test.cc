@@ -72,6 +72,10 @@ TEST_CASE("engine: a cache hit reported by a launcher is recorded, cached, and n
   const auto& build = status.result.at("builds").at(0);
   CHECK(build.at("cache_hits") == 1);
   CHECK(build.at("unit_list").at(0).at("cached") == true);
+  // Its session build started with it (from a re-probe: a session of cache
+  // hits only was "running" with no start, then "queued" for its whole life).
+  CHECK(build.at("state") == "running");
+  CHECK(f.store->build_started_at(u->build_id).has_value());
 }
 
 TEST_CASE("engine: a launch that names its compiler version is not probed, and is admitted with an estimate",
