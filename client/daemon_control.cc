@@ -23,6 +23,8 @@
 #include "common/meminfo.h"
 #include "common/process_exists.h"
 #include "common/program_output.h"
+#include "common/shell_words.h"
+#include "common/text.h"
 
 namespace fad::client {
 namespace {
@@ -98,15 +100,22 @@ long pid_in_lock_of(const DaemonWatch& watch, const std::string& lock) {
   return watch.holder ? watch.holder(lock) : pid_in_lock(lock);
 }
 
+/// A socket path with its directory's links resolved: /var/run/fad/fad.sock
+/// and /run/fad/fad.sock name one socket, which may be missing for a moment.
+fs::path resolved_socket(const std::string& socket) {
+  std::error_code ec;
+  const fs::path path = fs::absolute(socket, ec).lexically_normal();
+  const fs::path dir = fs::weakly_canonical(path.parent_path(), ec);
+  return ec ? path : dir / path.filename();
+}
+
 /// The other socket the fadd holding `lock` says it listens at, when that is
 /// not `socket` (the same path, or another name of the same file, is none).
 std::optional<std::string> other_socket_in_lock(const DaemonWatch& watch, const std::string& lock,
                                                 const std::string& socket) {
   const std::string serving = watch.serving ? watch.serving(lock) : "";
-  if (serving.empty()) return std::nullopt;
+  if (serving.empty() || resolved_socket(socket) == resolved_socket(serving)) return std::nullopt;
   std::error_code ec;
-  const auto mine = fs::absolute(socket, ec).lexically_normal();
-  if (!ec && mine == fs::path(serving).lexically_normal()) return std::nullopt;
   if (fs::equivalent(socket, serving, ec) && !ec) return std::nullopt;
   return serving;
 }
@@ -396,7 +405,7 @@ int start_daemon(const Command& cmd, const Locations& locations, Context& ctx, c
     ctx.err << "fad: another fadd (pid " << pid_text(holder) << ") holds state dir " << locations.state_dir
             << " but does not answer at " << ctx.socket;
     if (const auto other = other_socket_in_lock(watch, lock, ctx.socket))
-      ctx.err << " (it listens at " << *other << ")";
+      ctx.err << " (it listens at " << printable(*other) << ")";
     else
       ctx.err << (socket_missing(ctx.socket) ? " (nothing is at that path: if its socket was deleted, fadd makes it "
                                                "again within 10 s; or it serves another socket, or is stopped)"
@@ -571,8 +580,10 @@ int run_daemon_stop(const Locations& locations, Context& ctx, const DaemonWatch&
     // waiting would wait the whole timeout for an exit nobody asked for.
     if (const auto other = other_socket_in_lock(watch, lock, ctx.socket);
         other && !(watch.stopping && watch.stopping(lock))) {
-      ctx.err << "fad: the fadd holding " << lock << " (pid " << pid_text(pid) << ") listens at " << *other << ", not "
-              << ctx.socket << ": stop it with 'fad daemon stop --socket " << *other << "'\n";
+      // What the lock says is its writer's word: shown printable.
+      ctx.err << "fad: the fadd holding " << lock << " (pid " << pid_text(pid) << ") listens at " << printable(*other)
+              << ", not " << ctx.socket << "; to stop it: fad daemon stop --socket " << shell_word(printable(*other))
+              << "\n";
       return kExitFailed;
     }
     ctx.out << "fadd does not answer at " << ctx.socket << " but still holds " << lock << " (pid " << pid_text(pid)

@@ -12,6 +12,7 @@
 #include "client/json_access.h"
 #include "client/render.h"
 #include "common/exit_status.h"
+#include "common/shell_words.h"
 #include "common/size.h"
 #include "common/text.h"
 #include "common/time_text.h"
@@ -37,25 +38,14 @@ std::string pair_size(double used, double budget) {
     scale = kMiB;
   }
   char buf[64];
-  if (used > 0 && used < kGiB && budget >= kGiB)
+  // (Under 1023.95 MiB: one more would print as "1024.0 MiB".)
+  if (used > 0 && used < kGiB - kMiB / 20 && budget >= kGiB)
     std::snprintf(buf, sizeof buf, "%.1f MiB/%.1f GiB", used / kMiB, budget / kGiB);
   else if (budget > 0)
     std::snprintf(buf, sizeof buf, "%.1f/%.1f %s", used / scale, budget / scale, unit);
   else
     std::snprintf(buf, sizeof buf, "%.1f %s", used / scale, unit);
   return buf;
-}
-
-// A unit name as one shell word, so the printed command can be pasted.
-std::string shell_word(const std::string& word) {
-  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("_.+-/=:,@%").find(c) != std::string_view::npos;
-  });
-  if (plain) return word;
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 const json& first_build(const json& status) {

@@ -224,6 +224,9 @@ std::string apply_key(Config& config, const std::string& key, const json& v) {
     // fadd (in / under systemd) and every client (in the user's directory)
     // would each resolve a relative path against its own working directory:
     // two places, and fad would never find fadd's socket.
+    if (v.get<std::string>()[0] == '~')
+      return "must be an absolute path (no shell reads this file, so '~' is not your home directory), got " +
+             printable(v.dump());
     if (v.get<std::string>()[0] != '/')
       return "must be an absolute path (a relative one names another place from each program's working "
              "directory), got " +

@@ -69,6 +69,9 @@ std::optional<std::string> default_config_path(const EnvLookup& env, const std::
 }
 
 std::string socket_path_problem(const std::string& path) {
+  // Shown in messages and written in the lock file, a line a line break would cut.
+  if (has_control(path))
+    return "socket path '" + printable(path) + "' holds control characters ('?' here); choose another --socket";
   if (path.size() < sizeof(sockaddr_un::sun_path)) return {};
   return "socket path " + path + " is " + std::to_string(path.size()) + " bytes; a Unix socket's path holds at most " +
          std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " (choose a shorter --socket)";

@@ -2,6 +2,7 @@
 #include "common/shell_words.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace fad {
 
@@ -53,6 +54,17 @@ std::optional<std::vector<std::string>> shell_words(std::string_view text) {
 std::optional<std::vector<std::string>> nvcc_tool_words(std::string text) {
   std::replace(text.begin(), text.end(), ',', ' ');
   return shell_words(text);
+}
+
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_.+-/=:,@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 }  // namespace fad

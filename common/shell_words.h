@@ -22,4 +22,8 @@ std::optional<std::vector<std::string>> shell_words(std::string_view text);
 /// it to the tool through a shell. nullopt as for shell_words().
 std::optional<std::vector<std::string>> nvcc_tool_words(std::string text);
 
+/// `word` as one shell word, so that a printed command can be pasted: as it
+/// is when it holds nothing a shell would read, else in single quotes.
+std::string shell_word(const std::string& word);
+
 }  // namespace fad

@@ -36,8 +36,8 @@ std::optional<std::string> suggest(const std::string& word, const std::vector<st
       best_distance = dist;
     }
   }
-  if (best || word.size() < 3) return best;
-  // A word cut short ("stat", "hist") names the one candidate it begins.
+  if (best || word.size() < 2) return best;
+  // A word cut short ("stat", "hist", "da") names the one candidate it begins.
   std::optional<std::string> only;
   for (const auto& c : candidates)
     if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {

@@ -545,10 +545,38 @@ TEST_CASE("daemon stop: the fadd holding the named state dir that listens at ano
   w.serving = [](const std::string&) { return std::string("/run/fad/real.sock"); };
   CHECK(run_daemon_stop(named, ctx, w) == kExitFailed);
   CHECK(s.err.str() ==
-        "fad: the fadd holding /st/fadd.lock (pid 77) listens at /run/fad/real.sock, not /s: stop it with 'fad "
-        "daemon stop --socket /run/fad/real.sock'\n");
+        "fad: the fadd holding /st/fadd.lock (pid 77) listens at /run/fad/real.sock, not /s; to stop it: fad daemon "
+        "stop --socket /run/fad/real.sock\n");
   CHECK(s.now == std::chrono::steady_clock::time_point{});  // no waiting
   CHECK(s.types == std::vector<std::string>{"status"});
+
+  // What the lock file says is shown printable, the command quoted to paste.
+  StopScript odd;
+  odd.locked_checks_left = 1 << 30;
+  odd.alive_checks_left = 1 << 30;
+  Context octx = odd.context();
+  DaemonWatch ow = odd.watch();
+  ow.serving = [](const std::string&) { return std::string("/tmp/sp ace/\x1b]0;x\a.sock"); };
+  CHECK(run_daemon_stop(named, octx, ow) == kExitFailed);
+  CHECK_THAT(odd.err.str(), Catch::EndsWith("listens at /tmp/sp ace/?]0;x?.sock, not /s; to stop it: fad daemon stop "
+                                            "--socket '/tmp/sp ace/?]0;x?.sock'\n"));
+
+  // The same socket through a linked directory (/var/run and /run), even
+  // while the socket itself is missing (fadd makes it again): not another.
+  char tmpl[] = "/tmp/fad-sock-spelling-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string top = tmpl;
+  std::filesystem::create_directory(top + "/real");
+  std::filesystem::create_directory_symlink(top + "/real", top + "/link");
+  StopScript alias;
+  alias.locked_checks_left = 3;
+  Context actx = alias.context();
+  actx.socket = top + "/real/f.sock";
+  DaemonWatch aw = alias.watch();
+  aw.serving = [&](const std::string&) { return top + "/link/f.sock"; };
+  CHECK(run_daemon_stop(Locations{actx.socket, "/st", std::nullopt, true, true}, actx, aw) == kExitOk);
+  CHECK(alias.err.str().empty());
+  std::filesystem::remove_all(top);
 
   // Listening at the socket named (it stopped answering), or stopping: waited for, as before.
   for (const bool stopping : {false, true}) {
@@ -556,7 +584,7 @@ TEST_CASE("daemon stop: the fadd holding the named state dir that listens at ano
     wait.locked_checks_left = 3;
     Context wctx = wait.context();
     DaemonWatch ww = wait.watch();
-    ww.serving = [stopping](const std::string&) { return std::string(stopping ? "/run/fad/real.sock" : "/s"); };
+    ww.serving = [stopping](const std::string&) { return std::string(stopping ? "/run/fad/real.sock" : "/s/../s"); };
     ww.stopping = [stopping](const std::string&) { return stopping; };
     CHECK(run_daemon_stop(named, wctx, ww) == kExitOk);
     CHECK(wait.out.str().find("fadd stopped") != std::string::npos);

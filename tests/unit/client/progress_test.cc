@@ -91,6 +91,8 @@ TEST_CASE("progress line: a paused build, failures, no budget, no unit list") {
   json small = status_73();
   small["daemon"]["memory"]["used_bytes"] = 87.5 * 1024 * 1024;
   CHECK(render_progress_line(small, 0, kNow).find(", 87.5 MiB/12.0 GiB,") != std::string::npos);
+  small["daemon"]["memory"]["used_bytes"] = 1024.0 * 1024 * 1024 - 1024;  // not "1024.0 MiB"
+  CHECK(render_progress_line(small, 0, kNow).find(", 1.0/12.0 GiB,") != std::string::npos);
   small["daemon"]["memory"]["used_bytes"] = 0;
   CHECK(render_progress_line(small, 0, kNow).find(", 0.0/12.0 GiB,") != std::string::npos);
 }

@@ -176,6 +176,9 @@ TEST_CASE("value checks, one key at a time", "[config]") {
           "f.json:2: key '" + std::string(key) +
               "': must be an absolute path (a relative one names another place from each program's working "
               "directory), got \"rel/x\"");
+  CHECK(one(R"("cache_dir": "~/cache")").error() ==
+        "f.json:2: key 'cache_dir': must be an absolute path (no shell reads this file, so '~' is not your home "
+        "directory), got \"~/cache\"");
 }
 
 TEST_CASE("the line is the key's, even when its name also appears as a value", "[config]") {

@@ -80,6 +80,13 @@ TEST_CASE("default_config_path falls back to the machine-wide file, and a user's
   CHECK(fad::system_config_path().size() > std::string("/fad/fad.json").size());
 }
 
+TEST_CASE("socket_path_problem: a line break or escape in a socket path is refused", "[paths]") {
+  CHECK(fad::socket_path_problem("/tmp/a b.sock").empty());
+  CHECK(fad::socket_path_problem("/tmp/n\nl.sock") ==
+        "socket path '/tmp/n?l.sock' holds control characters ('?' here); choose another --socket");
+  CHECK_FALSE(fad::socket_path_problem("/tmp/\x1b[31m.sock").empty());
+}
+
 TEST_CASE("resolve_path: flag, env, config, default", "[paths]") {
   auto env = fake_env({{"FAD_SOCKET", "/env.sock"}});
   auto no_env = fake_env({});

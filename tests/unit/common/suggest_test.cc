@@ -20,7 +20,9 @@ TEST_CASE("edit distance and suggestions") {
   // Cut short: the one name it begins; none when two begin so, or it is too short.
   CHECK(suggest("stat", names) == std::optional<std::string>("status"));
   CHECK(suggest("subm", names) == std::optional<std::string>("submit"));
-  CHECK_FALSE(suggest("st", names));
+  CHECK(suggest("wa", names) == std::optional<std::string>("watch"));
+  CHECK_FALSE(suggest("s", names));
+  CHECK_FALSE(suggest("su", {"submit", "suspend"}));
   CHECK_FALSE(suggest("stat", {"status", "statistics"}));
 }
 
