@@ -74,7 +74,8 @@ std::string socket_path_problem(const std::string& path) {
     return "socket path '" + printable(path) + "' holds control characters ('?' here); choose another --socket";
   if (path.size() < sizeof(sockaddr_un::sun_path)) return {};
   return "socket path " + path + " is " + std::to_string(path.size()) + " bytes; a Unix socket's path holds at most " +
-         std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " (choose a shorter --socket)";
+         std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
+         " (choose a shorter --socket; a relative one counts from the working directory)";
 }
 
 std::string program_path_problem(const std::string& program) {
@@ -99,10 +100,11 @@ std::string resolve_path(const std::optional<std::string>& flag, const EnvLookup
     path = *config_value;
   // Made absolute here, once: a relative FAD_SOCKET passed on to a build's
   // compiles (fad run) named another socket in each directory they ran in,
-  // and a relative FAD_CACHE_DIR a cache in each.
+  // and a relative FAD_CACHE_DIR a cache in each. Not normalised: "L/.."
+  // through a link L is the link's target's parent to the kernel.
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(path, ec);
-  return ec || path.empty() ? path : absolute.lexically_normal().string();
+  return ec || path.empty() ? path : absolute.string();
 }
 
 }  // namespace fad

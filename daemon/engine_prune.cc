@@ -322,8 +322,12 @@ void Engine::apply_record_limit(double now) {
   for (auto& b : past) {
     const auto finished = parse_rfc3339(b.finished_at.value_or(""));
     if (finished && *finished > *wall - kRecordsKeptS) {
-      aged = *finished + kRecordsKeptS - *wall;  // oldest first: the rest are more recent still
-      break;
+      // Passed over, not the end of the pass: in the order they finished,
+      // one recorded in the future (the clock has stepped back since) is
+      // followed by older ones that may go.
+      const double left = *finished + kRecordsKeptS - *wall;
+      aged = aged ? std::min(*aged, left) : left;
+      continue;
     }
     // A record outlives its build's files, never the other way round: an
     // unpruned one is pruned first (whatever keep_builds_per_user says), and

@@ -117,7 +117,7 @@ TEST_CASE("a socket path longer than a Unix socket can hold is a usage error nam
   REQUIRE_FALSE(loc.ok());
   CHECK(loc.error() == "socket path " + *cmd.socket +
                            " is 125 bytes; a Unix socket's path holds at most 107 (choose a "
-                           "shorter --socket)");
+                           "shorter --socket; a relative one counts from the working directory)");
   cmd.socket = "/tmp/" + std::string(100, 'a');
   CHECK(resolve_locations(cmd, fake_env({}), 5).ok());
 }

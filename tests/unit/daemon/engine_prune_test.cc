@@ -274,6 +274,25 @@ TEST_CASE("keep_builds_per_user: after the clock stepped back, the newest builds
   CHECK_FALSE(f.store->build(newest)->pruned_at.has_value());
 }
 
+TEST_CASE("keep_records_per_user: one record dated in the future waits, the older ones behind it still go", "[prune]") {
+  // Bug (from a re-probe): the pass stopped at the first record under an
+  // hour old, taking the rest for newer; one recorded in the future (the
+  // clock has stepped back since) held every deletion of its user back.
+  EngineFixture f;
+  f.options.keep_builds_per_user = 0;
+  f.options.keep_records_per_user = 1;
+  f.make_engine().recover();
+  const Caller alice{4001, 4001, 111};
+  const std::vector<std::int64_t> hers = daily_builds(f, alice, 3);
+  f.store->db().exec("UPDATE builds SET finished_at = '2027-06-01T00:00:00Z' WHERE id = " + std::to_string(hers[0]));
+  f.clock.wall_ = "2026-01-05T00:00:00Z";
+  look(f);
+  look(f);
+  CHECK(f.store->build(hers[0]));        // under an hour old, by its date
+  CHECK_FALSE(f.store->build(hers[1]));  // older, past the newest 1: deleted all the same
+  CHECK(f.store->build(hers[2]));
+}
+
 TEST_CASE(
     "keep_records_per_user: records past each user's newest N are deleted after their files, never within "
     "the hour",
