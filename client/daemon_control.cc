@@ -104,7 +104,7 @@ long pid_in_lock_of(const DaemonWatch& watch, const std::string& lock) {
 /// and /run/fad/fad.sock name one socket, which may be missing for a moment.
 fs::path resolved_socket(const std::string& socket) {
   std::error_code ec;
-  const fs::path path = fs::absolute(socket, ec).lexically_normal();
+  const fs::path path = fs::absolute(socket, ec);
   const fs::path dir = fs::weakly_canonical(path.parent_path(), ec);
   return ec ? path : dir / path.filename();
 }

@@ -117,7 +117,7 @@ void InstanceLock::note_listening(const std::string& socket) {
   if (socket.find('\n') != std::string::npos) return;
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(socket, ec);
-  socket_ = ec ? socket : absolute.lexically_normal().string();
+  socket_ = ec ? socket : absolute.string();
   write_text();
 }
 
