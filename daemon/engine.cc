@@ -714,6 +714,7 @@ void Engine::schedule(double now, const MemorySnapshot& snap) {
     // Idle: still report the budget the next build would get.
     last_capacity_ = scheduler_.decide(now, snap, {}, {}).capacity;
     last_committed_ = 0;
+    for (auto& [name, view] : node_view_) view.committed = 0;  // nothing runs on any node
     forecasts_.clear();
     return;
   }

@@ -52,10 +52,12 @@ void Engine::schedule_nodes(double now, const std::vector<ExecutorNode>& nodes, 
     committed += plan.committed;
     node_view_[node.name] = NodeView{plan.capacity, plan.committed};
     apply_plan(plan, by_id, now, node.name, &reasons);
+    // Every node is decided on, the queue drained or not: a node after the
+    // last one a unit started on still needs its pressure steps, and its
+    // figures in status (they read 0 of 0 while its units ran).
     queue.erase(
         std::remove_if(queue.begin(), queue.end(), [this](const QueuedUnit& q) { return running_.count(q.id); }),
         queue.end());
-    if (queue.empty()) break;
   }
   last_capacity_ = capacity;
   last_committed_ = committed;

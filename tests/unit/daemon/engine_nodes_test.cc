@@ -78,6 +78,40 @@ TEST_CASE("engine on a cluster: units are packed per node by its cores and carry
     if (u.at("name") == "a_one") CHECK(u.at("node") == freed);
 }
 
+TEST_CASE("engine on a cluster: with the queue drained every node shows what runs there, and idle, nothing",
+          "[engine][cluster]") {
+  // Bug (from a probe): nodes after the one the last queued unit went to
+  // were not decided on (no pressure steps) and showed 0 of 0 in status;
+  // after the build, the last figures stayed.
+  EngineFixture f;
+  two_nodes(f);
+  const auto id = f.submit();
+  f.engine->tick();
+  for (int i = 0; i < 2; ++i) {  // the first two end, the last two start: nothing is queued
+    f.launcher.exit(f.launcher.live().front(), 0);
+    f.engine->tick();
+  }
+  REQUIRE(f.launcher.live().size() == 2);
+  f.engine->tick();
+  auto nodes = f.engine->status(f.me, StatusRequest{}).result.at("daemon").at("executor").at("nodes");
+  REQUIRE(nodes.size() == 2);
+  for (const auto& n : nodes) {
+    INFO(n.dump());
+    CHECK(n.at("running_units") == 1);
+    CHECK(n.at("capacity_bytes").get<std::uint64_t>() > 0);
+    CHECK(n.at("committed_bytes").get<std::uint64_t>() > 0);
+  }
+  for (const auto& name : f.launcher.live()) f.launcher.exit(name, 0);
+  f.engine->tick();
+  test::write_file(f.artifact(id) + ".tmp", "ELF");
+  f.launcher.exit("link", 0);
+  f.engine->tick();
+  REQUIRE(f.build_state(id) == BuildState::succeeded);
+  f.engine->tick();
+  nodes = f.engine->status(f.me, StatusRequest{}).result.at("daemon").at("executor").at("nodes");
+  for (const auto& n : nodes) CHECK(n.at("committed_bytes") == 0);
+}
+
 TEST_CASE("engine on a cluster: a node's memory bounds what runs there", "[engine][cluster]") {
   EngineFixture f;
   // Plenty of cores, 1 GiB each: with the reserve, two 100 MiB-prior units at
