@@ -37,6 +37,11 @@ class SlurmAllocation {
   void suspect();
   /// Cancels the allocation (fadd stops, or it was idle).
   void release();
+  /// The job is ending (a step was refused as it completes, at its time
+  /// limit): a new one is asked for at once. A check would still read it
+  /// running for some seconds, during which every step started in it is
+  /// lost at once: a unit was lost five times in four seconds and failed.
+  void ended(const std::string& why, double now) { lose(why, now); }
 
   State state() const { return state_; }
   /// A step was lost since the last check: nothing starts until the next.

@@ -101,11 +101,8 @@ void SlurmExecutor::tick() {
   if (stopped_) return;
   const double now = clock_.now();
   if (!config_.job_per_unit) {
-    const auto before = allocation_.job_id();
     allocation_.poll(now);
-    if (allocation_.job_id() != before) {
-      std::ofstream(dir_ + "/job") << (allocation_.job_id() > 0 ? std::to_string(allocation_.job_id()) : "");
-    }
+    record_job();
   }
   if (!steps_.empty() && now >= next_sstat_) refresh_sstat();
   timer_.expires_after(kTick);
@@ -121,10 +118,20 @@ std::optional<std::vector<ExecutorNode>> SlurmExecutor::nodes() {
     return partition_nodes_;
   }
   allocation_.demand(now);
+  record_job();
   if (!allocation_.active()) return std::vector<ExecutorNode>{};
-  // Written when granted, so a crashed fadd's successor can give it back.
-  if (read_small_file(dir_ + "/job").empty()) std::ofstream(dir_ + "/job") << allocation_.job_id();
   return allocation_.nodes();
+}
+
+void SlurmExecutor::record_job() {
+  // Compared with what was written, not with the id before a poll: the id
+  // also changes in the callbacks of Slurm's commands (an allocation lost and
+  // asked for again), and a replacement never written was left running by a
+  // killed fadd, holding every node until its time limit.
+  const std::int64_t job = allocation_.job_id() > 0 ? allocation_.job_id() : 0;
+  if (job == recorded_job_) return;
+  std::ofstream(dir_ + "/job", std::ios::trunc) << (job > 0 ? std::to_string(job) : "");
+  recorded_job_ = job;
 }
 
 std::string SlurmExecutor::wait_reason() {
@@ -159,6 +166,19 @@ std::string SlurmExecutor::new_report_path(std::int64_t unit_id) {
          std::to_string(++reports_) + ".report";
 }
 
+std::uint64_t SlurmExecutor::step_memory_for(const LaunchSpec& spec) const {
+  const std::uint64_t wanted = step_memory(config_, spec.estimate_bytes);
+  // A unit estimated above what its node holds (a guess, or history from
+  // bigger machines) runs alone: a step asking more than the node has pends
+  // in Slurm for ever. Capped, it runs, and Slurm's cgroup OOM-kills it if it
+  // really needs more (it is then rerun, and fails once its reruns are spent).
+  const auto& nodes = config_.job_per_unit ? partition_nodes_ : allocation_.nodes();
+  std::uint64_t cap = 0;
+  for (const auto& n : nodes)
+    if (spec.node.empty() || n.name == spec.node) cap = std::max(cap, n.memory);
+  return cap > 0 ? std::min(wanted, cap) : wanted;
+}
+
 Result<int> SlurmExecutor::launch(const LaunchSpec& spec, std::function<void(ExitInfo)> on_exit) {
   if (spec.argv.empty()) return make_error("empty command");
   // srun starts a step with its caller's rights, and one user's job cannot hold
@@ -173,7 +193,7 @@ Result<int> SlurmExecutor::launch(const LaunchSpec& spec, std::function<void(Exi
   step.node = spec.node;
   step.report_path = new_report_path(spec.unit_id);
   step.log_path = spec.log_path;
-  step.memory = step_memory(config_, spec.estimate_bytes);
+  step.memory = step_memory_for(spec);
   step.threads = spec.threads;
   slurm::StepRequest req{spec.unit_id,     config_.job_per_unit ? 0 : allocation_.job_id(),
                          spec.node,        spec.threads,
@@ -228,7 +248,12 @@ ExitInfo SlurmExecutor::finish(Step& step, const ExitInfo& srun) {
                      : step.sstat_peak > 0                                              ? "sstat"
                                                                                         : "";
   if (info.lost && !step.ended_by_fadd) {
-    allocation_.suspect();
+    if (slurm::allocation_ending(messages) && allocation_.job_id() > 0)
+      allocation_.ended("Slurm job " + std::to_string(allocation_.job_id()) + " is ending (" + slurm::to_string(end) +
+                            ": " + one_line(messages, 160) + ")",
+                        clock_.now());
+    else
+      allocation_.suspect();
     spdlog::warn("unit {}: its Slurm step was lost ({}); it runs again", step.unit_id,
                  end == slurm::StepEnd::normal ? "told to stop, not by fadd" : slurm::to_string(end));
   }
@@ -336,7 +361,7 @@ std::vector<std::string> SlurmExecutor::step_command(const LaunchSpec& spec) {
   step.node = spec.node;
   step.external = true;
   step.report_path = new_report_path(spec.unit_id);
-  step.memory = step_memory(config_, spec.estimate_bytes);
+  step.memory = step_memory_for(spec);
   step.threads = spec.threads;
   slurm::StepRequest req{spec.unit_id,     config_.job_per_unit ? 0 : allocation_.job_id(),
                          spec.node,        spec.threads,

@@ -76,6 +76,11 @@ class SlurmExecutor final : public ProcessLauncher {
     bool ended_by_fadd = false;
   };
   void tick();
+  /// STATE/slurm/job names the allocation fad holds now, for a successor to
+  /// cancel when this fadd is killed: written whenever its id changed.
+  void record_job();
+  /// The step's --mem: fad's estimate with the margin, at most its node's memory.
+  std::uint64_t step_memory_for(const LaunchSpec& spec) const;
   void refresh_sstat();
   void refresh_partition_nodes();
   void read_report(Step& step);
@@ -101,6 +106,7 @@ class SlurmExecutor final : public ProcessLauncher {
   bool sstat_running_ = false, nodes_running_ = false;
   long reports_ = 0;
   bool stopped_ = false;
+  std::int64_t recorded_job_ = 0;  ///< the id STATE/slurm/job holds (0: none)
 };
 
 }  // namespace fad

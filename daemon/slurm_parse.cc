@@ -250,6 +250,11 @@ StepEnd classify_srun(std::string_view text) {
   return StepEnd::normal;
 }
 
+bool allocation_ending(std::string_view text) {
+  return contains(text, "already completing or completed") || contains(text, "DUE TO TIME LIMIT") ||
+         contains(text, "has expired");
+}
+
 const char* to_string(StepEnd end) {
   switch (end) {
     case StepEnd::normal: return "normal";

@@ -87,4 +87,9 @@ const char* to_string(StepEnd end);
 /// Whether a command's messages say slurmctld could not be reached.
 bool controller_unreachable(std::string_view text);
 
+/// Whether srun's messages say the job itself is ending or has ended (its
+/// time limit, already completing): no step can start in it any more,
+/// whatever its state reads for the few seconds it takes to complete.
+bool allocation_ending(std::string_view text);
+
 }  // namespace fad::slurm

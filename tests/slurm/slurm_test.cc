@@ -208,7 +208,16 @@ TEST_CASE("when the allocation is cancelled, fad asks for a new one and redoes n
   INFO(b.dump(2) << d.daemon_log() << cluster_state());
   CHECK(b.at("state") == "succeeded");
   const auto job = d.status_all().at("daemon").at("executor").at("job_id");
-  if (job.is_number()) CHECK(job != first_job);
+  if (job.is_number()) {
+    CHECK(job != first_job);
+    // The replacement is the one recorded for a successor to cancel (bug,
+    // from a probe: the first stayed there, and a killed fadd left the
+    // replacement holding every node until its time limit).
+    std::ifstream recorded(d.state_dir() + "/slurm/job");
+    long written = 0;
+    recorded >> written;
+    CHECK(written == job.get<long>());
+  }
   // Units that had finished were compiled exactly once.
   const auto log = d.fake_log();
   for (const auto& name : finished_before) {
@@ -217,6 +226,27 @@ TEST_CASE("when the allocation is cancelled, fad asks for a new one and redoes n
     INFO(name);
     CHECK(compiles == 1);
   }
+  CHECK(d.terminate() == 0);
+}
+
+TEST_CASE("a unit estimated above every node's memory runs, its --mem capped at its node's", "[slurm]") {
+  // Bug (from a probe): a guess of 5 GiB on 3 GiB nodes asked srun for
+  // --mem=5888M, and Slurm kept the step pending for ever.
+  if (auto why = start_cluster(); !why.empty()) {
+    WARN("SKIP: " << why << "; a step asking more than a node has was not tested");
+    return;
+  }
+  Daemon d;
+  d.write_kernels({{"big_u0", "peak_mb=40 duration_s=1"}});
+  std::ofstream(d.dir() / "test-config.json")
+      << R"({"poll_interval_ms": 100, "unit_memory_prior": "5G", "executor": "slurm",
+            "slurm": {"nodes": 1, "time_limit": "30"}})"
+      << "\n";
+  d.start({}, kSlurmEnv);
+  const auto id = d.submit({"--arch", "9.0"});
+  const auto b = d.wait_final(id, 240);
+  INFO(b.dump(2) << d.daemon_log() << cluster_state());
+  CHECK(b.at("state") == "succeeded");
   CHECK(d.terminate() == 0);
 }
 

@@ -109,4 +109,16 @@ TEST_CASE("slurm: how a step ended, from srun's messages", "[slurm]") {
   CHECK(classify_srun("") == StepEnd::normal);
 }
 
+TEST_CASE("slurm: srun's messages that say the job itself is ending", "[slurm]") {
+  // Its time limit, and steps refused as it completes: a new allocation is
+  // asked for at once (a check still reads the job running for seconds).
+  CHECK(allocation_ending(fixture("srun_time_limit.txt")));
+  CHECK(allocation_ending(fixture("srun_step_after_cancel.txt")));
+  CHECK(allocation_ending(fixture("srun_no_job.txt")));
+  // Cancelled (the check sees it), a node failure, slurmctld away: not this.
+  CHECK_FALSE(allocation_ending(fixture("srun_job_cancelled.txt")));
+  CHECK_FALSE(allocation_ending(fixture("srun_node_fail.txt")));
+  CHECK_FALSE(allocation_ending(fixture("srun_controller_down.txt")));
+}
+
 }  // namespace fad
