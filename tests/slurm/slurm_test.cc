@@ -75,6 +75,15 @@ void write_config(Daemon& d, const std::string& extra = "") {
       << extra << "}}\n";
 }
 
+/// Starts fadd on the test cluster with `config` (its whole config file),
+/// submits `units`, and waits up to 240 s for the build's end.
+json build_with(Daemon& d, const std::vector<FakeUnit>& units, const std::string& config) {
+  d.write_kernels(units);
+  std::ofstream(d.dir() / "test-config.json") << config << "\n";
+  d.start({}, kSlurmEnv);
+  return d.wait_final(d.submit({"--arch", "9.0"}), 240);
+}
+
 /// Steps Slurm runs now: step name -> its TRES (e.g. "cpu=1,mem=356M,node=1").
 std::map<std::string, std::string> running_steps() {
   std::map<std::string, std::string> out;
@@ -237,14 +246,9 @@ TEST_CASE("a unit estimated above every node's memory runs, its --mem capped at 
     return;
   }
   Daemon d;
-  d.write_kernels({{"big_u0", "peak_mb=40 duration_s=1"}});
-  std::ofstream(d.dir() / "test-config.json")
-      << R"({"poll_interval_ms": 100, "unit_memory_prior": "5G", "executor": "slurm",
-            "slurm": {"nodes": 1, "time_limit": "30"}})"
-      << "\n";
-  d.start({}, kSlurmEnv);
-  const auto id = d.submit({"--arch", "9.0"});
-  const auto b = d.wait_final(id, 240);
+  const auto b = build_with(d, {{"big_u0", "peak_mb=40 duration_s=1"}},
+                            R"({"poll_interval_ms": 100, "unit_memory_prior": "5G", "executor": "slurm",
+                                "slurm": {"nodes": 1, "time_limit": "30"}})");
   INFO(b.dump(2) << d.daemon_log() << cluster_state());
   CHECK(b.at("state") == "succeeded");
   CHECK(d.terminate() == 0);
@@ -344,14 +348,9 @@ TEST_CASE("a Slurm step past unit_time_limit is ended, and the build says why", 
   Daemon d;
   // Two minutes of "compiling" against a 3 s limit: a hung compiler on a node
   // holds its step's CPUs and memory as long as it likes.
-  d.write_kernels({{"fwd_hung", "duration_s=120 peak_mb=16"}});
-  std::ofstream(d.dir() / "test-config.json")
-      << R"({"poll_interval_ms": 100, "unit_memory_prior": "200M", "executor": "slurm", "unit_time_limit": "3s",
-            "slurm": {"nodes": 1, "time_limit": "30"}})"
-      << "\n";
-  d.start({}, kSlurmEnv);
-  const auto id = d.submit({"--arch", "9.0"});
-  const auto b = d.wait_final(id, 240);
+  const auto b = build_with(d, {{"fwd_hung", "duration_s=120 peak_mb=16"}},
+                            R"({"poll_interval_ms": 100, "unit_memory_prior": "200M", "executor": "slurm",
+                                "unit_time_limit": "3s", "slurm": {"nodes": 1, "time_limit": "30"}})");
   INFO(b.dump(2) << d.daemon_log() << cluster_state());
   REQUIRE(b.at("state") == "failed");
   bool found = false;
@@ -362,7 +361,7 @@ TEST_CASE("a Slurm step past unit_time_limit is ended, and the build says why", 
     CHECK(unit.at("duration_s").get<double>() < 60);
   }
   CHECK(found);
-  const auto logs = d.fad({"logs", std::to_string(id)});
+  const auto logs = d.fad({"logs", std::to_string(b.at("id").get<long>())});
   CHECK_THAT(logs.out, Catch::Contains("it compiled longer than unit_time_limit (3s)"));
   // Slurm saw the step end too: nothing of fad's is left running on the node.
   CHECK(wait_for(
